@@ -1,0 +1,1 @@
+//! The gfx90a ISA engine (placeholder).

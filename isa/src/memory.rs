@@ -1,0 +1,329 @@
+//! How waves reach memory: the [`MemoryRegion`] / [`GlobalMemory`] traits the device
+//! implements, and the checked accessors the executor uses.
+//!
+//! Every access is checked against a region before any host byte is touched: an
+//! address range outside every region is a [`Fault::Memory`]. Device memory may be
+//! written by other host threads (other waves, the host) at the same time, so all
+//! accesses are atomic operations (relaxed for plain loads/stores, sequentially
+//! consistent for atomics) and never form Rust references to the bytes.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::error::Fault;
+
+/// A contiguous range of device memory that waves may access.
+/// # Safety
+/// Implementors guarantee `host_ptr()` is valid for reads and writes of `len()` bytes
+/// for as long as the object is alive, and suitably aligned for atomics of 8 bytes at 8-aligned device addresses
+/// (device_base() and host_ptr() have the same alignment modulo 4096).
+pub unsafe trait MemoryRegion: Send + Sync {
+    /// Device address of the first byte.
+    fn device_base(&self) -> u64;
+    /// Length in bytes.
+    fn len(&self) -> u64;
+    /// Host address of the first byte.
+    fn host_ptr(&self) -> *mut u8;
+    /// Whether the region is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The global memory an agent's kernels may touch (device allocations, kernarg memory, host memory made accessible, the code object, scratch backing).
+pub trait GlobalMemory: Send + Sync {
+    /// The region containing device address `addr`, if the agent may access it.
+    fn region(&self, addr: u64) -> Option<std::sync::Arc<dyn MemoryRegion>>;
+}
+
+/// A region remembered by a wave: its bounds, read once, and the `Arc` that keeps it
+/// alive while the wave may use it.
+#[derive(Clone)]
+struct Cached {
+    base: u64,
+    end: u64,
+    region: Arc<dyn MemoryRegion>,
+}
+
+/// A checked, in-bounds host location of a device access: produced only by
+/// [`RegionCache::translate`], so the pointer is valid for `len` bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct HostSpan<'a> {
+    ptr: *mut u8,
+    len: usize,
+    /// Borrow of whatever keeps the region alive (the cache or the caller's region).
+    _alive: PhantomData<&'a ()>,
+}
+
+impl HostSpan<'_> {
+    /// Loads `N` bytes at byte offset `off` (must satisfy `off + N <= len`).
+    pub(crate) fn load<const N: usize>(&self, off: usize) -> [u8; N] {
+        let mut out = [0u8; N];
+        if off + N > self.len {
+            return out;
+        }
+        // SAFETY: `ptr` is valid for `len` bytes (RegionCache::translate checked the range
+        // against a live region whose Arc the cache holds), and off + N <= len.
+        let p = unsafe { self.ptr.add(off) };
+        if N == 4 && (p as usize) % 4 == 0 {
+            // SAFETY: p is 4-aligned and valid for 4 bytes; the memory is only ever accessed
+            // atomically by the engine.
+            let v = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.load(Ordering::Relaxed);
+            out.copy_from_slice(&v.to_le_bytes()[..N]);
+        } else {
+            for (i, b) in out.iter_mut().enumerate() {
+                // SAFETY: p + i is within the checked span.
+                *b = unsafe { AtomicU8::from_ptr(p.add(i)) }.load(Ordering::Relaxed);
+            }
+        }
+        out
+    }
+
+    /// Stores `bytes` at byte offset `off` (must satisfy `off + bytes.len() <= len`).
+    pub(crate) fn store(&self, off: usize, bytes: &[u8]) {
+        if off + bytes.len() > self.len {
+            return;
+        }
+        // SAFETY: as in `load`.
+        let p = unsafe { self.ptr.add(off) };
+        if bytes.len() == 4 && (p as usize) % 4 == 0 {
+            let v = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            // SAFETY: p is 4-aligned and valid for 4 bytes.
+            unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.store(v, Ordering::Relaxed);
+        } else {
+            for (i, b) in bytes.iter().enumerate() {
+                // SAFETY: p + i is within the checked span.
+                unsafe { AtomicU8::from_ptr(p.add(i)) }.store(*b, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The 32-bit atomic at offset 0 (the span must be 4 bytes and 4-aligned:
+    /// checked by [`RegionCache::translate_atomic`]).
+    pub(crate) fn atomic_u32(&self) -> &AtomicU32 {
+        // SAFETY: translate_atomic checked len >= 4 and 4-byte alignment of the host
+        // address; the region stays alive while the wave's cache holds its Arc, which
+        // outlives this short borrow of self.
+        unsafe { AtomicU32::from_ptr(self.ptr.cast::<u32>()) }
+    }
+
+    /// The 64-bit atomic at offset 0 (8 bytes, 8-aligned; see `atomic_u32`).
+    pub(crate) fn atomic_u64(&self) -> &AtomicU64 {
+        // SAFETY: as in atomic_u32, with 8 bytes and 8-byte alignment checked.
+        unsafe { AtomicU64::from_ptr(self.ptr.cast::<u64>()) }
+    }
+}
+
+/// A wave's small cache of the regions it used last, plus regions private to it
+/// (its scratch slice), which are looked up first.
+#[derive(Clone, Default)]
+pub struct RegionCache {
+    private: Vec<Cached>,
+    recent: Vec<Cached>,
+    next_victim: usize,
+}
+
+const RECENT: usize = 4;
+
+impl RegionCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets every cached region (dropping the `Arc`s) and sets the private regions.
+    pub fn reset(&mut self, private: &[Arc<dyn MemoryRegion>]) {
+        self.recent.clear();
+        self.next_victim = 0;
+        self.private.clear();
+        self.private.extend(private.iter().map(|r| Cached {
+            base: r.device_base(),
+            end: r.device_base().saturating_add(r.len()),
+            region: r.clone(),
+        }));
+    }
+
+    fn find(&self, addr: u64, size: u64) -> Option<&Cached> {
+        let end = addr.checked_add(size)?;
+        self.private
+            .iter()
+            .chain(self.recent.iter())
+            .find(|c| addr >= c.base && end <= c.end)
+    }
+
+    /// Checks `[addr, addr+size)` and returns its host location.
+    ///
+    /// # Errors
+    /// [`Fault::Memory`] if no single region the agent may access contains the range.
+    pub(crate) fn translate(
+        &mut self,
+        mem: &dyn GlobalMemory,
+        addr: u64,
+        size: u64,
+        write: bool,
+        pc: u64,
+    ) -> Result<HostSpan<'_>, Fault> {
+        let fault = Fault::Memory {
+            address: addr,
+            size,
+            write,
+            pc,
+        };
+        if self.find(addr, size).is_none() {
+            let region = mem.region(addr).ok_or(fault.clone())?;
+            let base = region.device_base();
+            let entry = Cached {
+                base,
+                end: base.saturating_add(region.len()),
+                region,
+            };
+            if self.recent.len() < RECENT {
+                self.recent.push(entry);
+            } else {
+                self.recent[self.next_victim] = entry;
+                self.next_victim = (self.next_victim + 1) % RECENT;
+            }
+        }
+        let c = self.find(addr, size).ok_or(fault)?;
+        let off = (addr - c.base) as usize;
+        // SAFETY: off + size <= region len (checked by `find`), so the pointer stays in
+        // the region's host allocation, which the cached Arc keeps alive.
+        let ptr = unsafe { c.region.host_ptr().add(off) };
+        Ok(HostSpan {
+            ptr,
+            len: size as usize,
+            _alive: PhantomData,
+        })
+    }
+
+    /// As `translate`, for an atomic of `size` (4 or 8) bytes: the device address must
+    /// be naturally aligned.
+    ///
+    /// # Errors
+    /// [`Fault::MisalignedAtomic`] or [`Fault::Memory`].
+    pub(crate) fn translate_atomic(
+        &mut self,
+        mem: &dyn GlobalMemory,
+        addr: u64,
+        size: u64,
+        pc: u64,
+    ) -> Result<HostSpan<'_>, Fault> {
+        if addr % size != 0 {
+            return Err(Fault::MisalignedAtomic {
+                address: addr,
+                size,
+                pc,
+            });
+        }
+        let span = self.translate(mem, addr, size, true, pc)?;
+        if (span.ptr as usize) % (size as usize) != 0 {
+            return Err(Fault::MisalignedAtomic {
+                address: addr,
+                size,
+                pc,
+            });
+        }
+        Ok(span)
+    }
+}
+
+/// Reads `n` dwords at `addr` from one region (used for code fetch and descriptors).
+///
+/// # Errors
+/// [`Fault::Memory`] if the range is not inside one region.
+pub fn read_dwords(mem: &dyn GlobalMemory, addr: u64, out: &mut [u32]) -> Result<(), Fault> {
+    let mut cache = RegionCache::new();
+    let span = cache.translate(mem, addr, 4 * out.len() as u64, false, addr)?;
+    for (i, w) in out.iter_mut().enumerate() {
+        *w = u32::from_le_bytes(span.load::<4>(i * 4));
+    }
+    Ok(())
+}
+
+/// Reads dwords from a region the caller holds: `out.len()` dwords at byte offset
+/// `offset`, or `None` if that runs past the region.
+pub fn read_region_dwords(region: &dyn MemoryRegion, offset: u64, out: &mut [u32]) -> Option<()> {
+    let size = 4 * out.len() as u64;
+    if offset.checked_add(size)? > region.len() {
+        return None;
+    }
+    // SAFETY: offset + size <= len, and host_ptr() is valid for len bytes while
+    // `region` is alive (the caller holds it for this call).
+    let span = HostSpan {
+        ptr: unsafe { region.host_ptr().add(offset as usize) },
+        len: size as usize,
+        _alive: PhantomData,
+    };
+    for (i, w) in out.iter_mut().enumerate() {
+        *w = u32::from_le_bytes(span.load::<4>(i * 4));
+    }
+    Some(())
+}
+
+/// A simple owned region backed by host memory (scratch backing, tests). Its device
+/// address is its host address, which cannot collide with another live allocation of
+/// the same process.
+pub struct HostRegion {
+    // u64 words give 8-byte alignment for atomics.
+    buf: Box<[AtomicU64]>,
+    len: u64,
+}
+
+impl HostRegion {
+    /// A zero-filled region of `len` bytes (rounded up to 8).
+    pub fn zeroed(len: u64) -> Self {
+        let words = len.div_ceil(8) as usize;
+        let buf: Box<[AtomicU64]> = (0..words).map(|_| AtomicU64::new(0)).collect();
+        Self { buf, len }
+    }
+}
+
+// SAFETY: the buffer is owned by the region, lives as long as it, is `len` bytes or
+// more, and is 8-aligned (u64 storage), with device address = host address so both
+// have the same alignment. All engine accesses are atomic, so sharing is sound.
+unsafe impl MemoryRegion for HostRegion {
+    fn device_base(&self) -> u64 {
+        self.buf.as_ptr() as u64
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn host_ptr(&self) -> *mut u8 {
+        self.buf.as_ptr().cast::<u8>().cast_mut()
+    }
+}
+
+/// A window `[offset, offset+len)` of another region, presented as a region of its own
+/// (a wave's scratch slice: accesses outside the slice fault).
+pub struct SubRegion {
+    parent: Arc<dyn MemoryRegion>,
+    offset: u64,
+    len: u64,
+}
+
+impl SubRegion {
+    /// The window, or `None` if it does not fit in `parent`.
+    pub fn new(parent: Arc<dyn MemoryRegion>, offset: u64, len: u64) -> Option<Self> {
+        if offset.checked_add(len)? > parent.len() {
+            return None;
+        }
+        Some(Self { parent, offset, len })
+    }
+}
+
+// SAFETY: the window lies inside the parent (checked in `new`), whose Arc this holds,
+// so the parent's guarantee covers it; the offset keeps device/host alignment equal
+// because both addresses move by the same amount.
+unsafe impl MemoryRegion for SubRegion {
+    fn device_base(&self) -> u64 {
+        self.parent.device_base() + self.offset
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn host_ptr(&self) -> *mut u8 {
+        // SAFETY: offset <= parent.len(), so the result stays in (or one past) the parent.
+        unsafe { self.parent.host_ptr().add(self.offset as usize) }
+    }
+}

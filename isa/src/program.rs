@@ -1,0 +1,107 @@
+//! A decoded code object: every instruction is decoded once, the first time a wave
+//! reaches it, and then shared by all waves of all dispatches that use the program.
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use crate::decode::decode;
+use crate::error::{DecodeError, Fault};
+use crate::inst::Instruction;
+use crate::memory::{read_region_dwords, MemoryRegion};
+
+/// Dwords per lazily allocated page of decode slots.
+const PAGE_DWORDS: usize = 1024;
+
+/// One decode slot: the instruction starting at that dword and its length in dwords.
+type Slot = Result<(Instruction, u8), DecodeError>;
+
+/// The instructions of one code region (normally the loaded code object), decoded
+/// lazily but once per PC. Thread-safe: workers decode and read slots concurrently.
+///
+/// The program holds only a `Weak` reference to its region: a cache of programs must
+/// not keep freed code objects alive. Callers executing it hold an `Arc` of the region
+/// (see [`Program::region`]).
+pub struct Program {
+    region: Weak<dyn MemoryRegion>,
+    /// Identity of the region (data pointer of its Arc) for cache validation.
+    region_id: usize,
+    base: u64,
+    len: u64,
+    pages: Box<[OnceLock<Box<[OnceLock<Slot>]>>]>,
+}
+
+impl Program {
+    /// A program over all of `region` (code addresses are device addresses in it).
+    pub fn new(region: &Arc<dyn MemoryRegion>) -> Self {
+        let len = region.len();
+        let dwords = (len / 4) as usize;
+        let npages = dwords.div_ceil(PAGE_DWORDS);
+        Self {
+            region: Arc::downgrade(region),
+            region_id: Arc::as_ptr(region).cast::<u8>() as usize,
+            base: region.device_base(),
+            len,
+            pages: (0..npages).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// Device address of the first code byte.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Whether `pc` lies inside the program's region.
+    pub fn contains(&self, pc: u64) -> bool {
+        pc >= self.base && pc - self.base < self.len
+    }
+
+    /// Whether this program was built over exactly `region` (the same live object).
+    pub fn is_over(&self, region: &Arc<dyn MemoryRegion>) -> bool {
+        Arc::as_ptr(region).cast::<u8>() as usize == self.region_id
+            && self.region.strong_count() > 0
+    }
+
+    /// The region, if it is still alive.
+    pub fn region(&self) -> Option<Arc<dyn MemoryRegion>> {
+        self.region.upgrade()
+    }
+
+    /// The instruction at `pc` and its length in bytes, decoding it on first use.
+    ///
+    /// # Errors
+    /// [`Fault::BadPc`] if `pc` is misaligned or outside the region (or the region is
+    /// gone); [`Fault::Illegal`] if the words there do not decode.
+    #[inline]
+    pub fn fetch(&self, pc: u64) -> Result<(&Instruction, u64), Fault> {
+        let off = pc.wrapping_sub(self.base);
+        if off >= self.len || off % 4 != 0 {
+            return Err(Fault::BadPc { pc });
+        }
+        let idx = (off / 4) as usize;
+        let page = self.pages[idx / PAGE_DWORDS]
+            .get_or_init(|| (0..PAGE_DWORDS).map(|_| OnceLock::new()).collect());
+        let slot = page[idx % PAGE_DWORDS].get_or_init(|| self.decode_at(pc, off));
+        match slot {
+            Ok((inst, len)) => Ok((inst, u64::from(*len) * 4)),
+            Err(e) => Err(Fault::Illegal(e.clone())),
+        }
+    }
+
+    fn decode_at(&self, pc: u64, off: u64) -> Slot {
+        let Some(region) = self.region.upgrade() else {
+            return Err(DecodeError::Truncated {
+                pc,
+                needed: 1,
+                available: 0,
+            });
+        };
+        let mut words = [0u32; 2];
+        let avail = if read_region_dwords(region.as_ref(), off, &mut words).is_some() {
+            2
+        } else if read_region_dwords(region.as_ref(), off, &mut words[..1]).is_some() {
+            1
+        } else {
+            0
+        };
+        decode(&words[..avail], pc).map(|(i, n)| (i, n as u8))
+    }
+}

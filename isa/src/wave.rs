@@ -1,0 +1,356 @@
+//! Wave state and the execution loop.
+//!
+//! A [`Wave`] holds the architectural state of one wavefront of 64 lanes: the scalar
+//! register file indexed by operand code (so `vcc`, `exec`, `m0`, `flat_scratch`, the
+//! TTMPs and the SGPRs are one array), SCC, the vector file as `[register][lane]`
+//! arrays, and the PC. [`Wave::run`] executes pre-decoded instructions from a
+//! [`Program`] until the wave ends, reaches `s_barrier`, yields (`s_sleep`) or faults.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::Fault;
+use crate::generated::opcodes::SoppOp;
+use crate::inst::Instruction;
+use crate::memory::{GlobalMemory, RegionCache};
+use crate::operand::{code, Operand};
+use crate::program::Program;
+
+/// Lanes per wave.
+pub const WAVE_SIZE: usize = 64;
+/// One vector register: a dword per lane.
+pub type VReg = [u32; WAVE_SIZE];
+/// Index of `a0` in [`Wave::vgpr`]: VGPRs occupy 0..256, AGPRs 256..512.
+pub const AGPR_BASE: usize = 256;
+
+/// Linux KFD aperture bases for GFX9 (launch sheet section 11.2): each 4 GiB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Apertures {
+    /// Base of the shared (LDS) aperture; `src_shared_base`.
+    pub shared_base: u64,
+    /// Base of the private (scratch) aperture; `src_private_base`.
+    pub private_base: u64,
+}
+
+impl Apertures {
+    /// The KFD values: shared 0x0001_0000_0000_0000, private 0x0002_0000_0000_0000.
+    pub const KFD: Apertures = Apertures {
+        shared_base: 0x0001_0000_0000_0000,
+        private_base: 0x0002_0000_0000_0000,
+    };
+}
+
+impl Default for Apertures {
+    fn default() -> Self {
+        Self::KFD
+    }
+}
+
+/// What a wave needs from its surroundings while it runs.
+pub struct WaveContext<'a> {
+    /// The decoded code object.
+    pub program: &'a Program,
+    /// Global memory.
+    pub memory: &'a dyn GlobalMemory,
+    /// The workgroup's LDS (`group_segment_size` bytes).
+    pub lds: &'a mut [u8],
+    /// Aperture bases for flat addressing and `src_*_base`.
+    pub apertures: Apertures,
+    /// Set by another thread to stop the wave at its next taken branch or barrier.
+    pub stop: Option<&'a AtomicBool>,
+    /// Instruction budget of the wave (counts all instructions it ever executed).
+    pub max_instructions: u64,
+}
+
+/// Why [`Wave::run`] returned normally.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaveExit {
+    /// `s_endpgm`: the wave is done.
+    Ended,
+    /// `s_barrier`: resume the wave once every non-ended wave of the workgroup arrived.
+    Barrier,
+    /// `s_sleep`: the wave lets the other waves of its workgroup run; resume it later.
+    Yield,
+}
+
+/// Control flow after one instruction.
+pub(crate) enum Flow {
+    Next,
+    Jump(u64),
+    Exit(WaveExit),
+}
+
+/// The state of one wavefront.
+pub struct Wave {
+    /// Scalar register file by operand code 0..=127 (section 4 of the encoding sheet):
+    /// s0–s101, flat_scratch (102/103), xnack_mask (104/105), vcc (106/107),
+    /// ttmp0–15 (108–123), m0 (124), null (125, reads 0), exec (126/127).
+    pub sgpr: [u32; 128],
+    /// Scalar condition code.
+    pub scc: bool,
+    /// Vector registers `[register][lane]`: v0–v255 at 0..256, a0–a255 at 256..512.
+    /// (The hardware's unified file places AGPRs at ACCUM_OFFSET; the ISA addresses
+    /// both files separately, which is all a program can observe.)
+    pub vgpr: Box<[VReg]>,
+    /// Byte address of the next instruction.
+    pub pc: u64,
+    /// HW_REG_MODE (rounding, denormals, DX10_CLAMP, IEEE); rounding and denormal
+    /// controls are recorded but the engine computes round-to-nearest-even with
+    /// denormals kept, which is what clang's kernels request.
+    pub mode: u32,
+    /// HW_REG_TRAPSTS.
+    pub trapsts: u32,
+    /// HW_REG_HW_ID value reported by `s_getreg_b32`.
+    pub hw_id: u32,
+    /// Instructions executed so far.
+    pub instructions: u64,
+    /// Regions this wave used recently plus its private (scratch) regions.
+    pub regions: RegionCache,
+}
+
+impl Default for Wave {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Wave {
+    /// A wave with all registers zero.
+    pub fn new() -> Self {
+        Self {
+            sgpr: [0; 128],
+            scc: false,
+            vgpr: vec![[0u32; WAVE_SIZE]; 2 * AGPR_BASE].into_boxed_slice(),
+            pc: 0,
+            mode: 0,
+            trapsts: 0,
+            hw_id: 0,
+            instructions: 0,
+            regions: RegionCache::new(),
+        }
+    }
+
+    /// Resets the scalar state and zeroes `vgprs` VGPRs and `agprs` AGPRs (the rest keep
+    /// stale values; the ISA leaves them undefined at wave launch).
+    pub fn reset(&mut self, vgprs: usize, agprs: usize) {
+        self.sgpr = [0; 128];
+        self.scc = false;
+        for r in self.vgpr[..vgprs.min(AGPR_BASE)].iter_mut() {
+            *r = [0; WAVE_SIZE];
+        }
+        for r in self.vgpr[AGPR_BASE..AGPR_BASE + agprs.min(AGPR_BASE)].iter_mut() {
+            *r = [0; WAVE_SIZE];
+        }
+        self.pc = 0;
+        self.mode = 0;
+        self.trapsts = 0;
+        self.hw_id = 0;
+        self.instructions = 0;
+    }
+
+    /// The EXEC mask.
+    #[inline]
+    pub fn exec(&self) -> u64 {
+        u64::from(self.sgpr[126]) | u64::from(self.sgpr[127]) << 32
+    }
+
+    /// Sets the EXEC mask.
+    #[inline]
+    pub fn set_exec(&mut self, v: u64) {
+        self.sgpr[126] = v as u32;
+        self.sgpr[127] = (v >> 32) as u32;
+    }
+
+    /// VCC.
+    #[inline]
+    pub fn vcc(&self) -> u64 {
+        u64::from(self.sgpr[106]) | u64::from(self.sgpr[107]) << 32
+    }
+
+    /// Sets VCC.
+    #[inline]
+    pub fn set_vcc(&mut self, v: u64) {
+        self.sgpr[106] = v as u32;
+        self.sgpr[107] = (v >> 32) as u32;
+    }
+
+    /// FLAT_SCRATCH as a 64-bit address.
+    pub fn flat_scratch(&self) -> u64 {
+        u64::from(self.sgpr[102]) | u64::from(self.sgpr[103]) << 32
+    }
+
+    /// Runs the wave until `s_endpgm`, `s_barrier`, `s_sleep` or a fault.
+    ///
+    /// # Errors
+    /// A [`Fault`] naming the instruction's PC: memory faults, unsupported or illegal
+    /// instructions, `s_trap`, the instruction budget, or an external stop.
+    pub fn run(&mut self, ctx: &mut WaveContext<'_>) -> Result<WaveExit, Fault> {
+        loop {
+            let pc = self.pc;
+            let (inst, len) = ctx.program.fetch(pc)?;
+            self.instructions += 1;
+            if self.instructions > ctx.max_instructions {
+                return Err(Fault::InstructionLimit {
+                    limit: ctx.max_instructions,
+                    pc,
+                });
+            }
+            let next = pc + len;
+            match self.step(inst, pc, next, ctx)? {
+                Flow::Next => self.pc = next,
+                Flow::Jump(target) => {
+                    self.pc = target;
+                    if target <= pc {
+                        if let Some(stop) = ctx.stop {
+                            if stop.load(Ordering::Relaxed) {
+                                return Err(Fault::Aborted { pc });
+                            }
+                        }
+                    }
+                }
+                Flow::Exit(e) => {
+                    self.pc = next;
+                    return Ok(e);
+                }
+            }
+        }
+    }
+
+    fn step(
+        &mut self,
+        inst: &Instruction,
+        pc: u64,
+        next: u64,
+        ctx: &mut WaveContext<'_>,
+    ) -> Result<Flow, Fault> {
+        match inst {
+            Instruction::Sopp(i) => self.exec_sopp(i, pc, next),
+            Instruction::Sop1(i) => self.exec_sop1(i, pc, next, ctx),
+            Instruction::Sop2(i) => self.exec_sop2(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Sopc(i) => self.exec_sopc(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Sopk(i) => self.exec_sopk(i, pc, next),
+            Instruction::Smem(i) => self.exec_smem(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Valu(i) => self.exec_valu(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Vop3p(i) => self.exec_vop3p(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Ds(i) => self.exec_ds(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Flat(i) => self.exec_flat(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Mubuf(i) => self.exec_mubuf(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Mtbuf(_) => Err(unsupported(inst, pc, "MTBUF is not executed yet")),
+        }
+    }
+
+    fn exec_sopp(&mut self, i: &crate::inst::Sopp, pc: u64, next: u64) -> Result<Flow, Fault> {
+        let target = || next.wrapping_add_signed(4 * i64::from(i.simm16 as i16));
+        let taken = |c: bool| if c { Flow::Jump(target()) } else { Flow::Next };
+        Ok(match i.op {
+            SoppOp::SEndpgm => Flow::Exit(WaveExit::Ended),
+            SoppOp::SNop
+            | SoppOp::SWaitcnt
+            | SoppOp::SSetprio
+            | SoppOp::SIcacheInv
+            | SoppOp::SIncperflevel
+            | SoppOp::SDecperflevel
+            | SoppOp::STtracedata => Flow::Next,
+            SoppOp::SSleep => Flow::Exit(WaveExit::Yield),
+            SoppOp::SBarrier => {
+                std::sync::atomic::fence(Ordering::SeqCst);
+                Flow::Exit(WaveExit::Barrier)
+            }
+            SoppOp::STrap => {
+                let trap_id = (i.simm16 & 0xFF) as u8;
+                // Trap 3 is llvm.debugtrap: a no-op without a debugger (launch sheet 13).
+                if trap_id == 3 {
+                    Flow::Next
+                } else {
+                    return Err(Fault::Trap { pc, trap_id });
+                }
+            }
+            SoppOp::SBranch => Flow::Jump(target()),
+            SoppOp::SCbranchScc0 => taken(!self.scc),
+            SoppOp::SCbranchScc1 => taken(self.scc),
+            SoppOp::SCbranchVccz => taken(self.vcc() == 0),
+            SoppOp::SCbranchVccnz => taken(self.vcc() != 0),
+            SoppOp::SCbranchExecz => taken(self.exec() == 0),
+            SoppOp::SCbranchExecnz => taken(self.exec() != 0),
+            // No debugger is attached: the debug branches are never taken.
+            SoppOp::SCbranchCdbgsys
+            | SoppOp::SCbranchCdbguser
+            | SoppOp::SCbranchCdbgsysOrUser
+            | SoppOp::SCbranchCdbgsysAndUser => Flow::Next,
+            _ => {
+                return Err(unsupported(
+                    &Instruction::Sopp(i.clone()),
+                    pc,
+                    "this SOPP instruction is not executed yet",
+                ))
+            }
+        })
+    }
+
+    /// Reads a scalar operand (1 or 2 dwords) as a 64-bit value.
+    #[inline]
+    pub(crate) fn read_scalar(&self, op: &Operand, ctx: &WaveContext<'_>) -> u64 {
+        match *op {
+            Operand::Sreg { code, count } => {
+                let c = usize::from(code);
+                let lo = if code == code::NULL { 0 } else { self.sgpr[c] };
+                let hi = if count >= 2 && c + 1 < 128 && code + 1 != code::NULL {
+                    self.sgpr[c + 1]
+                } else {
+                    0
+                };
+                u64::from(lo) | u64::from(hi) << 32
+            }
+            Operand::Const { value, .. } => value,
+            Operand::Literal { value, .. } => u64::from(value),
+            Operand::Special { code, .. } => self.special(code, ctx),
+            // Vector registers are never scalar operands; lane 0 keeps this total.
+            Operand::Vgpr { index, count } | Operand::Agpr { index, count } => {
+                let base = if matches!(op, Operand::Agpr { .. }) { AGPR_BASE } else { 0 };
+                let r = base + usize::from(index);
+                let hi = if count >= 2 && r + 1 < self.vgpr.len() { self.vgpr[r + 1][0] } else { 0 };
+                u64::from(self.vgpr[r][0]) | u64::from(hi) << 32
+            }
+        }
+    }
+
+    fn special(&self, c: u8, ctx: &WaveContext<'_>) -> u64 {
+        match c {
+            code::SHARED_BASE => ctx.apertures.shared_base,
+            code::SHARED_LIMIT => ctx.apertures.shared_base | 0xFFFF_FFFF,
+            code::PRIVATE_BASE => ctx.apertures.private_base,
+            code::PRIVATE_LIMIT => ctx.apertures.private_base | 0xFFFF_FFFF,
+            code::VCCZ => u64::from(self.vcc() == 0),
+            code::EXECZ => u64::from(self.exec() == 0),
+            code::SCC => u64::from(self.scc),
+            _ => 0,
+        }
+    }
+
+    /// Writes `count` dwords of `value` to scalar-file codes from `code` (null drops).
+    #[inline]
+    pub(crate) fn write_sreg(&mut self, code: u8, count: u8, value: u64) {
+        for k in 0..count.min(2) {
+            let c = usize::from(code) + usize::from(k);
+            if c < 128 && c != usize::from(code::NULL) {
+                self.sgpr[c] = (value >> (32 * k)) as u32;
+            }
+        }
+    }
+
+    /// Writes a scalar destination operand.
+    #[inline]
+    pub(crate) fn write_scalar(&mut self, op: &Operand, value: u64) {
+        if let Operand::Sreg { code, count } = *op {
+            self.write_sreg(code, count, value);
+        }
+    }
+}
+
+/// The fault for an instruction the engine decodes but does not execute.
+pub(crate) fn unsupported(inst: &Instruction, pc: u64, reason: &str) -> Fault {
+    Fault::Unsupported {
+        pc,
+        mnemonic: inst.mnemonic().into_owned(),
+        reason: reason.to_string(),
+    }
+}

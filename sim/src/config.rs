@@ -1,0 +1,79 @@
+//! Settings of the virtual device, read once from the environment at `hsa_init`.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `HSA_SIM_GPUS` | number of gfx90a agents | 1 |
+//! | `HSA_SIM_COMPUTE_UNITS` | compute units each GPU reports | 110 (an MI250X GCD) |
+//! | `HSA_SIM_DEVICE_MEMORY` | bytes of device memory per GPU (suffix K, M, G, T allowed) | 64G |
+//! | `HSA_SIM_WORKERS` | host threads that run the workgroups of one dispatch | host cores |
+
+/// The virtual device's configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Number of gfx90a GPU agents.
+    pub gpus: usize,
+    /// Compute units reported by each GPU agent.
+    pub compute_units: u32,
+    /// Device memory of each GPU agent, in bytes (the coarse-grained pool's size).
+    pub device_memory: u64,
+    /// Host worker threads per dispatch.
+    pub workers: usize,
+}
+
+/// Parses a byte size such as `64G`, `512M`, `4096`.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, shift) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 10),
+        'm' | 'M' => (&t[..t.len() - 1], 20),
+        'g' | 'G' => (&t[..t.len() - 1], 30),
+        't' | 'T' => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(1u64 << shift)
+}
+
+fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().parse::<T>() {
+        Ok(x) => Some(x),
+        Err(_) => {
+            log::warn!("ignoring {name}={v:?}: not a valid number");
+            None
+        }
+    }
+}
+
+impl Config {
+    /// Reads the configuration from the environment, falling back to defaults
+    /// (with a warning) for values that do not parse.
+    pub fn from_env() -> Config {
+        let host_cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let device_memory = match std::env::var("HSA_SIM_DEVICE_MEMORY") {
+            Ok(v) => parse_size(&v).filter(|&b| b >= 1 << 20).unwrap_or_else(|| {
+                log::warn!("ignoring HSA_SIM_DEVICE_MEMORY={v:?}: expected a size of at least 1M");
+                64 << 30
+            }),
+            Err(_) => 64 << 30,
+        };
+        Config {
+            gpus: env_parse::<usize>("HSA_SIM_GPUS").unwrap_or(1).min(64),
+            compute_units: env_parse::<u32>("HSA_SIM_COMPUTE_UNITS").filter(|&n| n > 0).unwrap_or(110),
+            device_memory,
+            workers: env_parse::<usize>("HSA_SIM_WORKERS").filter(|&n| n > 0).unwrap_or(host_cores),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64G"), Some(64 * 1024 * 1024 * 1024));
+        assert_eq!(parse_size("3m"), Some(3 * 1024 * 1024));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size("99999999999T"), None);
+    }
+}

@@ -1,0 +1,378 @@
+//! Memory pools, allocations and locked host ranges of the virtual platform
+//! (hsa-api-subset.md 4.8, 6.5, 7.6, 7.8).
+//!
+//! The virtual device shares the host's address space: a device address *is*
+//! the host address of the bytes behind it. What makes device memory device
+//! memory is bookkeeping: every allocation records its pool, its owner agent
+//! and the agents allowed to access it, and kernels reach memory only through
+//! [`AgentMemory`], which refuses any address outside an allocation (or a
+//! locked range) their agent may use. A refused access is a GPU memory fault.
+
+use crate::error::{SimError, SimResult};
+use hsa_sys::*;
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Handle tag of memory pools.
+pub const POOL_TAG: u8 = 0x50;
+
+/// Bytes of one page: the pools' allocation granule and alignment.
+pub const PAGE: u64 = 4096;
+
+/// A memory pool of one agent.
+#[derive(Debug)]
+pub struct Pool {
+    /// Index in the runtime's pool list.
+    pub index: usize,
+    /// Index of the owning agent.
+    pub agent: usize,
+    /// `hsa_amd_segment_t`.
+    pub segment: u32,
+    /// `hsa_amd_memory_pool_global_flag_t` bits (0 for non-global pools).
+    pub global_flags: u32,
+    /// Size of the pool in bytes.
+    pub size: u64,
+    /// Whether `hsa_amd_memory_pool_allocate` may allocate from it.
+    pub alloc_allowed: bool,
+    /// Whether every agent may access its memory without `allow_access`.
+    pub accessible_by_all: bool,
+    /// Bytes currently allocated from the pool (rounded to pages).
+    pub used: AtomicU64,
+}
+
+impl Pool {
+    /// The pool's handle.
+    pub fn handle(&self) -> u64 {
+        (u64::from(POOL_TAG) << 56) | (self.index as u64 + 1)
+    }
+
+    /// Whether this is a GPU's coarse-grained device memory pool.
+    pub fn is_device_memory(&self) -> bool {
+        self.segment == HSA_AMD_SEGMENT_GLOBAL && self.global_flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED != 0
+    }
+}
+
+/// Pool index of a pool handle, if it has the pool tag.
+pub fn pool_index(handle: u64) -> Option<usize> {
+    if (handle >> 56) as u8 != POOL_TAG || handle & 0xffff_ffff == 0 || (handle >> 32) & 0xff_ffff != 0 {
+        return None;
+    }
+    Some((handle & 0xffff_ffff) as usize - 1)
+}
+
+/// What an allocation is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocKind {
+    /// Allocated by a client from pool `0`.
+    Pool(usize),
+    /// Runtime-internal memory of an agent (code objects, queue rings, scratch).
+    Internal,
+}
+
+/// One allocation: page-aligned, zero-filled anonymous memory.
+pub struct Allocation {
+    /// Device (= host) address of the first byte.
+    pub base: u64,
+    /// Size in bytes (a multiple of [`PAGE`]).
+    pub size: u64,
+    /// Pool or internal.
+    pub kind: AllocKind,
+    /// Owning agent index.
+    pub owner: usize,
+    /// Bit i set: agent i may access the memory.
+    access: AtomicU64,
+    map: memmap2::MmapRaw,
+}
+
+impl std::fmt::Debug for Allocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Allocation({:#x}+{:#x}, {:?}, owner {})", self.base, self.size, self.kind, self.owner)
+    }
+}
+
+impl Allocation {
+    /// Maps `size` bytes (rounded up to a page) of zeroed memory.
+    ///
+    /// Errors: `OutOfResources` when the host refuses the mapping.
+    pub fn new(size: u64, kind: AllocKind, owner: usize, access_mask: u64) -> SimResult<Arc<Allocation>> {
+        let rounded = size
+            .checked_add(PAGE - 1)
+            .map(|s| s & !(PAGE - 1))
+            .filter(|&s| s > 0 && s <= isize::MAX as u64)
+            .ok_or_else(|| SimError::InvalidAllocation(format!("size {size} does not fit")))?;
+        let map = memmap2::MmapOptions::new()
+            .len(rounded as usize)
+            .map_anon()
+            .map_err(|e| SimError::OutOfResources(format!("mapping {rounded} bytes: {e}")))?;
+        let map = memmap2::MmapRaw::from(map);
+        Ok(Arc::new(Allocation {
+            base: map.as_mut_ptr() as u64,
+            size: rounded,
+            kind,
+            owner,
+            access: AtomicU64::new(access_mask | (1u64 << owner)),
+            map,
+        }))
+    }
+
+    /// Host pointer to the first byte.
+    pub fn ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    /// Whether agent `agent` may access this allocation.
+    pub fn accessible_by(&self, agent: usize) -> bool {
+        agent < 64 && self.access.load(Ordering::Acquire) & (1u64 << agent) != 0
+    }
+
+    /// Lets the agents in `mask` access the allocation.
+    pub fn allow(&self, mask: u64) {
+        self.access.fetch_or(mask, Ordering::AcqRel);
+    }
+
+    /// Bit mask of the agents that may access the allocation.
+    pub fn access_mask(&self) -> u64 {
+        self.access.load(Ordering::Acquire)
+    }
+
+    /// Whether `[addr, addr + len)` lies inside the allocation.
+    pub fn contains(&self, addr: u64, len: u64) -> bool {
+        addr >= self.base && addr.checked_add(len).is_some_and(|end| end <= self.base + self.size)
+    }
+}
+
+// SAFETY: the mapping is owned by the allocation and stays mapped, at the same
+// address, for the allocation's whole lifetime; base == host_ptr, page aligned.
+unsafe impl isa::MemoryRegion for Allocation {
+    fn device_base(&self) -> u64 {
+        self.base
+    }
+    fn len(&self) -> u64 {
+        self.size
+    }
+    fn host_ptr(&self) -> *mut u8 {
+        self.ptr()
+    }
+}
+
+/// Host memory pinned with `hsa_amd_memory_lock`.
+#[derive(Debug)]
+pub struct LockedRange {
+    /// First byte of the locked range (the pointer given to lock).
+    pub base: u64,
+    /// Bytes locked.
+    pub size: u64,
+    /// Agents that may access it.
+    pub agents_mask: u64,
+}
+
+// SAFETY: the client that locked the range guarantees the host memory stays
+// allocated until it unlocks it (hsa_amd_memory_lock's contract); device
+// address == host address.
+unsafe impl isa::MemoryRegion for LockedRange {
+    fn device_base(&self) -> u64 {
+        self.base
+    }
+    fn len(&self) -> u64 {
+        self.size
+    }
+    fn host_ptr(&self) -> *mut u8 {
+        self.base as *mut u8
+    }
+}
+
+struct LockEntry {
+    range: Arc<LockedRange>,
+    count: u32,
+}
+
+/// Where a host-side pointer range lives.
+#[derive(Clone)]
+pub enum Resolved {
+    /// Inside a pool or internal allocation.
+    Allocation(Arc<Allocation>),
+    /// Inside a locked host range.
+    Locked(Arc<LockedRange>),
+}
+
+impl Resolved {
+    /// The region, kept alive while this value lives.
+    pub fn region(&self) -> Arc<dyn isa::MemoryRegion> {
+        match self {
+            Resolved::Allocation(a) => a.clone(),
+            Resolved::Locked(l) => l.clone(),
+        }
+    }
+}
+
+/// Every allocation and locked range of the platform.
+#[derive(Default)]
+pub struct MemoryMap {
+    allocations: RwLock<BTreeMap<u64, Arc<Allocation>>>,
+    locked: RwLock<BTreeMap<u64, LockEntry>>,
+}
+
+impl MemoryMap {
+    /// An empty map.
+    pub fn new() -> MemoryMap {
+        MemoryMap::default()
+    }
+
+    /// Records an allocation.
+    pub fn insert(&self, alloc: Arc<Allocation>) {
+        self.allocations.write().insert(alloc.base, alloc);
+    }
+
+    /// Removes the allocation whose base is exactly `base`.
+    pub fn remove(&self, base: u64) -> Option<Arc<Allocation>> {
+        self.allocations.write().remove(&base)
+    }
+
+    /// The allocation whose base is exactly `base`.
+    pub fn by_base(&self, base: u64) -> Option<Arc<Allocation>> {
+        self.allocations.read().get(&base).cloned()
+    }
+
+    /// The allocation containing byte `addr`.
+    pub fn allocation_containing(&self, addr: u64) -> Option<Arc<Allocation>> {
+        let map = self.allocations.read();
+        let (_, a) = map.range(..=addr).next_back()?;
+        a.contains(addr, 1).then(|| a.clone())
+    }
+
+    /// The locked range containing `[addr, addr+len)` (the first by base).
+    pub fn locked_containing(&self, addr: u64, len: u64) -> Option<Arc<LockedRange>> {
+        let locked = self.locked.read();
+        locked
+            .range(..=addr)
+            .rev()
+            .map(|(_, e)| &e.range)
+            .find(|r| addr >= r.base && addr.checked_add(len).is_some_and(|end| end <= r.base + r.size))
+            .cloned()
+    }
+
+    /// Where `[addr, addr + len)` lives, if it is wholly inside one
+    /// allocation or one locked range.
+    pub fn resolve(&self, addr: u64, len: u64) -> Option<Resolved> {
+        if let Some(a) = self.allocation_containing(addr) {
+            if a.contains(addr, len.max(1)) {
+                return Some(Resolved::Allocation(a));
+            }
+        }
+        self.locked_containing(addr, len.max(1)).map(Resolved::Locked)
+    }
+
+    /// Pins `[host, host+size)` for the agents in `mask` (hsa_amd_memory_lock).
+    /// Locking the same base again counts a reference (and widens the range
+    /// and the agent set).
+    pub fn lock(&self, host: u64, size: u64, mask: u64) {
+        let mut locked = self.locked.write();
+        match locked.get_mut(&host) {
+            Some(e) => {
+                e.count += 1;
+                if e.range.size < size || e.range.agents_mask | mask != e.range.agents_mask {
+                    e.range = Arc::new(LockedRange {
+                        base: host,
+                        size: e.range.size.max(size),
+                        agents_mask: e.range.agents_mask | mask,
+                    });
+                }
+            }
+            None => {
+                locked.insert(
+                    host,
+                    LockEntry {
+                        range: Arc::new(LockedRange { base: host, size, agents_mask: mask }),
+                        count: 1,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Drops one reference on the lock at `host`; true if it was locked.
+    pub fn unlock(&self, host: u64) -> bool {
+        let mut locked = self.locked.write();
+        match locked.get_mut(&host) {
+            Some(e) if e.count > 1 => {
+                e.count -= 1;
+                true
+            }
+            Some(_) => {
+                locked.remove(&host);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every allocation (for teardown and diagnostics).
+    pub fn all_allocations(&self) -> Vec<Arc<Allocation>> {
+        self.allocations.read().values().cloned().collect()
+    }
+
+    /// Forgets every allocation and lock.
+    pub fn clear(&self) {
+        self.allocations.write().clear();
+        self.locked.write().clear();
+    }
+}
+
+/// The global memory as one agent's kernels see it: the [`isa::GlobalMemory`]
+/// the dispatcher gives to waves.
+pub struct AgentMemory {
+    /// The platform's memory map.
+    pub map: Arc<MemoryMap>,
+    /// The agent whose view this is.
+    pub agent: usize,
+}
+
+impl isa::GlobalMemory for AgentMemory {
+    fn region(&self, addr: u64) -> Option<Arc<dyn isa::MemoryRegion>> {
+        if let Some(a) = self.map.allocation_containing(addr) {
+            if a.accessible_by(self.agent) {
+                return Some(a);
+            }
+            return None;
+        }
+        let r = self.map.locked_containing(addr, 1)?;
+        if self.agent < 64 && r.agents_mask & (1u64 << self.agent) != 0 {
+            Some(r)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isa::GlobalMemory;
+
+    #[test]
+    fn agent_view_honours_access_rights() {
+        let map = Arc::new(MemoryMap::new());
+        let host = Allocation::new(100, AllocKind::Pool(0), 0, 0).unwrap();
+        assert_eq!(host.size, PAGE);
+        map.insert(host.clone());
+        let gpu = AgentMemory { map: map.clone(), agent: 1 };
+        assert!(gpu.region(host.base + 8).is_none(), "host pool memory needs allow_access first");
+        host.allow(1 << 1);
+        let r = gpu.region(host.base + 8).expect("allowed now");
+        assert_eq!(r.device_base(), host.base);
+        assert!(gpu.region(host.base + PAGE).is_none() || map.allocation_containing(host.base + PAGE).is_some());
+        let buf = vec![0u8; 256];
+        let p = buf.as_ptr() as u64;
+        assert!(gpu.region(p).is_none());
+        map.lock(p, 256, 1 << 1);
+        map.lock(p, 256, 1 << 1);
+        assert!(gpu.region(p + 255).is_some());
+        assert!(map.unlock(p));
+        assert!(gpu.region(p).is_some(), "two locks need two unlocks");
+        assert!(map.unlock(p));
+        assert!(gpu.region(p).is_none());
+        assert!(!map.unlock(p));
+    }
+}

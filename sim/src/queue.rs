@@ -1,0 +1,470 @@
+//! AQL queues and their packet processors (hsa-api-subset.md 5.1, 5.2, 7.3).
+//!
+//! A queue is an `amd_queue_t` block (whose first 40 bytes are the client's
+//! `hsa_queue_t`) plus a ring of 64-byte AQL packet slots, both in runtime
+//! memory the queue's agent can read, because device code reads the packet
+//! (Dispatch Ptr) and the queue (Queue Ptr). A thread per queue, the packet
+//! processor, consumes packets strictly in order:
+//!
+//! 1. It waits until the write index passes the read index and the slot's
+//!    header is no longer INVALID. A store to the doorbell signal wakes it.
+//! 2. KERNEL_DISPATCH runs the kernel to completion on the dispatcher;
+//!    BARRIER_AND / BARRIER_OR wait (sleeping) until their dependency signals
+//!    are observed at 0, all of them or any of them. Later packets never
+//!    start before an earlier one completes, barrier bit or not.
+//! 3. It then overwrites only the slot's 16-bit header with INVALID, advances
+//!    the read index (release), and subtracts 1 from the completion signal.
+//!
+//! A malformed packet, or a kernel that faults, makes the queue inactive: it
+//! reports the error (the system event handlers for memory faults, then the
+//! queue's error callback) and consumes nothing more. The completion signal
+//! of the failed packet is left untouched, as ROCr does.
+
+use crate::dispatch::{DispatchError, DispatchRequest};
+use crate::error::{SimError, SimResult};
+use crate::memory::{AgentMemory, AllocKind, Allocation};
+use crate::runtime::{timestamp_ns, Runtime};
+use crate::signal::{MemoryOrder, Notifier, Signal};
+use hsa_sys::*;
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+/// Offsets inside `amd_queue_t` (amd_hsa_queue.h; checked against the bindings in a test).
+pub mod offsets {
+    /// `write_dispatch_id` (u64).
+    pub const WRITE_DISPATCH_ID: usize = 56;
+    /// `group_segment_aperture_base_hi` (u32).
+    pub const GROUP_APERTURE_HI: usize = 64;
+    /// `private_segment_aperture_base_hi` (u32).
+    pub const PRIVATE_APERTURE_HI: usize = 68;
+    /// `max_cu_id` (u32).
+    pub const MAX_CU_ID: usize = 72;
+    /// `max_wave_id` (u32).
+    pub const MAX_WAVE_ID: usize = 76;
+    /// `read_dispatch_id` (u64).
+    pub const READ_DISPATCH_ID: usize = 128;
+    /// `queue_properties` (u32).
+    pub const QUEUE_PROPERTIES: usize = 180;
+}
+
+/// High dword of the shared (LDS) aperture base (spec 11.2, KFD's GFX9 value).
+pub const SHARED_APERTURE_HI: u32 = 0x0001_0000;
+/// High dword of the private (scratch) aperture base.
+pub const PRIVATE_APERTURE_HI: u32 = 0x0002_0000;
+
+/// A queue error callback as `hsa_queue_create` receives it.
+pub type QueueCallback = unsafe extern "C" fn(hsa_status_t, *mut hsa_queue_t, *mut c_void);
+
+/// One AQL queue.
+pub struct Queue {
+    /// Owning agent index.
+    pub agent: usize,
+    /// Unique id (`hsa_queue_t.id`).
+    pub id: u64,
+    /// Ring size in packets (a power of two).
+    pub size: u32,
+    block: Arc<Allocation>,
+    ring: Arc<Allocation>,
+    /// The doorbell signal (its handle is in `hsa_queue_t.doorbell_signal`).
+    pub doorbell: Arc<Signal>,
+    /// Handle of the doorbell signal.
+    pub doorbell_handle: u64,
+    notifier: Arc<Notifier>,
+    callback: Option<QueueCallback>,
+    callback_data: usize,
+    profiling: AtomicBool,
+    stopping: AtomicBool,
+    inactive: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Queue(id {}, agent {}, {} packets)", self.id, self.agent, self.size)
+    }
+}
+
+/// Header value the processor leaves in a consumed slot: INVALID with the barrier bit (as ROCr).
+pub const CONSUMED_HEADER: u16 = (HSA_PACKET_TYPE_INVALID as u16) | (1 << HSA_PACKET_HEADER_BARRIER);
+
+impl Queue {
+    /// Creates the queue of `size` packets on GPU agent `agent` and starts its processor.
+    ///
+    /// Errors: `OutOfResources` if memory or the thread cannot be had.
+    pub fn create(
+        rt: &Arc<Runtime>,
+        agent: usize,
+        size: u32,
+        callback: Option<QueueCallback>,
+        callback_data: usize,
+    ) -> SimResult<Arc<Queue>> {
+        let block = Allocation::new(4096, AllocKind::Internal, agent, 1)?;
+        let ring = Allocation::new(u64::from(size) * 64, AllocKind::Internal, agent, 1)?;
+        // Every slot starts out INVALID.
+        for i in 0..size as usize {
+            // SAFETY: slot i lies inside the ring allocation (size * 64 bytes), 64-byte aligned.
+            unsafe { std::ptr::write(ring.ptr().add(i * 64) as *mut u16, HSA_PACKET_TYPE_INVALID as u16) };
+        }
+        let doorbell = Signal::new(0);
+        let doorbell_handle = rt.signals.insert(doorbell.clone());
+        let id = rt.next_queue_id.fetch_add(1, Ordering::Relaxed);
+        let q = hsa_queue_t {
+            type_: HSA_QUEUE_TYPE_MULTI,
+            features: HSA_QUEUE_FEATURE_KERNEL_DISPATCH,
+            base_address: ring.ptr() as *mut c_void,
+            doorbell_signal: hsa_signal_t { handle: doorbell_handle },
+            size,
+            reserved1: 0,
+            id,
+        };
+        let b = block.ptr();
+        // SAFETY: the block is a fresh, zeroed, page-aligned 4 KiB allocation; every
+        // write below is inside the 256-byte amd_queue_t at its start.
+        unsafe {
+            std::ptr::write(b as *mut hsa_queue_t, q);
+            std::ptr::write(b.add(offsets::GROUP_APERTURE_HI) as *mut u32, SHARED_APERTURE_HI);
+            std::ptr::write(b.add(offsets::PRIVATE_APERTURE_HI) as *mut u32, PRIVATE_APERTURE_HI);
+            std::ptr::write(b.add(offsets::MAX_CU_ID) as *mut u32, rt.config.compute_units.saturating_sub(1));
+            std::ptr::write(b.add(offsets::MAX_WAVE_ID) as *mut u32, 31);
+            std::ptr::write(b.add(offsets::QUEUE_PROPERTIES) as *mut u32, 1 << 1); // IS_PTR64
+        }
+        rt.memory.insert(block.clone());
+        rt.memory.insert(ring.clone());
+        let queue = Arc::new(Queue {
+            agent,
+            id,
+            size,
+            block,
+            ring,
+            doorbell: doorbell.clone(),
+            doorbell_handle,
+            notifier: Notifier::new(),
+            callback,
+            callback_data,
+            profiling: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            inactive: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        });
+        doorbell.add_observer(&queue.notifier);
+        let weak_rt = Arc::downgrade(rt);
+        let memory: Arc<dyn isa::GlobalMemory> = Arc::new(AgentMemory { map: rt.memory.clone(), agent });
+        let qc = queue.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("hsa-queue-{id}"))
+            .spawn(move || processor_loop(&qc, &weak_rt, &memory))
+            .map_err(|e| SimError::OutOfResources(format!("starting the packet processor: {e}")))?;
+        *queue.thread.lock() = Some(handle);
+        Ok(queue)
+    }
+
+    /// Address of the client-visible `hsa_queue_t` (= the `amd_queue_t`).
+    pub fn address(&self) -> u64 {
+        self.block.base
+    }
+
+    fn index_word(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: the offset is inside the queue block, 8-byte aligned, and the
+        // block lives as long as `self`; all accesses to the word are atomic.
+        unsafe { AtomicU64::from_ptr(self.block.ptr().add(offset) as *mut u64) }
+    }
+
+    /// The write index (`write_dispatch_id`).
+    pub fn write_index(&self) -> &AtomicU64 {
+        self.index_word(offsets::WRITE_DISPATCH_ID)
+    }
+
+    /// The read index (`read_dispatch_id`).
+    pub fn read_index(&self) -> &AtomicU64 {
+        self.index_word(offsets::READ_DISPATCH_ID)
+    }
+
+    /// Turns dispatch timestamps on or off.
+    pub fn set_profiling(&self, on: bool) {
+        self.profiling.store(on, Ordering::Release);
+    }
+
+    /// Whether the queue stopped on an error or by `hsa_queue_inactivate`.
+    pub fn is_inactive(&self) -> bool {
+        self.inactive.load(Ordering::Acquire)
+    }
+
+    /// Stops consuming packets (hsa_queue_inactivate).
+    pub fn inactivate(&self) {
+        self.inactive.store(true, Ordering::Release);
+        self.notifier.notify();
+    }
+
+    /// Stops the processor and waits for it (unless called from it).
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.notifier.notify();
+        if let Some(t) = self.thread.lock().take() {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+        self.doorbell.remove_observer(&self.notifier);
+    }
+
+    /// Memory blocks to release when the queue is destroyed.
+    pub fn allocations(&self) -> [u64; 2] {
+        [self.block.base, self.ring.base]
+    }
+
+    fn slot(&self, index: u64) -> *mut u8 {
+        let i = (index % u64::from(self.size)) as usize;
+        // SAFETY: i < size, so the slot lies inside the ring.
+        unsafe { self.ring.ptr().add(i * 64) }
+    }
+
+    fn header(&self, index: u64) -> &AtomicU16 {
+        // SAFETY: the slot's first two bytes, 64-byte aligned, inside the ring; the
+        // client publishes headers with atomic stores.
+        unsafe { AtomicU16::from_ptr(self.slot(index) as *mut u16) }
+    }
+
+    fn should_stop(&self) -> bool {
+        self.stopping.load(Ordering::Acquire) || self.inactive.load(Ordering::Acquire)
+    }
+
+    fn report(&self, rt: &Runtime, status: hsa_status_t, what: &str) {
+        self.inactive.store(true, Ordering::Release);
+        log::error!("virtual gfx90a queue {}: {what}", self.id);
+        match self.callback {
+            Some(cb) => {
+                // SAFETY: the client gave this callback and data to hsa_queue_create;
+                // the queue block stays alive during the call.
+                unsafe { cb(status, self.block.ptr() as *mut hsa_queue_t, self.callback_data as *mut c_void) }
+            }
+            None => {
+                let _ = rt;
+                eprintln!("virtual gfx90a: queue {} stopped: {what}", self.id);
+            }
+        }
+    }
+}
+
+/// What the processor does with the result of one packet.
+enum Outcome {
+    Done,
+    Stopped,
+    Failed(hsa_status_t, String, Option<(u64, u32)>),
+}
+
+fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::GlobalMemory>) {
+    loop {
+        let epoch = q.notifier.epoch();
+        if q.should_stop() {
+            return;
+        }
+        let read = q.read_index().load(Ordering::Relaxed);
+        let write = q.write_index().load(Ordering::Acquire);
+        if read >= write {
+            q.notifier.wait(epoch, None);
+            continue;
+        }
+        let header = q.header(read).load(Ordering::Acquire);
+        if header & 0xff == HSA_PACKET_TYPE_INVALID as u16 {
+            // Reserved but not yet published: the client rings the doorbell after
+            // writing the header; poll gently in case it does not.
+            q.notifier.wait(epoch, Some(std::time::Duration::from_micros(200)));
+            continue;
+        }
+        let Some(rt) = rt.upgrade() else { return };
+        let slot = q.slot(read);
+        let outcome = match u32::from(header & 0xff) {
+            HSA_PACKET_TYPE_KERNEL_DISPATCH => run_kernel(q, &rt, memory, slot, read),
+            HSA_PACKET_TYPE_BARRIER_AND => run_barrier(q, &rt, slot, true),
+            HSA_PACKET_TYPE_BARRIER_OR => run_barrier(q, &rt, slot, false),
+            other => Outcome::Failed(
+                HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
+                format!("packet {read} has unsupported type {other}"),
+                None,
+            ),
+        };
+        match outcome {
+            Outcome::Done => {
+                // SAFETY: completion_signal is the u64 at offset 56 of every AQL packet.
+                let completion = unsafe { std::ptr::read_volatile(slot.add(56) as *const u64) };
+                std::sync::atomic::fence(Ordering::Release);
+                q.header(read).store(CONSUMED_HEADER, Ordering::Release);
+                q.read_index().store(read + 1, Ordering::Release);
+                if completion != 0 {
+                    match rt.signals.get(completion) {
+                        Some(s) => s.subtract(1, MemoryOrder::Release),
+                        None => log::error!("queue {}: packet {read} names unknown completion signal {completion:#x}", q.id),
+                    }
+                }
+            }
+            Outcome::Stopped => return,
+            Outcome::Failed(status, what, fault) => {
+                if let Some((address, reason)) = fault {
+                    rt.raise_event(&memory_fault_event(q.agent, address, reason));
+                }
+                q.report(&rt, status, &what);
+                return;
+            }
+        }
+    }
+}
+
+/// Builds an `hsa_amd_event_t` for a GPU memory fault (hsa-api-subset.md 5.4).
+pub fn memory_fault_event(agent: usize, address: u64, reason: u32) -> hsa_amd_event_t {
+    // SAFETY: hsa_amd_event_t is plain data for which all-zero bytes are valid.
+    let mut event: hsa_amd_event_t = unsafe { std::mem::zeroed() };
+    let p = &mut event as *mut hsa_amd_event_t as *mut u8;
+    // SAFETY: offsets 0 (event_type u32), 8 (agent u64), 16 (virtual_address u64) and
+    // 24 (fault_reason_mask u32) are inside the 32-byte struct (size checked in a test).
+    unsafe {
+        std::ptr::write_unaligned(p as *mut u32, HSA_AMD_GPU_MEMORY_FAULT_EVENT);
+        std::ptr::write_unaligned(p.add(8) as *mut u64, crate::agent::agent_handle(agent));
+        std::ptr::write_unaligned(p.add(16) as *mut u64, address);
+        std::ptr::write_unaligned(p.add(24) as *mut u32, reason);
+    }
+    event
+}
+
+fn run_barrier(q: &Queue, rt: &Runtime, slot: *mut u8, and: bool) -> Outcome {
+    let mut deps = Vec::new();
+    for k in 0..5 {
+        // SAFETY: dep_signal[k] is the u64 at offset 8 + 8k of the 64-byte barrier packet.
+        let h = unsafe { std::ptr::read_volatile(slot.add(8 + 8 * k) as *const u64) };
+        if h == 0 {
+            continue;
+        }
+        match rt.signals.get(h) {
+            Some(s) => deps.push(s),
+            None => {
+                return Outcome::Failed(
+                    HSA_STATUS_ERROR_INVALID_SIGNAL,
+                    format!("barrier packet dependency {k} is an unknown signal {h:#x}"),
+                    None,
+                )
+            }
+        }
+    }
+    if deps.is_empty() {
+        // AND over no dependency holds; OR over none never does (HSA spec), but
+        // waiting forever would hang the queue: report it instead.
+        return if and {
+            Outcome::Done
+        } else {
+            Outcome::Failed(
+                HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
+                "barrier-OR packet without any dependency signal can never complete".into(),
+                None,
+            )
+        };
+    }
+    for d in &deps {
+        d.add_observer(&q.notifier);
+    }
+    let mut satisfied = vec![false; deps.len()];
+    let outcome = loop {
+        let epoch = q.notifier.epoch();
+        if q.should_stop() {
+            break Outcome::Stopped;
+        }
+        let mut negative = None;
+        for (k, d) in deps.iter().enumerate() {
+            if satisfied[k] {
+                continue;
+            }
+            let v = d.load(MemoryOrder::Acquire);
+            if v == 0 || d.is_destroyed() {
+                satisfied[k] = true;
+            } else if v < 0 {
+                negative = Some((k, v));
+            }
+        }
+        if let Some((k, v)) = negative {
+            break Outcome::Failed(
+                HSA_STATUS_ERROR,
+                format!("barrier packet dependency {k} has the negative value {v}"),
+                None,
+            );
+        }
+        let done = if and { satisfied.iter().all(|&s| s) } else { satisfied.iter().any(|&s| s) };
+        if done {
+            break Outcome::Done;
+        }
+        q.notifier.wait(epoch, None);
+    };
+    for d in &deps {
+        d.remove_observer(&q.notifier);
+    }
+    outcome
+}
+
+fn run_kernel(q: &Queue, rt: &Runtime, memory: &Arc<dyn isa::GlobalMemory>, slot: *mut u8, index: u64) -> Outcome {
+    // SAFETY: the slot is 64 bytes inside the ring, 64-byte aligned; the client
+    // published it (header no longer INVALID) and does not touch it until the
+    // read index passes it.
+    let p: hsa_kernel_dispatch_packet_t = unsafe { std::ptr::read_volatile(slot as *const hsa_kernel_dispatch_packet_t) };
+    let dims = u32::from(p.setup & 0x3);
+    let wg = [u32::from(p.workgroup_size_x), u32::from(p.workgroup_size_y), u32::from(p.workgroup_size_z)];
+    let grid = [p.grid_size_x, p.grid_size_y, p.grid_size_z];
+    let bad = if !(1..=3).contains(&dims) {
+        Some(format!("dimensions {dims} not in 1..3"))
+    } else if wg.contains(&0) || grid.contains(&0) {
+        Some(format!("zero workgroup or grid size (workgroup {wg:?}, grid {grid:?})"))
+    } else if wg.iter().map(|&x| u64::from(x)).product::<u64>() > 1024 {
+        Some(format!("workgroup of {wg:?} work-items exceeds 1024"))
+    } else if p.kernel_object == 0 {
+        Some("kernel_object is 0".into())
+    } else if p.group_segment_size > 65536 {
+        Some(format!("group segment of {} bytes exceeds the 64 KiB of LDS", p.group_segment_size))
+    } else {
+        None
+    };
+    if let Some(why) = bad {
+        return Outcome::Failed(
+            HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
+            format!("malformed kernel dispatch packet {index}: {why}"),
+            None,
+        );
+    }
+    let req = DispatchRequest {
+        workgroup_size: wg,
+        grid_size: grid,
+        dimensions: dims,
+        private_segment_size: p.private_segment_size,
+        group_segment_size: p.group_segment_size,
+        kernel_object: p.kernel_object,
+        kernarg_address: p.kernarg_address as u64,
+        packet_address: slot as u64,
+        queue_address: q.address(),
+        dispatch_id: index,
+    };
+    let profiling = q.profiling.load(Ordering::Acquire);
+    let start = timestamp_ns();
+    rt.dispatches.fetch_add(1, Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Acquire);
+    let result = crate::dispatch::run(&req, memory, rt.config.workers);
+    let end = timestamp_ns();
+    match result {
+        Ok(()) => {
+            if profiling && p.completion_signal.handle != 0 {
+                if let Some(s) = rt.signals.get(p.completion_signal.handle) {
+                    s.set_dispatch_times(start, end);
+                }
+            }
+            Outcome::Done
+        }
+        Err(e) => fault_outcome(&e, index),
+    }
+}
+
+fn fault_outcome(e: &DispatchError, index: u64) -> Outcome {
+    let status = e.hsa_status();
+    let fault = if status == HSA_STATUS_ERROR_MEMORY_FAULT {
+        e.fault_address().map(|a| (a, HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT as u32))
+    } else {
+        None
+    };
+    Outcome::Failed(status, format!("kernel dispatch {index} failed: {e}"), fault)
+}

@@ -1,0 +1,159 @@
+//! Shared helpers of the virtual device's API tests: thin wrappers that call
+//! the exported C functions exactly as a client would.
+#![allow(dead_code)]
+
+pub use hsa_runtime64::api::code::*;
+pub use hsa_runtime64::api::memory::*;
+pub use hsa_runtime64::api::queue::*;
+pub use hsa_runtime64::api::signal::*;
+pub use hsa_runtime64::api::system::*;
+pub use hsa_sys::*;
+use std::ffi::c_void;
+
+/// Holds one `hsa_init` reference for the life of a test.
+pub struct Session;
+impl Session {
+    pub fn open() -> Session {
+        assert_eq!(hsa_init(), HSA_STATUS_SUCCESS);
+        Session
+    }
+}
+impl Drop for Session {
+    fn drop(&mut self) {
+        assert_eq!(hsa_shut_down(), HSA_STATUS_SUCCESS);
+    }
+}
+
+unsafe extern "C" fn collect_agent(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
+    let v = unsafe { &mut *(data as *mut Vec<hsa_agent_t>) };
+    v.push(agent);
+    HSA_STATUS_SUCCESS
+}
+
+pub fn agents() -> Vec<hsa_agent_t> {
+    let mut v: Vec<hsa_agent_t> = Vec::new();
+    let s = unsafe { hsa_iterate_agents(Some(collect_agent), &mut v as *mut _ as *mut c_void) };
+    assert_eq!(s, HSA_STATUS_SUCCESS);
+    v
+}
+
+pub fn device_type(a: hsa_agent_t) -> u32 {
+    let mut t = 99u32;
+    assert_eq!(unsafe { hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &mut t as *mut _ as *mut c_void) }, 0);
+    t
+}
+
+pub fn gpus() -> Vec<hsa_agent_t> {
+    agents().into_iter().filter(|a| device_type(*a) == HSA_DEVICE_TYPE_GPU).collect()
+}
+
+pub fn cpu() -> hsa_agent_t {
+    agents().into_iter().find(|a| device_type(*a) == HSA_DEVICE_TYPE_CPU).expect("a CPU agent")
+}
+
+unsafe extern "C" fn collect_pool(p: hsa_amd_memory_pool_t, data: *mut c_void) -> hsa_status_t {
+    let v = unsafe { &mut *(data as *mut Vec<hsa_amd_memory_pool_t>) };
+    v.push(p);
+    HSA_STATUS_SUCCESS
+}
+
+pub fn pools(a: hsa_agent_t) -> Vec<hsa_amd_memory_pool_t> {
+    let mut v: Vec<hsa_amd_memory_pool_t> = Vec::new();
+    let s = unsafe { hsa_amd_agent_iterate_memory_pools(a, Some(collect_pool), &mut v as *mut _ as *mut c_void) };
+    assert_eq!(s, HSA_STATUS_SUCCESS);
+    v
+}
+
+pub fn pool_u32(p: hsa_amd_memory_pool_t, attr: u32) -> u32 {
+    let mut v = 0u32;
+    assert_eq!(unsafe { hsa_amd_memory_pool_get_info(p, attr, &mut v as *mut _ as *mut c_void) }, 0);
+    v
+}
+
+/// The first pool of `a` with every bit of `flags` set (global segment).
+pub fn pool_with(a: hsa_agent_t, flags: u32) -> hsa_amd_memory_pool_t {
+    pools(a)
+        .into_iter()
+        .find(|p| {
+            pool_u32(*p, HSA_AMD_MEMORY_POOL_INFO_SEGMENT) == HSA_AMD_SEGMENT_GLOBAL
+                && pool_u32(*p, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS) & flags == flags
+        })
+        .expect("pool with the flags")
+}
+
+pub fn alloc(pool: hsa_amd_memory_pool_t, size: usize) -> *mut u8 {
+    let mut p: *mut c_void = std::ptr::null_mut();
+    assert_eq!(unsafe { hsa_amd_memory_pool_allocate(pool, size, 0, &mut p) }, HSA_STATUS_SUCCESS);
+    assert!(!p.is_null());
+    p as *mut u8
+}
+
+pub fn signal(v: i64) -> hsa_signal_t {
+    let mut s = hsa_signal_t { handle: 0 };
+    assert_eq!(unsafe { hsa_signal_create(v, 0, std::ptr::null(), &mut s) }, HSA_STATUS_SUCCESS);
+    s
+}
+
+pub fn queue(gpu: hsa_agent_t, size: u32) -> *mut hsa_queue_t {
+    let mut q: *mut hsa_queue_t = std::ptr::null_mut();
+    let s = unsafe { hsa_queue_create(gpu, size, HSA_QUEUE_TYPE_MULTI, None, std::ptr::null_mut(), u32::MAX, u32::MAX, &mut q) };
+    assert_eq!(s, HSA_STATUS_SUCCESS);
+    q
+}
+
+/// Writes `packet` (64 bytes) into the next slot, header last, and rings the doorbell.
+/// `header_word` is the first 32 bits (header | setup << 16).
+pub fn submit(q: *mut hsa_queue_t, packet: [u64; 8], header_word: u32) -> u64 {
+    unsafe {
+        let index = hsa_queue_add_write_index_relaxed(q, 1);
+        let size = u64::from((*q).size);
+        while index - hsa_queue_load_read_index_scacquire(q) >= size {
+            std::hint::spin_loop();
+        }
+        let slot = ((*q).base_address as *mut u64).add(((index % size) * 8) as usize);
+        for (i, w) in packet.iter().enumerate().skip(1) {
+            std::ptr::write_volatile(slot.add(i), *w);
+        }
+        let first = (packet[0] & !0xffff_ffff) | u64::from(header_word);
+        // Publish the header with one atomic store after the body.
+        let a = &*(slot as *const std::sync::atomic::AtomicU64);
+        a.store(first, std::sync::atomic::Ordering::Release);
+        hsa_signal_store_screlease((*q).doorbell_signal, index as i64);
+        index
+    }
+}
+
+/// Header word of a barrier-AND packet (acquire+release system scope, no barrier bit).
+pub const BARRIER_AND_HEADER: u32 = 0x1403;
+/// Header word of a barrier-OR packet.
+pub const BARRIER_OR_HEADER: u32 = 0x1405;
+
+pub fn barrier_packet(deps: &[hsa_signal_t], completion: hsa_signal_t) -> [u64; 8] {
+    let mut p = [0u64; 8];
+    for (i, d) in deps.iter().enumerate() {
+        p[1 + i] = d.handle;
+    }
+    p[7] = completion.handle;
+    p
+}
+
+pub fn wait_eq(s: hsa_signal_t, v: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while hsa_signal_wait_scacquire(s, HSA_SIGNAL_CONDITION_EQ, v, 1_000_000_000, HSA_WAIT_STATE_BLOCKED) != v {
+        assert!(std::time::Instant::now() < deadline, "signal never reached {v}");
+    }
+}
+
+/// Runs clang-16 (with the LLVM 16 tools first on PATH); panics with its stderr on failure.
+pub fn clang(args: &[&str]) {
+    let path = format!("/usr/lib/llvm-16/bin:{}", std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new("clang-16").args(args).env("PATH", path).output().expect("clang-16 runs");
+    assert!(out.status.success(), "clang-16 {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A scratch directory under the target dir for files a test builds.
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}

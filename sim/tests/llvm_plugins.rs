@@ -1,0 +1,92 @@
+//! The judge of the virtual device: LLVM 16's own C++ AMDGPU plugins from
+//! Debian, unmodified, drive it through libomptarget.
+//!
+//! The test points `LD_LIBRARY_PATH` at a folder holding this build's
+//! `libhsa_runtime64.so` under ROCm's two names, so the plugins' `dlopen`
+//! finds the virtual device; nothing else on this machine provides a GPU.
+
+mod common;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The profile directory (target/debug or target/release) holding this build's cdylib.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
+}
+
+/// A folder with `libhsa-runtime64.so.1` and `libhsa-runtime64.so` linked to the virtual device.
+fn sim_dir() -> PathBuf {
+    let lib = profile_dir().join("libhsa_runtime64.so");
+    assert!(lib.exists(), "{} missing: build the sim cdylib", lib.display());
+    let dir = common::scratch_dir("sim-stage");
+    for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&lib, &link).expect("symlink");
+    }
+    dir
+}
+
+fn compile_example(name: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let src = root.join("examples").join(format!("{name}.c"));
+    let out = common::scratch_dir("omp-bin").join(name);
+    common::clang(&[
+        "-fopenmp",
+        "--offload-arch=gfx90a",
+        "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+        "-O2",
+        src.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-Wl,-rpath,/usr/lib/llvm-16/lib",
+    ]);
+    out
+}
+
+fn run_with_sim(cmd: &mut Command, gpus: usize) -> Output {
+    let path = format!("{}:/usr/lib/llvm-16/lib", sim_dir().display());
+    cmd.env("LD_LIBRARY_PATH", path)
+        .env("HSA_SIM_GPUS", gpus.to_string())
+        .env("HSA_SIM_DEBUG", "1")
+        .env_remove("LIBOMPTARGET_NEXTGEN_PLUGINS")
+        .output()
+        .expect("program runs")
+}
+
+#[test]
+fn nextgen_plugin_counts_the_virtual_gpus() {
+    let bin = compile_example("device_count");
+    for n in [1usize, 2, 3] {
+        let out = run_with_sim(&mut Command::new(&bin), n);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "exit {:?}\n{stdout}\n{stderr}", out.status);
+        assert!(stdout.contains(&format!("devices={n}\n")), "with {n} virtual GPUs:\n{stdout}\n{stderr}");
+        // Proof that the virtual device answered (it logs its start at debug level).
+        assert!(stderr.contains(&format!("virtual gfx90a runtime up: {n} GPU agent(s)")), "{stderr}");
+    }
+    // Without the virtual device there is no GPU on this machine: zero devices.
+    let out = Command::new(&bin).env("LD_LIBRARY_PATH", "/usr/lib/llvm-16/lib").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("devices=0"));
+}
+
+#[test]
+fn old_plugin_device_info_reads_every_property() {
+    let tool = "/usr/lib/llvm-16/bin/llvm-omp-device-info";
+    let mut cmd = Command::new(tool);
+    cmd.env("LIBOMPTARGET_NEXTGEN_PLUGINS", "0");
+    let path = format!("{}:/usr/lib/llvm-16/lib", sim_dir().display());
+    let out = cmd.env("LD_LIBRARY_PATH", path).env("HSA_SIM_GPUS", "2").output().expect("llvm-omp-device-info runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Number of Devices: 2") || stdout.matches("gfx90a").count() >= 2, "{stdout}");
+    assert!(stdout.contains("gfx90a"), "{stdout}");
+    assert!(stdout.contains("110"), "compute units must be reported:\n{stdout}");
+    let lower = format!("{stdout}{stderr}").to_lowercase();
+    for bad in ["error", "failed", "unknown"] {
+        assert!(!lower.contains(bad), "the tool reported {bad:?}:\n{stdout}\n{stderr}");
+    }
+}

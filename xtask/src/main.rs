@@ -1,0 +1,42 @@
+//! `cargo xtask`: the project's developer and user commands.
+//!
+//! Usage: `cargo xtask <command> [args...]`. Commands:
+//! - `setup`: install the Debian packages the project needs, if missing.
+//! - `stage`: build the plugin and the virtual device (release) and lay them
+//!   out in `target/stage/plugin/` and `target/stage/sim/`.
+//! - `test [cargo test args]`: setup, then every test; ends with `N passed, N failed`.
+//! - `bindings [--check]`: regenerate `hsa-sys/src/bindings.rs` and
+//!   `hsa-sys/src/functions.rs` from `include/hsa_subset.h` (or, with
+//!   `--check`, fail if the committed files are stale).
+
+mod bindings;
+mod setup;
+mod stage;
+mod test;
+#[cfg(test)]
+mod crosscheck;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(command) = args.next() else {
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: setup | stage | test [args] | bindings [--check]");
+        return ExitCode::FAILURE;
+    };
+    let rest: Vec<String> = args.collect();
+    let result = match command.as_str() {
+        "bindings" => bindings::run(&rest).map_err(|e| e.to_string()),
+        "setup" => setup::run_command(&rest),
+        "stage" => stage::run_command(&rest),
+        "test" => test::run_command(&rest),
+        other => Err(format!("unknown xtask command `{other}`")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask {command}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

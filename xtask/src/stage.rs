@@ -1,0 +1,78 @@
+//! `cargo xtask stage`: builds the plugin and the virtual device in release
+//! mode and lays them out as DESIGN.md says:
+//!
+//! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and
+//!   `libomptarget.rtl.amdgpu.so` (the two names libomptarget 16 tries);
+//! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root (the parent of `xtask/`).
+pub fn workspace_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(Path::to_path_buf).unwrap_or(here)
+}
+
+/// The cargo target directory (honours `CARGO_TARGET_DIR`).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|p| if p.is_absolute() { p } else { workspace_root().join(p) })
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// Where the staged libraries go.
+pub struct Staged {
+    /// `target/stage/plugin`.
+    pub plugin_dir: PathBuf,
+    /// `target/stage/sim`.
+    pub sim_dir: PathBuf,
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    // Write to a temporary name and rename, so a running program never sees a half file.
+    let tmp = to.with_extension("tmp-stage");
+    std::fs::copy(from, &tmp).map_err(|e| format!("copying {} to {}: {e}", from.display(), tmp.display()))?;
+    std::fs::rename(&tmp, to).map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), to.display()))
+}
+
+/// Builds (release) and stages both libraries.
+pub fn stage() -> Result<Staged, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args(["build", "--release", "-p", "omptarget-amdgpu", "-p", "sim"])
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build --release failed ({status})"));
+    }
+    let release = target_dir().join("release");
+    let stage = target_dir().join("stage");
+    let plugin_dir = stage.join("plugin");
+    let sim_dir = stage.join("sim");
+    for d in [&plugin_dir, &sim_dir] {
+        std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))?;
+    }
+    let plugin = release.join("libomptarget_amdgpu.so");
+    for name in ["libomptarget.rtl.amdgpu.nextgen.so", "libomptarget.rtl.amdgpu.so"] {
+        copy(&plugin, &plugin_dir.join(name))?;
+    }
+    let sim = release.join("libhsa_runtime64.so");
+    for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
+        copy(&sim, &sim_dir.join(name))?;
+    }
+    Ok(Staged { plugin_dir, sim_dir })
+}
+
+/// `cargo xtask stage`.
+pub fn run_command(args: &[String]) -> Result<(), String> {
+    if let Some(a) = args.first() {
+        return Err(format!("stage takes no arguments (got {a:?})"));
+    }
+    let staged = stage()?;
+    eprintln!("stage: plugin in {}", staged.plugin_dir.display());
+    eprintln!("stage: virtual device in {}", staged.sim_dir.display());
+    Ok(())
+}
