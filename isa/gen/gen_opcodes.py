@@ -78,7 +78,7 @@ fmt("SOPP", 0x80,
     [])
 fmt("SMEM", 0x100,
     lambda op, f: [0xC0000000 | op << 18 | f.get("imm", 0) << 17 | f.get("sdata", 0) << 6 | f.get("sbase", 0) >> 1, 0],
-    [t(imm=1, sdata=R_S2, sbase=R_S0), t(imm=1, sdata=R_DST, sbase=R_S0), t(), t(imm=1)],
+    [t(imm=1, sdata=R_S2, sbase=R_S0), t(imm=1, sdata=R_DST, sbase=R_S0), t(sdata=R_S2), t(imm=1, sdata=R_S2), t(sbase=R_S0), t(), t(imm=1)],
     ["sdata", "sbase"])
 fmt("VOP2", 0x3E,
     lambda op, f: [op << 25 | f.get("vdst", 0) << 17 | f.get("src1", 0) << 9 | f.get("src0", 0)],
@@ -152,7 +152,7 @@ fmt("DS", 0x100,
                    f.get("addr", 0) | f.get("data0", 0) << 8 | f.get("data1", 0) << 16 | f.get("vdst", 0) << 24],
     [t(vdst=R_DST, addr=R_S0, data0=R_S1, data1=R_S2), t(vdst=R_DST, addr=R_S0, data0=R_S1),
      t(vdst=R_DST, addr=R_S0), t(addr=R_S0, data0=R_S1, data1=R_S2), t(addr=R_S0, data0=R_S1),
-     t(addr=R_S0), t(vdst=R_DST), t()],
+     t(addr=R_S0), t(vdst=R_DST), t(data0=R_S1), t()],
     ["vdst", "addr", "data0", "data1"])
 
 
@@ -300,7 +300,10 @@ def emit_enum(out, ename, doc, rows, fields, extra_fields=None):
     out.append("}")
     out.append("")
     out.append(f"impl {ename} {{")
-    out.append(f"    /// Operand fields described by [`{ename}::shape`], in order.")
+    if fields:
+        out.append(f"    /// Operand fields described by [`{ename}::shape`], in order.")
+    else:
+        out.append("    /// Operand fields of the shape (none for this format).")
     out.append("    pub const SHAPE_FIELDS: &'static [&'static str] = &[" + ", ".join(f'"{f}"' for f in fields) + "];")
     out.append(f"    /// Every opcode of the format, by ascending opcode value.")
     out.append("    pub const ALL: &'static [Self] = &[" + ", ".join(f"Self::{r[1]}" for r in rows) + "];")

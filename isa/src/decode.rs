@@ -5,14 +5,13 @@
 
 use crate::error::DecodeError;
 use crate::generated::opcodes::{
-    DsOp, FlatOp, MtbufOp, MubufOp, SmemOp, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp, Vop3pOp,
-    VopOp,
+    DsOp, FlatOp, MtbufOp, MubufOp, SmemOp, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp, Vop3pOp, VopOp,
 };
 use crate::inst::{
     Dpp, Ds, Flat, Instruction, Mai, Mtbuf, Mubuf, Sdwa, Segment, Smem, Sop1, Sop2, Sopc, Sopk,
     Sopp, Valu, ValuEncoding, Vop3p,
 };
-use crate::operand::{code, inline_constant, Operand};
+use crate::operand::{inline_constant, Operand};
 
 /// Decodes the instruction that starts at `words[0]`, located at byte address `pc`.
 ///
@@ -175,7 +174,13 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn vgpr(&self, index: u32, count: u8, acc: bool, mn: &'static str) -> Result<Operand, DecodeError> {
+    fn vgpr(
+        &self,
+        index: u32,
+        count: u8,
+        acc: bool,
+        mn: &'static str,
+    ) -> Result<Operand, DecodeError> {
         if index + u32::from(count) > 256 {
             return Err(self.bad(mn, "vector register range runs past v255"));
         }
@@ -189,7 +194,8 @@ impl<'a> Decoder<'a> {
 
     fn sop2(&mut self) -> Result<Instruction, DecodeError> {
         let w = self.w0();
-        let op = Sop2Op::from_opcode(bits(w, 29, 23) as u16).ok_or_else(|| self.unknown("SOP2", bits(w, 29, 23)))?;
+        let op = Sop2Op::from_opcode(bits(w, 29, 23) as u16)
+            .ok_or_else(|| self.unknown("SOP2", bits(w, 29, 23)))?;
         let [d, s0, s1] = op.shape();
         let mn = op.mnemonic();
         Ok(Instruction::Sop2(Sop2 {
@@ -202,7 +208,8 @@ impl<'a> Decoder<'a> {
 
     fn sopk(&mut self) -> Result<Instruction, DecodeError> {
         let w = self.w0();
-        let op = SopkOp::from_opcode(bits(w, 27, 23) as u16).ok_or_else(|| self.unknown("SOPK", bits(w, 27, 23)))?;
+        let op = SopkOp::from_opcode(bits(w, 27, 23) as u16)
+            .ok_or_else(|| self.unknown("SOPK", bits(w, 27, 23)))?;
         let [d] = op.shape();
         let sdst = if d > 0 {
             Some(self.sdst(bits(w, 22, 16), d, op.mnemonic())?)
@@ -224,7 +231,8 @@ impl<'a> Decoder<'a> {
 
     fn sop1(&mut self) -> Result<Instruction, DecodeError> {
         let w = self.w0();
-        let op = Sop1Op::from_opcode(bits(w, 15, 8) as u16).ok_or_else(|| self.unknown("SOP1", bits(w, 15, 8)))?;
+        let op = Sop1Op::from_opcode(bits(w, 15, 8) as u16)
+            .ok_or_else(|| self.unknown("SOP1", bits(w, 15, 8)))?;
         let [d, s] = op.shape();
         let mn = op.mnemonic();
         let sdst = if d > 0 {
@@ -242,7 +250,8 @@ impl<'a> Decoder<'a> {
 
     fn sopc(&mut self) -> Result<Instruction, DecodeError> {
         let w = self.w0();
-        let op = SopcOp::from_opcode(bits(w, 22, 16) as u16).ok_or_else(|| self.unknown("SOPC", bits(w, 22, 16)))?;
+        let op = SopcOp::from_opcode(bits(w, 22, 16) as u16)
+            .ok_or_else(|| self.unknown("SOPC", bits(w, 22, 16)))?;
         let [s0, s1] = op.shape();
         let mn = op.mnemonic();
         Ok(Instruction::Sopc(Sopc {
@@ -254,7 +263,8 @@ impl<'a> Decoder<'a> {
 
     fn sopp(&mut self) -> Result<Instruction, DecodeError> {
         let w = self.w0();
-        let op = SoppOp::from_opcode(bits(w, 22, 16) as u16).ok_or_else(|| self.unknown("SOPP", bits(w, 22, 16)))?;
+        let op = SoppOp::from_opcode(bits(w, 22, 16) as u16)
+            .ok_or_else(|| self.unknown("SOPP", bits(w, 22, 16)))?;
         Ok(Instruction::Sopp(Sopp {
             op,
             simm16: bits(w, 15, 0) as u16,
@@ -264,7 +274,8 @@ impl<'a> Decoder<'a> {
     fn smem(&mut self) -> Result<Instruction, DecodeError> {
         let w = self.w0();
         let w1 = self.w1()?;
-        let op = SmemOp::from_opcode(bits(w, 25, 18) as u16).ok_or_else(|| self.unknown("SMEM", bits(w, 25, 18)))?;
+        let op = SmemOp::from_opcode(bits(w, 25, 18) as u16)
+            .ok_or_else(|| self.unknown("SMEM", bits(w, 25, 18)))?;
         let [sd, sb] = op.shape();
         let mn = op.mnemonic();
         let imm = bits(w, 17, 17) == 1;
@@ -324,7 +335,11 @@ impl<'a> Decoder<'a> {
         let mut omod = 0u8;
         let mut sdwa_vopc_dst: Option<Operand> = None;
         let mut src0 = None;
-        let mut src1_code = if form == VopForm::Vop1 { None } else { Some(256 + bits(w, 16, 9)) };
+        let mut src1_code = if form == VopForm::Vop1 {
+            None
+        } else {
+            Some(256 + bits(w, 16, 9))
+        };
         match src0_code {
             249 => {
                 let d1 = self.w1()?;
@@ -479,10 +494,16 @@ impl<'a> Decoder<'a> {
         let op = Vop3pOp::from_opcode(opn as u16).ok_or_else(|| self.unknown("VOP3P", opn))?;
         let mn = op.mnemonic();
         let [wd, ws0, ws1, ws2] = op.shape();
-        let is_mai = (0x40..=0x6F).contains(&opn) && !matches!(op, Vop3pOp::VAccvgprReadB32 | Vop3pOp::VAccvgprWriteB32);
+        let is_mai = (0x40..=0x6F).contains(&opn)
+            && !matches!(op, Vop3pOp::VAccvgprReadB32 | Vop3pOp::VAccvgprWriteB32);
         let acc_cd = is_mai && bits(w, 15, 15) == 1;
         let vdst = if wd > 0 {
-            Some(self.vgpr(bits(w, 7, 0), wd, acc_cd || op == Vop3pOp::VAccvgprWriteB32, mn)?)
+            Some(self.vgpr(
+                bits(w, 7, 0),
+                wd,
+                acc_cd || op == Vop3pOp::VAccvgprWriteB32,
+                mn,
+            )?)
         } else {
             None
         };
@@ -492,7 +513,10 @@ impl<'a> Decoder<'a> {
         for i in 0..3 {
             if widths[i] > 0 {
                 let mut s = self.src(codes[i], widths[i], false, mn)?;
-                let acc = (is_mai && ((i == 0 && bits(d1, 27, 27) == 1) || (i == 1 && bits(d1, 28, 28) == 1) || (i == 2 && acc_cd)))
+                let acc = (is_mai
+                    && ((i == 0 && bits(d1, 27, 27) == 1)
+                        || (i == 1 && bits(d1, 28, 28) == 1)
+                        || (i == 2 && acc_cd)))
                     || (op == Vop3pOp::VAccvgprReadB32 && i == 0);
                 if acc {
                     if let Operand::Vgpr { index, count } = s {
@@ -527,10 +551,26 @@ impl<'a> Decoder<'a> {
         let mn = op.mnemonic();
         let acc = bits(w, 25, 25) == 1;
         let [wd, wa, w0, w1] = op.shape();
-        let vdst = if wd > 0 { Some(self.vgpr(bits(d1, 31, 24), wd, acc, mn)?) } else { None };
-        let addr = if wa > 0 { Some(self.vgpr(bits(d1, 7, 0), wa, false, mn)?) } else { None };
-        let data0 = if w0 > 0 { Some(self.vgpr(bits(d1, 15, 8), w0, acc, mn)?) } else { None };
-        let data1 = if w1 > 0 { Some(self.vgpr(bits(d1, 23, 16), w1, acc, mn)?) } else { None };
+        let vdst = if wd > 0 {
+            Some(self.vgpr(bits(d1, 31, 24), wd, acc, mn)?)
+        } else {
+            None
+        };
+        let addr = if wa > 0 {
+            Some(self.vgpr(bits(d1, 7, 0), wa, false, mn)?)
+        } else {
+            None
+        };
+        let data0 = if w0 > 0 {
+            Some(self.vgpr(bits(d1, 15, 8), w0, acc, mn)?)
+        } else {
+            None
+        };
+        let data1 = if w1 > 0 {
+            Some(self.vgpr(bits(d1, 23, 16), w1, acc, mn)?)
+        } else {
+            None
+        };
         Ok(Instruction::Ds(Ds {
             op,
             vdst,
@@ -609,9 +649,21 @@ impl<'a> Decoder<'a> {
         Ok(Instruction::Flat(Flat {
             op,
             seg,
-            vdst: if wd > 0 { Some(self.vgpr(bits(d1, 31, 24), wd, acc, mn)?) } else { None },
-            vaddr: if wa > 0 { Some(self.vgpr(bits(d1, 7, 0), wa, false, mn)?) } else { None },
-            data: if wdata > 0 { Some(self.vgpr(bits(d1, 15, 8), wdata, acc, mn)?) } else { None },
+            vdst: if wd > 0 {
+                Some(self.vgpr(bits(d1, 31, 24), wd, acc, mn)?)
+            } else {
+                None
+            },
+            vaddr: if wa > 0 {
+                Some(self.vgpr(bits(d1, 7, 0), wa, false, mn)?)
+            } else {
+                None
+            },
+            data: if wdata > 0 {
+                Some(self.vgpr(bits(d1, 15, 8), wdata, acc, mn)?)
+            } else {
+                None
+            },
             saddr,
             offset,
             glc,
@@ -634,10 +686,22 @@ impl<'a> Decoder<'a> {
         let offen = bits(w, 12, 12) == 1;
         let idxen = bits(w, 13, 13) == 1;
         let [wdata, _, wrsrc, _] = shape;
-        let vdata = if wdata > 0 { Some(self.vgpr(bits(d1, 15, 8), wdata, acc, mn)?) } else { None };
+        let vdata = if wdata > 0 {
+            Some(self.vgpr(bits(d1, 15, 8), wdata, acc, mn)?)
+        } else {
+            None
+        };
         let naddr = u8::from(offen) + u8::from(idxen);
-        let vaddr = if naddr > 0 { Some(self.vgpr(bits(d1, 7, 0), naddr, false, mn)?) } else { None };
-        let srsrc = if wrsrc > 0 { Some(self.sdst(bits(d1, 20, 16) << 2, 4, mn)?) } else { None };
+        let vaddr = if naddr > 0 {
+            Some(self.vgpr(bits(d1, 7, 0), naddr, false, mn)?)
+        } else {
+            None
+        };
+        let srsrc = if wrsrc > 0 {
+            Some(self.sdst(bits(d1, 20, 16) << 2, 4, mn)?)
+        } else {
+            None
+        };
         let soffset = self.src(bits(d1, 31, 24), 1, false, mn)?;
         Ok((vdata, vaddr, srsrc, soffset))
     }
@@ -647,7 +711,8 @@ impl<'a> Decoder<'a> {
         let d1 = self.w1()?;
         let opn = bits(w, 24, 18);
         let op = MubufOp::from_opcode(opn as u16).ok_or_else(|| self.unknown("MUBUF", opn))?;
-        let (vdata, vaddr, srsrc, soffset) = self.buffer_common(w, d1, op.shape(), op.mnemonic())?;
+        let (vdata, vaddr, srsrc, soffset) =
+            self.buffer_common(w, d1, op.shape(), op.mnemonic())?;
         Ok(Instruction::Mubuf(Mubuf {
             op,
             vdata,
@@ -669,7 +734,8 @@ impl<'a> Decoder<'a> {
         let d1 = self.w1()?;
         let opn = bits(w, 18, 15);
         let op = MtbufOp::from_opcode(opn as u16).ok_or_else(|| self.unknown("MTBUF", opn))?;
-        let (vdata, vaddr, srsrc, soffset) = self.buffer_common(w, d1, op.shape(), op.mnemonic())?;
+        let (vdata, vaddr, srsrc, soffset) =
+            self.buffer_common(w, d1, op.shape(), op.mnemonic())?;
         Ok(Instruction::Mtbuf(Mtbuf {
             op,
             vdata,
@@ -703,5 +769,8 @@ pub(crate) fn is_carry_out(op: VopOp) -> bool {
 
 /// VALU ops that read a carry-in (`vcc` in the 32-bit encoding).
 pub(crate) fn is_carry_in(op: VopOp) -> bool {
-    matches!(op, VopOp::VAddcCoU32 | VopOp::VSubbCoU32 | VopOp::VSubbrevCoU32)
+    matches!(
+        op,
+        VopOp::VAddcCoU32 | VopOp::VSubbCoU32 | VopOp::VSubbrevCoU32
+    )
 }

@@ -32,6 +32,10 @@ impl Display for Instruction {
     }
 }
 
+fn dyn_op(o: &Option<Operand>) -> Option<&dyn Display> {
+    o.as_ref().map(|o| o as &dyn Display)
+}
+
 /// Writes `mnemonic` followed by the present operands separated by ", ".
 fn operands(f: &mut Formatter<'_>, mnemonic: &str, ops: &[Option<&dyn Display>]) -> fmt::Result {
     f.write_str(mnemonic)?;
@@ -46,7 +50,11 @@ fn operands(f: &mut Formatter<'_>, mnemonic: &str, ops: &[Option<&dyn Display>])
 
 impl Display for Sop2 {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        operands(f, self.op.mnemonic(), &[Some(&self.sdst), Some(&self.ssrc0), Some(&self.ssrc1)])
+        operands(
+            f,
+            self.op.mnemonic(),
+            &[Some(&self.sdst), Some(&self.ssrc0), Some(&self.ssrc1)],
+        )
     }
 }
 
@@ -55,14 +63,21 @@ impl Display for Sop1 {
         operands(
             f,
             self.op.mnemonic(),
-            &[self.sdst.as_ref().map(|o| o as &dyn Display), self.ssrc0.as_ref().map(|o| o as &dyn Display)],
+            &[
+                self.sdst.as_ref().map(|o| o as &dyn Display),
+                self.ssrc0.as_ref().map(|o| o as &dyn Display),
+            ],
         )
     }
 }
 
 impl Display for Sopc {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        operands(f, self.op.mnemonic(), &[Some(&self.ssrc0), Some(&self.ssrc1)])
+        operands(
+            f,
+            self.op.mnemonic(),
+            &[Some(&self.ssrc0), Some(&self.ssrc1)],
+        )
     }
 }
 
@@ -106,13 +121,31 @@ impl Display for Sopk {
         let mn = self.op.mnemonic();
         let imm = format!("{:#x}", self.simm16);
         match self.op {
-            SopkOp::SGetregB32 => operands(f, mn, &[self.sdst.as_ref().map(|o| o as &dyn Display), Some(&Hwreg(self.simm16))]),
-            SopkOp::SSetregB32 => operands(f, mn, &[Some(&Hwreg(self.simm16)), self.sdst.as_ref().map(|o| o as &dyn Display)]),
+            SopkOp::SGetregB32 => operands(
+                f,
+                mn,
+                &[
+                    self.sdst.as_ref().map(|o| o as &dyn Display),
+                    Some(&Hwreg(self.simm16)),
+                ],
+            ),
+            SopkOp::SSetregB32 => operands(
+                f,
+                mn,
+                &[
+                    Some(&Hwreg(self.simm16)),
+                    self.sdst.as_ref().map(|o| o as &dyn Display),
+                ],
+            ),
             SopkOp::SSetregImm32B32 => {
                 let lit = self.literal.unwrap_or(0);
                 operands(f, mn, &[Some(&Hwreg(self.simm16)), Some(&lit)])
             }
-            _ => operands(f, mn, &[self.sdst.as_ref().map(|o| o as &dyn Display), Some(&imm)]),
+            _ => operands(
+                f,
+                mn,
+                &[self.sdst.as_ref().map(|o| o as &dyn Display), Some(&imm)],
+            ),
         }
     }
 }
@@ -255,12 +288,20 @@ impl Display for Valu {
         }
         match self.encoding {
             ValuEncoding::Sdwa(s) => {
-                const SEL: [&str; 7] = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD"];
-                const UNUSED: [&str; 4] = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_3"];
+                const SEL: [&str; 7] = [
+                    "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD",
+                ];
+                const UNUSED: [&str; 4] =
+                    ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_3"];
                 let sel = |v: u8| SEL.get(usize::from(v)).copied().unwrap_or("SEL_7");
                 let is_vopc = (self.op as u16) < 0x100;
                 if !is_vopc {
-                    write!(f, " dst_sel:{} dst_unused:{}", sel(s.dst_sel), UNUSED[usize::from(s.dst_unused & 3)])?;
+                    write!(
+                        f,
+                        " dst_sel:{} dst_unused:{}",
+                        sel(s.dst_sel),
+                        UNUSED[usize::from(s.dst_unused & 3)]
+                    )?;
                 }
                 write!(f, " src0_sel:{}", sel(s.src0_sel))?;
                 if self.src[1].is_some() {
@@ -270,7 +311,14 @@ impl Display for Valu {
             ValuEncoding::Dpp(d) => {
                 let c = d.ctrl;
                 match c {
-                    0x000..=0x0FF => write!(f, " quad_perm:[{},{},{},{}]", c & 3, (c >> 2) & 3, (c >> 4) & 3, (c >> 6) & 3)?,
+                    0x000..=0x0FF => write!(
+                        f,
+                        " quad_perm:[{},{},{},{}]",
+                        c & 3,
+                        (c >> 2) & 3,
+                        (c >> 4) & 3,
+                        (c >> 6) & 3
+                    )?,
                     0x101..=0x10F => write!(f, " row_shl:{}", c & 0xF)?,
                     0x111..=0x11F => write!(f, " row_shr:{}", c & 0xF)?,
                     0x121..=0x12F => write!(f, " row_ror:{}", c & 0xF)?,
@@ -285,7 +333,11 @@ impl Display for Valu {
                     0x150..=0x15F => write!(f, " row_newbcast:{}", c & 0xF)?,
                     _ => write!(f, " dpp_ctrl:{c:#x}")?,
                 }
-                write!(f, " row_mask:{:#x} bank_mask:{:#x}", d.row_mask, d.bank_mask)?;
+                write!(
+                    f,
+                    " row_mask:{:#x} bank_mask:{:#x}",
+                    d.row_mask, d.bank_mask
+                )?;
                 if d.bound_ctrl {
                     f.write_str(" bound_ctrl:1")?;
                 }
@@ -298,8 +350,13 @@ impl Display for Valu {
 
 impl Display for Vop3p {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let mut list: Vec<Option<&dyn Display>> = vec![self.vdst.as_ref().map(|o| o as &dyn Display)];
-        list.extend(self.src.iter().map(|s| s.as_ref().map(|o| o as &dyn Display)));
+        let mut list: Vec<Option<&dyn Display>> =
+            vec![self.vdst.as_ref().map(|o| o as &dyn Display)];
+        list.extend(
+            self.src
+                .iter()
+                .map(|s| s.as_ref().map(|o| o as &dyn Display)),
+        );
         operands(f, self.op.mnemonic(), &list)?;
         if let Some(m) = self.mai {
             if m.cbsz != 0 {
@@ -313,7 +370,10 @@ impl Display for Vop3p {
             }
             return Ok(());
         }
-        if matches!(self.op, Vop3pOp::VAccvgprReadB32 | Vop3pOp::VAccvgprWriteB32) {
+        if matches!(
+            self.op,
+            Vop3pOp::VAccvgprReadB32 | Vop3pOp::VAccvgprWriteB32
+        ) {
             return Ok(());
         }
         let n = self.src.iter().flatten().count();
@@ -339,8 +399,16 @@ impl Display for Vop3p {
 
 impl Display for Ds {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let d = |o: &Option<Operand>| o.as_ref().map(|o| o as &dyn Display);
-        operands(f, self.op.mnemonic(), &[d(&self.vdst), d(&self.addr), d(&self.data0), d(&self.data1)])?;
+        operands(
+            f,
+            self.op.mnemonic(),
+            &[
+                dyn_op(&self.vdst),
+                dyn_op(&self.addr),
+                dyn_op(&self.data0),
+                dyn_op(&self.data1),
+            ],
+        )?;
         let two = matches!(
             self.op,
             DsOp::DsWrite2B32
@@ -381,7 +449,6 @@ impl Display for Flat {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let inst = Instruction::Flat(self.clone());
         let mn = inst.mnemonic();
-        let d = |o: &Option<Operand>| o.as_ref().map(|o| o as &dyn Display);
         let off = "off";
         let vaddr: Option<&dyn Display> = match (self.seg, &self.vaddr) {
             (_, Some(v)) => Some(v),
@@ -393,7 +460,11 @@ impl Display for Flat {
             (_, Some(s)) => Some(s),
             (_, None) => Some(&off),
         };
-        operands(f, &mn, &[d(&self.vdst), vaddr, d(&self.data), saddr])?;
+        operands(
+            f,
+            &mn,
+            &[dyn_op(&self.vdst), vaddr, dyn_op(&self.data), saddr],
+        )?;
         if self.offset != 0 {
             write!(f, " offset:{}", self.offset)?;
         }
@@ -429,12 +500,28 @@ fn buffer_operands(
         Some(v) => v,
         None => &off,
     };
-    operands(f, mn, &[vdata.as_ref().map(|o| o as &dyn Display), Some(va), Some(srsrc), Some(soffset)])
+    operands(
+        f,
+        mn,
+        &[
+            vdata.as_ref().map(|o| o as &dyn Display),
+            Some(va),
+            Some(srsrc),
+            Some(soffset),
+        ],
+    )
 }
 
 impl Display for Mubuf {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        buffer_operands(f, self.op.mnemonic(), &self.vdata, &self.vaddr, &self.srsrc, &self.soffset)?;
+        buffer_operands(
+            f,
+            self.op.mnemonic(),
+            &self.vdata,
+            &self.vaddr,
+            &self.srsrc,
+            &self.soffset,
+        )?;
         if self.srsrc.is_none() {
             return Ok(());
         }
@@ -465,7 +552,14 @@ impl Display for Mubuf {
 
 impl Display for Mtbuf {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        buffer_operands(f, self.op.mnemonic(), &self.vdata, &self.vaddr, &self.srsrc, &self.soffset)?;
+        buffer_operands(
+            f,
+            self.op.mnemonic(),
+            &self.vdata,
+            &self.vaddr,
+            &self.srsrc,
+            &self.soffset,
+        )?;
         write!(f, " format:[{},{}]", self.dfmt, self.nfmt)?;
         if self.idxen {
             f.write_str(" idxen")?;

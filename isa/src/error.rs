@@ -79,6 +79,8 @@ pub enum Fault {
         write: bool,
         /// Byte address of the instruction.
         pc: u64,
+        /// The lane whose access faulted (vector memory), if known.
+        lane: Option<u32>,
     },
     /// An atomic (or another access that must be naturally aligned) was not.
     #[error("misaligned {size}-byte atomic at device address {address:#x} by the instruction at pc {pc:#x}")]
@@ -127,7 +129,7 @@ pub enum Fault {
     Trap {
         /// Byte address of the `s_trap`.
         pc: u64,
-        /// SIMM16[7:0] of the `s_trap`.
+        /// Bits 7:0 of the `s_trap` SIMM16.
         trap_id: u8,
     },
     /// The wave executed more instructions than its budget (a runaway loop).
@@ -147,6 +149,34 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// The same fault, attributed to `lane` (for memory faults).
+    pub fn at_lane(self, lane: usize) -> Fault {
+        match self {
+            Fault::Memory {
+                address,
+                size,
+                write,
+                pc,
+                ..
+            } => Fault::Memory {
+                address,
+                size,
+                write,
+                pc,
+                lane: Some(lane as u32),
+            },
+            other => other,
+        }
+    }
+
+    /// The lane of a vector memory fault, if known.
+    pub fn lane(&self) -> Option<u32> {
+        match self {
+            Fault::Memory { lane, .. } => *lane,
+            _ => None,
+        }
+    }
+
     /// The program counter of the instruction responsible.
     pub fn pc(&self) -> u64 {
         match self {

@@ -6,8 +6,7 @@
 //! 32-bit and a 64-bit encoding of the same op look alike to the executor.
 
 use crate::generated::opcodes::{
-    DsOp, FlatOp, MtbufOp, MubufOp, SmemOp, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp, Vop3pOp,
-    VopOp,
+    DsOp, FlatOp, MtbufOp, MubufOp, SmemOp, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp, Vop3pOp, VopOp,
 };
 use crate::operand::Operand;
 

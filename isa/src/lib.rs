@@ -1,1 +1,33 @@
-//! The gfx90a ISA engine (placeholder).
+//! The gfx90a ISA engine: decoder, disassembler and wave interpreter.
+//!
+//! * [`decode()`] turns dwords into a typed [`Instruction`] (operands with their widths,
+//!   modifiers) using opcode tables generated from llvm-mc-16 ([`opcodes`]).
+//! * `Display` for [`Instruction`] prints llvm-objdump-16's syntax.
+//! * [`Program`] decodes a code region lazily but once per PC and is shared by all
+//!   waves; [`Wave::run`] executes it a whole 64-lane wave at a time.
+//! * Memory is reached only through [`GlobalMemory`] / [`MemoryRegion`]; every access
+//!   is checked, and one outside memory is a [`Fault::Memory`], never a host access.
+//!
+//! The crate knows instructions, registers and lanes, nothing of HSA.
+
+pub mod decode;
+pub mod disasm;
+pub mod error;
+pub mod generated;
+pub mod inst;
+pub mod memory;
+pub mod operand;
+pub mod program;
+mod salu;
+mod valu;
+mod vmem;
+pub mod wave;
+
+pub use decode::decode;
+pub use error::{DecodeError, Fault};
+pub use generated::opcodes;
+pub use inst::Instruction;
+pub use memory::{GlobalMemory, HostRegion, MemoryRegion, RegionCache, SubRegion};
+pub use operand::Operand;
+pub use program::Program;
+pub use wave::{Apertures, Wave, WaveContext, WaveExit, AGPR_BASE, WAVE_SIZE};

@@ -7,8 +7,8 @@
 //! accesses are atomic operations (relaxed for plain loads/stores, sequentially
 //! consistent for atomics) and never form Rust references to the bytes.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::Fault;
@@ -66,7 +66,7 @@ impl HostSpan<'_> {
         // SAFETY: `ptr` is valid for `len` bytes (RegionCache::translate checked the range
         // against a live region whose Arc the cache holds), and off + N <= len.
         let p = unsafe { self.ptr.add(off) };
-        if N == 4 && (p as usize) % 4 == 0 {
+        if N == 4 && (p as usize) & 3 == 0 {
             // SAFETY: p is 4-aligned and valid for 4 bytes; the memory is only ever accessed
             // atomically by the engine.
             let v = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.load(Ordering::Relaxed);
@@ -87,7 +87,7 @@ impl HostSpan<'_> {
         }
         // SAFETY: as in `load`.
         let p = unsafe { self.ptr.add(off) };
-        if bytes.len() == 4 && (p as usize) % 4 == 0 {
+        if bytes.len() == 4 && (p as usize) & 3 == 0 {
             let v = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
             // SAFETY: p is 4-aligned and valid for 4 bytes.
             unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.store(v, Ordering::Relaxed);
@@ -169,6 +169,7 @@ impl RegionCache {
             size,
             write,
             pc,
+            lane: None,
         };
         if self.find(addr, size).is_none() {
             let region = mem.region(addr).ok_or(fault.clone())?;
@@ -209,7 +210,8 @@ impl RegionCache {
         size: u64,
         pc: u64,
     ) -> Result<HostSpan<'_>, Fault> {
-        if addr % size != 0 {
+        // Sizes are 4 or 8: a power of two.
+        if addr & (size - 1) != 0 {
             return Err(Fault::MisalignedAtomic {
                 address: addr,
                 size,
@@ -217,7 +219,7 @@ impl RegionCache {
             });
         }
         let span = self.translate(mem, addr, size, true, pc)?;
-        if (span.ptr as usize) % (size as usize) != 0 {
+        if (span.ptr as usize) & (size as usize - 1) != 0 {
             return Err(Fault::MisalignedAtomic {
                 address: addr,
                 size,
@@ -250,8 +252,9 @@ pub fn read_region_dwords(region: &dyn MemoryRegion, offset: u64, out: &mut [u32
     }
     // SAFETY: offset + size <= len, and host_ptr() is valid for len bytes while
     // `region` is alive (the caller holds it for this call).
+    let ptr = unsafe { region.host_ptr().add(offset as usize) };
     let span = HostSpan {
-        ptr: unsafe { region.host_ptr().add(offset as usize) },
+        ptr,
         len: size as usize,
         _alive: PhantomData,
     };
@@ -276,6 +279,43 @@ impl HostRegion {
         let words = len.div_ceil(8) as usize;
         let buf: Box<[AtomicU64]> = (0..words).map(|_| AtomicU64::new(0)).collect();
         Self { buf, len }
+    }
+}
+
+impl HostRegion {
+    fn span(&self, offset: u64, len: usize) -> Option<HostSpan<'_>> {
+        if offset.checked_add(len as u64)? > self.len {
+            return None;
+        }
+        Some(HostSpan {
+            // SAFETY: offset + len <= self.len <= the buffer's size in bytes.
+            ptr: unsafe { self.host_ptr().add(offset as usize) },
+            len,
+            _alive: PhantomData,
+        })
+    }
+
+    /// Copies `data` into the region at byte `offset` (atomic byte/dword stores, safe
+    /// against concurrent waves). Returns false if the range does not fit.
+    pub fn write_bytes(&self, offset: u64, data: &[u8]) -> bool {
+        let Some(span) = self.span(offset, data.len()) else {
+            return false;
+        };
+        for (k, chunk) in data.chunks(4).enumerate() {
+            span.store(4 * k, chunk);
+        }
+        true
+    }
+
+    /// Copies bytes at `offset` into `out`. Returns false if the range does not fit.
+    pub fn read_bytes(&self, offset: u64, out: &mut [u8]) -> bool {
+        let Some(span) = self.span(offset, out.len()) else {
+            return false;
+        };
+        for (k, b) in out.iter_mut().enumerate() {
+            *b = span.load::<1>(k)[0];
+        }
+        true
     }
 }
 
@@ -308,7 +348,11 @@ impl SubRegion {
         if offset.checked_add(len)? > parent.len() {
             return None;
         }
-        Some(Self { parent, offset, len })
+        Some(Self {
+            parent,
+            offset,
+            len,
+        })
     }
 }
 

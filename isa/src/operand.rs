@@ -137,14 +137,28 @@ pub fn inline_constant(code: u16, count: u8) -> Option<u64> {
                 247 => (0xC080_0000, 0xC010_0000_0000_0000),
                 _ => (0x3E22_F983, 0x3FC4_5F30_6DC9_C882),
             };
-            Some(if wide {
-                f64_bits
-            } else {
-                u64::from(f32_bits)
-            })
+            Some(if wide { f64_bits } else { u64::from(f32_bits) })
         }
         _ => None,
     }
+}
+
+/// The inline-constant code whose value a literal of an operand of `count` dwords
+/// equals, if any (how LLVM's printer shows such literals).
+fn literal_as_inline(value: u32, count: u8) -> Option<u8> {
+    let v = value as i32;
+    if (0..=64).contains(&v) {
+        return Some((128 + v) as u8);
+    }
+    if (-16..=-1).contains(&v) && count < 2 {
+        return Some((192 - v) as u8);
+    }
+    if count >= 2 {
+        return None;
+    }
+    (240u16..=248)
+        .find(|&c| inline_constant(c, 1) == Some(u64::from(value)))
+        .map(|c| c as u8)
 }
 
 /// Printed name of a single scalar-file code (0..=127) as llvm-objdump-16 writes it.
@@ -206,7 +220,12 @@ impl fmt::Display for Operand {
                 247 => f.write_str("-4.0"),
                 _ => f.write_str("0.15915494"),
             },
-            Operand::Literal { value, .. } => write!(f, "{value:#x}"),
+            // llvm-objdump prints a literal that an inline constant could express as that
+            // constant.
+            Operand::Literal { value, count } => match literal_as_inline(value, count) {
+                Some(code) => Operand::Const { code, value: 0 }.fmt(f),
+                None => write!(f, "{value:#x}"),
+            },
             Operand::Special { code, .. } => f.write_str(match code {
                 code::SHARED_BASE => "src_shared_base",
                 code::SHARED_LIMIT => "src_shared_limit",

@@ -13,6 +13,8 @@ const PAGE_DWORDS: usize = 1024;
 
 /// One decode slot: the instruction starting at that dword and its length in dwords.
 type Slot = Result<(Instruction, u8), DecodeError>;
+/// A lazily allocated page of `PAGE_DWORDS` decode slots.
+type Page = Box<[OnceLock<Slot>]>;
 
 /// The instructions of one code region (normally the loaded code object), decoded
 /// lazily but once per PC. Thread-safe: workers decode and read slots concurrently.
@@ -26,7 +28,7 @@ pub struct Program {
     region_id: usize,
     base: u64,
     len: u64,
-    pages: Box<[OnceLock<Box<[OnceLock<Slot>]>>]>,
+    pages: Box<[OnceLock<Page>]>,
 }
 
 impl Program {
@@ -73,7 +75,7 @@ impl Program {
     #[inline]
     pub fn fetch(&self, pc: u64) -> Result<(&Instruction, u64), Fault> {
         let off = pc.wrapping_sub(self.base);
-        if off >= self.len || off % 4 != 0 {
+        if off >= self.len || off & 3 != 0 {
             return Err(Fault::BadPc { pc });
         }
         let idx = (off / 4) as usize;

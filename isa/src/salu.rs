@@ -27,7 +27,12 @@ fn sext_field(v: u64, width: u32) -> i64 {
 }
 
 impl Wave {
-    pub(crate) fn exec_sop2(&mut self, i: &Sop2, pc: u64, ctx: &WaveContext<'_>) -> Result<(), Fault> {
+    pub(crate) fn exec_sop2(
+        &mut self,
+        i: &Sop2,
+        pc: u64,
+        ctx: &WaveContext<'_>,
+    ) -> Result<(), Fault> {
         use Sop2Op as O;
         let a = self.read_scalar(&i.ssrc0, ctx);
         let b = self.read_scalar(&i.ssrc1, ctx);
@@ -57,7 +62,10 @@ impl Wave {
             }
             O::SSubbU32 => {
                 let borrow = u64::from(b32) + u64::from(scc_in) > u64::from(a32);
-                (u64::from(a32.wrapping_sub(b32).wrapping_sub(u32::from(scc_in))), Some(borrow))
+                (
+                    u64::from(a32.wrapping_sub(b32).wrapping_sub(u32::from(scc_in))),
+                    Some(borrow),
+                )
             }
             O::SMinI32 => {
                 let c = (a32 as i32) < (b32 as i32);
@@ -90,25 +98,46 @@ impl Wave {
             O::SLshrB64 => nz(a >> (b32 & 63)),
             O::SAshrI32 => nz(u64::from(((a32 as i32) >> (b32 & 31)) as u32)),
             O::SAshrI64 => nz(((a as i64) >> (b32 & 63)) as u64),
-            O::SBfmB32 => (u64::from(((1u64 << (a32 & 31)) as u32).wrapping_sub(1) << (b32 & 31)), None),
+            O::SBfmB32 => (
+                u64::from(((1u64 << (a32 & 31)) as u32).wrapping_sub(1) << (b32 & 31)),
+                None,
+            ),
             O::SBfmB64 => (((1u64 << (a32 & 63)).wrapping_sub(1)) << (b32 & 63), None),
-            O::SMulI32 => (u64::from((a32 as i32).wrapping_mul(b32 as i32) as u32), None),
+            O::SMulI32 => (
+                u64::from((a32 as i32).wrapping_mul(b32 as i32) as u32),
+                None,
+            ),
             O::SMulHiU32 => ((u64::from(a32) * u64::from(b32)) >> 32, None),
-            O::SMulHiI32 => (u64::from(((i64::from(a32 as i32) * i64::from(b32 as i32)) >> 32) as u32), None),
-            O::SBfeU32 => nz(bfe_u64(u64::from(a32), b32 & 31, (b32 >> 16) & 0x7F).min(0xFFFF_FFFF)),
+            O::SMulHiI32 => (
+                u64::from(((i64::from(a32 as i32) * i64::from(b32 as i32)) >> 32) as u32),
+                None,
+            ),
+            O::SBfeU32 => {
+                nz(bfe_u64(u64::from(a32), b32 & 31, (b32 >> 16) & 0x7F).min(0xFFFF_FFFF))
+            }
             O::SBfeI32 => {
                 let w = (b32 >> 16) & 0x7F;
                 let f = bfe_u64(u64::from(a32), b32 & 31, w.min(32));
-                let v = if w == 0 { 0 } else { sext_field(f, w.min(32)) as i32 as u32 };
+                let v = if w == 0 {
+                    0
+                } else {
+                    sext_field(f, w.min(32)) as i32 as u32
+                };
                 nz(u64::from(v))
             }
             O::SBfeU64 => nz(bfe_u64(a, b32 & 63, (b32 >> 16) & 0x7F)),
             O::SBfeI64 => {
                 let w = (b32 >> 16) & 0x7F;
                 let f = bfe_u64(a, b32 & 63, w);
-                nz(if w == 0 { 0 } else { sext_field(f, w.min(64)) as u64 })
+                nz(if w == 0 {
+                    0
+                } else {
+                    sext_field(f, w.min(64)) as u64
+                })
             }
-            O::SAbsdiffI32 => nz(u64::from((a32 as i32).wrapping_sub(b32 as i32).unsigned_abs())),
+            O::SAbsdiffI32 => nz(u64::from(
+                (a32 as i32).wrapping_sub(b32 as i32).unsigned_abs(),
+            )),
             O::SLshl1AddU32 | O::SLshl2AddU32 | O::SLshl3AddU32 | O::SLshl4AddU32 => {
                 let sh = match i.op {
                     O::SLshl1AddU32 => 1,
@@ -122,7 +151,13 @@ impl Wave {
             O::SPackLlB32B16 => (u64::from((a32 & 0xFFFF) | (b32 & 0xFFFF) << 16), None),
             O::SPackLhB32B16 => (u64::from((a32 & 0xFFFF) | (b32 & 0xFFFF_0000)), None),
             O::SPackHhB32B16 => (u64::from((a32 >> 16) | (b32 & 0xFFFF_0000)), None),
-            _ => return Err(unsupported(&Instruction::Sop2(i.clone()), pc, "this SOP2 instruction is not executed yet")),
+            _ => {
+                return Err(unsupported(
+                    &Instruction::Sop2(i.clone()),
+                    pc,
+                    "this SOP2 instruction is not executed yet",
+                ))
+            }
         };
         self.write_scalar(&i.sdst, r);
         if let Some(s) = scc {
@@ -131,9 +166,19 @@ impl Wave {
         Ok(())
     }
 
-    pub(crate) fn exec_sop1(&mut self, i: &Sop1, pc: u64, next: u64, ctx: &WaveContext<'_>) -> Result<Flow, Fault> {
+    pub(crate) fn exec_sop1(
+        &mut self,
+        i: &Sop1,
+        pc: u64,
+        next: u64,
+        ctx: &WaveContext<'_>,
+    ) -> Result<Flow, Fault> {
         use Sop1Op as O;
-        let a = i.ssrc0.as_ref().map(|s| self.read_scalar(s, ctx)).unwrap_or(0);
+        let a = i
+            .ssrc0
+            .as_ref()
+            .map(|s| self.read_scalar(s, ctx))
+            .unwrap_or(0);
         let a32 = a as u32;
         let dst = i.sdst;
         let write = |w: &mut Wave, v: u64| {
@@ -182,11 +227,31 @@ impl Wave {
             O::SFf0I32B64 => write(self, first_bit(!a)),
             O::SFf1I32B32 => write(self, first_bit(u64::from(a32))),
             O::SFf1I32B64 => write(self, first_bit(a)),
-            O::SFlbitI32B32 => write(self, if a32 == 0 { 0xFFFF_FFFF } else { u64::from(a32.leading_zeros()) }),
-            O::SFlbitI32B64 => write(self, if a == 0 { 0xFFFF_FFFF } else { u64::from(a.leading_zeros()) }),
+            O::SFlbitI32B32 => write(
+                self,
+                if a32 == 0 {
+                    0xFFFF_FFFF
+                } else {
+                    u64::from(a32.leading_zeros())
+                },
+            ),
+            O::SFlbitI32B64 => write(
+                self,
+                if a == 0 {
+                    0xFFFF_FFFF
+                } else {
+                    u64::from(a.leading_zeros())
+                },
+            ),
             O::SFlbitI32 => {
                 let s = a32 as i32;
-                let v = if s == 0 || s == -1 { 0xFFFF_FFFF } else if s < 0 { (!a32).leading_zeros() } else { a32.leading_zeros() };
+                let v = if s == 0 || s == -1 {
+                    0xFFFF_FFFF
+                } else if s < 0 {
+                    (!a32).leading_zeros()
+                } else {
+                    a32.leading_zeros()
+                };
                 write(self, u64::from(v));
             }
             O::SSextI32I8 => write(self, u64::from(a32 as u8 as i8 as i32 as u32)),
@@ -198,7 +263,11 @@ impl Wave {
                     O::SBitset0B32 | O::SBitset1B32 => 1u64 << (a32 & 31),
                     _ => 1u64 << (a32 & 63),
                 };
-                let v = if matches!(i.op, O::SBitset1B32 | O::SBitset1B64) { old | bit } else { old & !bit };
+                let v = if matches!(i.op, O::SBitset1B32 | O::SBitset1B64) {
+                    old | bit
+                } else {
+                    old & !bit
+                };
                 write(self, v);
             }
             O::SGetpcB64 => write(self, next),
@@ -219,7 +288,11 @@ impl Wave {
             O::SOrn1SaveexecB64 => saveexec(self, |s, e| !s | e),
             O::SAndn1WrexecB64 | O::SAndn2WrexecB64 => {
                 let e = self.exec();
-                let new = if i.op == O::SAndn1WrexecB64 { !a & e } else { a & !e };
+                let new = if i.op == O::SAndn1WrexecB64 {
+                    !a & e
+                } else {
+                    a & !e
+                };
                 self.set_exec(new);
                 write(self, new);
                 self.scc = new != 0;
@@ -251,12 +324,23 @@ impl Wave {
                 write(self, r);
                 self.scc = r != 0;
             }
-            _ => return Err(unsupported(&Instruction::Sop1(i.clone()), pc, "this SOP1 instruction is not executed yet")),
+            _ => {
+                return Err(unsupported(
+                    &Instruction::Sop1(i.clone()),
+                    pc,
+                    "this SOP1 instruction is not executed yet",
+                ))
+            }
         }
         Ok(Flow::Next)
     }
 
-    pub(crate) fn exec_sopc(&mut self, i: &Sopc, pc: u64, ctx: &WaveContext<'_>) -> Result<(), Fault> {
+    pub(crate) fn exec_sopc(
+        &mut self,
+        i: &Sopc,
+        pc: u64,
+        ctx: &WaveContext<'_>,
+    ) -> Result<(), Fault> {
         use SopcOp as O;
         let a = self.read_scalar(&i.ssrc0, ctx);
         let b = self.read_scalar(&i.ssrc1, ctx);
@@ -279,7 +363,13 @@ impl Wave {
             O::SBitcmp1B64 => (a >> (b32 & 63)) & 1 == 1,
             O::SCmpEqU64 => a == b,
             O::SCmpLgU64 => a != b,
-            _ => return Err(unsupported(&Instruction::Sopc(i.clone()), pc, "this SOPC instruction is not executed yet")),
+            _ => {
+                return Err(unsupported(
+                    &Instruction::Sopc(i.clone()),
+                    pc,
+                    "this SOPC instruction is not executed yet",
+                ))
+            }
         };
         Ok(())
     }
@@ -328,7 +418,9 @@ impl Wave {
                 if let Some(o) = d.as_ref() {
                     self.write_scalar(o, next);
                 }
-                return Ok(Flow::Jump(next.wrapping_add_signed(4 * i64::from(i.simm16 as i16))));
+                return Ok(Flow::Jump(
+                    next.wrapping_add_signed(4 * i64::from(i.simm16 as i16)),
+                ));
             }
             O::SGetregB32 => {
                 let (id, off, size) = hwreg_fields(i.simm16);
@@ -336,28 +428,63 @@ impl Wave {
                     1 => self.mode,
                     3 => self.trapsts,
                     4 => self.hw_id,
-                    _ => return Err(unsupported(&Instruction::Sopk(i.clone()), pc, "s_getreg of this hardware register is not modelled")),
+                    _ => {
+                        return Err(unsupported(
+                            &Instruction::Sopk(i.clone()),
+                            pc,
+                            "s_getreg of this hardware register is not modelled",
+                        ))
+                    }
                 };
-                let mask = if size >= 32 { u32::MAX } else { (1u32 << size) - 1 };
+                let mask = if size >= 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << size) - 1
+                };
                 write(self, (reg >> off) & mask);
             }
             O::SSetregB32 | O::SSetregImm32B32 => {
                 let (id, off, size) = hwreg_fields(i.simm16);
-                let v = if i.op == O::SSetregB32 { dv } else { i.literal.unwrap_or(0) };
-                let mask = if size >= 32 { u32::MAX } else { ((1u32 << size) - 1) << off };
+                let v = if i.op == O::SSetregB32 {
+                    dv
+                } else {
+                    i.literal.unwrap_or(0)
+                };
+                let mask = if size >= 32 {
+                    u32::MAX
+                } else {
+                    ((1u32 << size) - 1) << off
+                };
                 let reg = match id {
                     1 => &mut self.mode,
                     3 => &mut self.trapsts,
-                    _ => return Err(unsupported(&Instruction::Sopk(i.clone()), pc, "s_setreg of this hardware register is not modelled")),
+                    _ => {
+                        return Err(unsupported(
+                            &Instruction::Sopk(i.clone()),
+                            pc,
+                            "s_setreg of this hardware register is not modelled",
+                        ))
+                    }
                 };
                 *reg = (*reg & !mask) | ((v << off) & mask);
             }
-            _ => return Err(unsupported(&Instruction::Sopk(i.clone()), pc, "this SOPK instruction is not executed yet")),
+            _ => {
+                return Err(unsupported(
+                    &Instruction::Sopk(i.clone()),
+                    pc,
+                    "this SOPK instruction is not executed yet",
+                ))
+            }
         }
         Ok(Flow::Next)
     }
 
-    pub(crate) fn exec_smem(&mut self, i: &Smem, pc: u64, ctx: &WaveContext<'_>) -> Result<(), Fault> {
+    pub(crate) fn exec_smem(
+        &mut self,
+        i: &Smem,
+        pc: u64,
+        ctx: &WaveContext<'_>,
+    ) -> Result<(), Fault> {
         use SmemOp as O;
         let (n, is_buffer, is_store) = match i.op {
             O::SLoadDword => (1, false, false),
@@ -384,22 +511,38 @@ impl Wave {
                 }
                 return Ok(());
             }
-            _ => return Err(unsupported(&Instruction::Smem(i.clone()), pc, "this SMEM instruction is not executed yet")),
+            _ => {
+                return Err(unsupported(
+                    &Instruction::Smem(i.clone()),
+                    pc,
+                    "this SMEM instruction is not executed yet",
+                ))
+            }
         };
-        let (Some(sbase), Some(Operand::Sreg { code: dcode, .. })) = (i.sbase.as_ref(), i.sdata) else {
-            return Err(unsupported(&Instruction::Smem(i.clone()), pc, "missing operands"));
+        let (Some(sbase), Some(Operand::Sreg { code: dcode, .. })) = (i.sbase.as_ref(), i.sdata)
+        else {
+            return Err(unsupported(
+                &Instruction::Smem(i.clone()),
+                pc,
+                "missing operands",
+            ));
         };
         let mut offset = i64::from(i.imm_offset.unwrap_or(0));
         if let Some(so) = i.soffset.as_ref() {
             offset += i64::from(self.read_scalar(so, ctx) as u32);
         }
         let (base, limit) = if is_buffer {
-            let Operand::Sreg { code, .. } = *sbase else { return Ok(()) };
+            let Operand::Sreg { code, .. } = *sbase else {
+                return Ok(());
+            };
             let c = usize::from(code);
             let w0 = self.sgpr[c];
             let w1 = self.sgpr.get(c + 1).copied().unwrap_or(0);
             let w2 = self.sgpr.get(c + 2).copied().unwrap_or(0);
-            (u64::from(w0) | u64::from(w1 & 0xFFFF) << 32, Some(u64::from(w2)))
+            (
+                u64::from(w0) | u64::from(w1 & 0xFFFF) << 32,
+                Some(u64::from(w2)),
+            )
         } else {
             (self.read_scalar(sbase, ctx), None)
         };
@@ -420,7 +563,13 @@ impl Wave {
                 for (k, v) in vals.iter_mut().enumerate().take(n) {
                     let off = (offset as u64 & !3) + 4 * k as u64;
                     if off + 4 <= lim {
-                        let span = self.regions.translate(ctx.memory, addr + 4 * k as u64, 4, false, pc)?;
+                        let span = self.regions.translate(
+                            ctx.memory,
+                            addr + 4 * k as u64,
+                            4,
+                            false,
+                            pc,
+                        )?;
                         *v = u32::from_le_bytes(span.load::<4>(0));
                     }
                 }
@@ -456,7 +605,11 @@ fn first_bit(v: u64) -> u64 {
 
 /// (ID, OFFSET, SIZE) of a hwreg SIMM16 (gfx90a-encoding.md section 6.3).
 fn hwreg_fields(simm: u16) -> (u16, u32, u32) {
-    (simm & 0x3F, u32::from((simm >> 6) & 0x1F), u32::from(simm >> 11) + 1)
+    (
+        simm & 0x3F,
+        u32::from((simm >> 6) & 0x1F),
+        u32::from(simm >> 11) + 1,
+    )
 }
 
 /// `s_memtime` (ns since process start) / `s_memrealtime` (100 MHz ticks).

@@ -59,6 +59,9 @@ pub struct WaveContext<'a> {
     pub stop: Option<&'a AtomicBool>,
     /// Instruction budget of the wave (counts all instructions it ever executed).
     pub max_instructions: u64,
+    /// After this many instructions in one `run` call, the wave yields at its next
+    /// backward branch (fair scheduling of spinning waves); `u64::MAX` = never.
+    pub yield_after: u64,
 }
 
 /// Why [`Wave::run`] returned normally.
@@ -68,7 +71,8 @@ pub enum WaveExit {
     Ended,
     /// `s_barrier`: resume the wave once every non-ended wave of the workgroup arrived.
     Barrier,
-    /// `s_sleep`: the wave lets the other waves of its workgroup run; resume it later.
+    /// `s_sleep`, or a backward branch after `yield_after` instructions: the wave lets
+    /// the other waves of its workgroup run; resume it later (PC is already set).
     Yield,
 }
 
@@ -105,6 +109,9 @@ pub struct Wave {
     pub instructions: u64,
     /// Regions this wave used recently plus its private (scratch) regions.
     pub regions: RegionCache,
+    /// SDWA: the selected/extended 32-bit sources standing in for src0/src1 while
+    /// one SDWA instruction executes (None otherwise).
+    pub(crate) sdwa_src: [Option<VReg>; 2],
 }
 
 impl Default for Wave {
@@ -126,6 +133,7 @@ impl Wave {
             hw_id: 0,
             instructions: 0,
             regions: RegionCache::new(),
+            sdwa_src: [None, None],
         }
     }
 
@@ -184,6 +192,7 @@ impl Wave {
     /// A [`Fault`] naming the instruction's PC: memory faults, unsupported or illegal
     /// instructions, `s_trap`, the instruction budget, or an external stop.
     pub fn run(&mut self, ctx: &mut WaveContext<'_>) -> Result<WaveExit, Fault> {
+        let yield_at = self.instructions.saturating_add(ctx.yield_after);
         loop {
             let pc = self.pc;
             let (inst, len) = ctx.program.fetch(pc)?;
@@ -204,6 +213,9 @@ impl Wave {
                             if stop.load(Ordering::Relaxed) {
                                 return Err(Fault::Aborted { pc });
                             }
+                        }
+                        if self.instructions >= yield_at {
+                            return Ok(WaveExit::Yield);
                         }
                     }
                 }
@@ -305,9 +317,17 @@ impl Wave {
             Operand::Special { code, .. } => self.special(code, ctx),
             // Vector registers are never scalar operands; lane 0 keeps this total.
             Operand::Vgpr { index, count } | Operand::Agpr { index, count } => {
-                let base = if matches!(op, Operand::Agpr { .. }) { AGPR_BASE } else { 0 };
+                let base = if matches!(op, Operand::Agpr { .. }) {
+                    AGPR_BASE
+                } else {
+                    0
+                };
                 let r = base + usize::from(index);
-                let hi = if count >= 2 && r + 1 < self.vgpr.len() { self.vgpr[r + 1][0] } else { 0 };
+                let hi = if count >= 2 && r + 1 < self.vgpr.len() {
+                    self.vgpr[r + 1][0]
+                } else {
+                    0
+                };
                 u64::from(self.vgpr[r][0]) | u64::from(hi) << 32
             }
         }

@@ -86,7 +86,10 @@ pub fn agent_handle(index: usize) -> u64 {
 
 /// Agent index of `handle`, if it has the agent tag (the caller still checks the range).
 pub fn agent_index(handle: u64) -> Option<usize> {
-    if (handle >> 56) as u8 != AGENT_TAG || handle & 0xffff_ffff == 0 || (handle >> 32) & 0xff_ffff != 0 {
+    if (handle >> 56) as u8 != AGENT_TAG
+        || handle & 0xffff_ffff == 0
+        || (handle >> 32) & 0xff_ffff != 0
+    {
         return None;
     }
     Some((handle & 0xffff_ffff) as usize - 1)
@@ -135,16 +138,26 @@ impl Agent {
             HSA_AGENT_INFO_VENDOR_NAME => chars64(if gpu { "AMD" } else { "CPU" }),
             HSA_AGENT_INFO_FEATURE => g(HSA_AGENT_FEATURE_KERNEL_DISPATCH),
             HSA_AGENT_INFO_MACHINE_MODEL => InfoValue::U32(HSA_MACHINE_MODEL_LARGE),
-            HSA_AGENT_INFO_PROFILE => InfoValue::U32(if gpu { HSA_PROFILE_BASE } else { HSA_PROFILE_FULL }),
-            HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE => InfoValue::U32(HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR),
+            HSA_AGENT_INFO_PROFILE => InfoValue::U32(if gpu {
+                HSA_PROFILE_BASE
+            } else {
+                HSA_PROFILE_FULL
+            }),
+            HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE => {
+                InfoValue::U32(HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR)
+            }
             HSA_AGENT_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES => {
                 InfoValue::U32(HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR)
             }
             HSA_AGENT_INFO_FAST_F16_OPERATION => InfoValue::Bool(gpu),
             HSA_AGENT_INFO_WAVEFRONT_SIZE => g(64),
-            HSA_AGENT_INFO_WORKGROUP_MAX_DIM => InfoValue::U16x3(if gpu { [1024; 3] } else { [0; 3] }),
+            HSA_AGENT_INFO_WORKGROUP_MAX_DIM => {
+                InfoValue::U16x3(if gpu { [1024; 3] } else { [0; 3] })
+            }
             HSA_AGENT_INFO_WORKGROUP_MAX_SIZE => g(1024),
-            HSA_AGENT_INFO_GRID_MAX_DIM => InfoValue::Dim3(if gpu { [u32::MAX; 3] } else { [0; 3] }),
+            HSA_AGENT_INFO_GRID_MAX_DIM => {
+                InfoValue::Dim3(if gpu { [u32::MAX; 3] } else { [0; 3] })
+            }
             HSA_AGENT_INFO_GRID_MAX_SIZE => g(u32::MAX),
             HSA_AGENT_INFO_FBARRIER_MAX_SIZE => g(32),
             HSA_AGENT_INFO_QUEUES_MAX => g(128),
@@ -152,10 +165,16 @@ impl Agent {
             HSA_AGENT_INFO_QUEUE_MAX_SIZE => g(131072),
             HSA_AGENT_INFO_QUEUE_TYPE => InfoValue::U32(HSA_QUEUE_TYPE_MULTI),
             HSA_AGENT_INFO_NODE => InfoValue::U32(self.index as u32),
-            HSA_AGENT_INFO_DEVICE => InfoValue::U32(if gpu { HSA_DEVICE_TYPE_GPU } else { HSA_DEVICE_TYPE_CPU }),
-            HSA_AGENT_INFO_CACHE_SIZE => {
-                InfoValue::U32x4(if gpu { [16 * 1024, 8 * 1024 * 1024, 0, 0] } else { [32 * 1024, 1 << 20, 32 << 20, 0] })
-            }
+            HSA_AGENT_INFO_DEVICE => InfoValue::U32(if gpu {
+                HSA_DEVICE_TYPE_GPU
+            } else {
+                HSA_DEVICE_TYPE_CPU
+            }),
+            HSA_AGENT_INFO_CACHE_SIZE => InfoValue::U32x4(if gpu {
+                [16 * 1024, 8 * 1024 * 1024, 0, 0]
+            } else {
+                [32 * 1024, 1 << 20, 32 << 20, 0]
+            }),
             HSA_AGENT_INFO_ISA => InfoValue::U64(if gpu { isa } else { 0 }),
             HSA_AGENT_INFO_EXTENSIONS => InfoValue::Mask128(extensions_mask()),
             HSA_AGENT_INFO_VERSION_MAJOR => InfoValue::U16(1),
@@ -184,7 +203,10 @@ impl Agent {
             HSA_AMD_AGENT_INFO_COOPERATIVE_QUEUES => InfoValue::Bool(false),
             HSA_AMD_AGENT_INFO_UUID => {
                 if gpu {
-                    chars64(&format!("GPU-{:016x}", 0x5649_5254_0000_0000u64 | self.index as u64))
+                    chars64(&format!(
+                        "GPU-{:016x}",
+                        0x5649_5254_0000_0000u64 | self.index as u64
+                    ))
                 } else {
                     chars64("CPU-XX")
                 }
@@ -217,7 +239,9 @@ pub fn isa_info(attribute: u32) -> SimResult<InfoValue> {
         HSA_ISA_INFO_MACHINE_MODELS => InfoValue::Bools(vec![false, true]),
         HSA_ISA_INFO_PROFILES => InfoValue::Bools(vec![true, false]),
         HSA_ISA_INFO_DEFAULT_FLOAT_ROUNDING_MODES => InfoValue::Bools(vec![false, false, true]),
-        HSA_ISA_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES => InfoValue::Bools(vec![false, false, true]),
+        HSA_ISA_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES => {
+            InfoValue::Bools(vec![false, false, true])
+        }
         HSA_ISA_INFO_FAST_F16_OPERATION => InfoValue::Bool(true),
         HSA_ISA_INFO_WORKGROUP_MAX_DIM => InfoValue::U16x3([1024; 3]),
         HSA_ISA_INFO_WORKGROUP_MAX_SIZE => InfoValue::U32(1024),

@@ -30,7 +30,11 @@ pub fn parse_size(text: &str) -> Option<u64> {
         't' | 'T' => (&t[..t.len() - 1], 40),
         _ => (t, 0),
     };
-    digits.trim().parse::<u64>().ok()?.checked_mul(1u64 << shift)
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1u64 << shift)
 }
 
 fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
@@ -48,7 +52,9 @@ impl Config {
     /// Reads the configuration from the environment, falling back to defaults
     /// (with a warning) for values that do not parse.
     pub fn from_env() -> Config {
-        let host_cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let host_cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         let device_memory = match std::env::var("HSA_SIM_DEVICE_MEMORY") {
             Ok(v) => parse_size(&v).filter(|&b| b >= 1 << 20).unwrap_or_else(|| {
                 log::warn!("ignoring HSA_SIM_DEVICE_MEMORY={v:?}: expected a size of at least 1M");
@@ -58,9 +64,13 @@ impl Config {
         };
         Config {
             gpus: env_parse::<usize>("HSA_SIM_GPUS").unwrap_or(1).min(64),
-            compute_units: env_parse::<u32>("HSA_SIM_COMPUTE_UNITS").filter(|&n| n > 0).unwrap_or(110),
+            compute_units: env_parse::<u32>("HSA_SIM_COMPUTE_UNITS")
+                .filter(|&n| n > 0)
+                .unwrap_or(110),
             device_memory,
-            workers: env_parse::<usize>("HSA_SIM_WORKERS").filter(|&n| n > 0).unwrap_or(host_cores),
+            workers: env_parse::<usize>("HSA_SIM_WORKERS")
+                .filter(|&n| n > 0)
+                .unwrap_or(host_cores),
         }
     }
 }

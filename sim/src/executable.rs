@@ -30,7 +30,10 @@ impl CodeObjectBytes {
         // SAFETY: the fresh allocation holds at least bytes.len() bytes and does not
         // overlap the caller's buffer.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), alloc.ptr(), bytes.len()) };
-        Ok(CodeObjectBytes { alloc, len: bytes.len() })
+        Ok(CodeObjectBytes {
+            alloc,
+            len: bytes.len(),
+        })
     }
 
     /// Address of the first byte (the `hsa_code_object_t` handle).
@@ -168,22 +171,29 @@ impl Executable {
                 .map(|(_, s)| (s.name.clone(), s.address))
                 .collect();
             let resolve = |name: &str| existing.iter().find(|(n, _)| n == name).map(|(_, a)| *a);
-            code.place(bytes, dest, allocation.base, &resolve).map_err(|e| {
-                if e.is_undefined_symbol() {
-                    SimError::VariableUndefined(e.to_string())
-                } else {
-                    map_load_error(e)
-                }
-            })?;
+            code.place(bytes, dest, allocation.base, &resolve)
+                .map_err(|e| {
+                    if e.is_undefined_symbol() {
+                        SimError::VariableUndefined(e.to_string())
+                    } else {
+                        map_load_error(e)
+                    }
+                })?;
         }
         let mut new_symbols = Vec::new();
         for sym in code.symbols.iter().filter(|s| s.is_definition) {
             let address = allocation.base + (sym.vaddr - first_vaddr);
             let info = match sym.kind {
-                SymbolKind::Kernel => SymbolInfo::Kernel(code.kernel_descriptor(bytes, sym).map_err(map_load_error)?),
+                SymbolKind::Kernel => {
+                    SymbolInfo::Kernel(code.kernel_descriptor(bytes, sym).map_err(map_load_error)?)
+                }
                 SymbolKind::Variable => SymbolInfo::Variable,
             };
-            if state.symbols.iter().any(|(_, s)| s.agent == agent && s.name == sym.name) {
+            if state
+                .symbols
+                .iter()
+                .any(|(_, s)| s.agent == agent && s.name == sym.name)
+            {
                 return Err(SimError::VariableAlreadyDefined(sym.name.clone()));
             }
             new_symbols.push(Arc::new(ExecutableSymbol {

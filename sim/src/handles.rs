@@ -41,7 +41,9 @@ impl<T> HandleTable<T> {
     }
 
     fn encode(&self, slot: usize, generation: u32) -> u64 {
-        (u64::from(self.tag) << 56) | ((u64::from(generation) & GENERATION_MASK) << 32) | (slot as u64 + 1)
+        (u64::from(self.tag) << 56)
+            | ((u64::from(generation) & GENERATION_MASK) << 32)
+            | (slot as u64 + 1)
     }
 
     fn decode(&self, handle: u64) -> Option<(usize, u32)> {
@@ -52,7 +54,10 @@ impl<T> HandleTable<T> {
         if low == 0 {
             return None;
         }
-        Some(((low - 1) as usize, ((handle >> 32) & GENERATION_MASK) as u32))
+        Some((
+            (low - 1) as usize,
+            ((handle >> 32) & GENERATION_MASK) as u32,
+        ))
     }
 
     /// Stores `value` and returns its new handle.
@@ -134,13 +139,19 @@ mod tests {
         let other: HandleTable<u32> = HandleTable::new(4);
         let a = t.insert(Arc::new(1));
         assert_eq!(t.get(a).map(|v| *v), Some(1));
-        assert!(other.get(a).is_none(), "a handle of another kind must not resolve");
+        assert!(
+            other.get(a).is_none(),
+            "a handle of another kind must not resolve"
+        );
         assert!(t.get(0).is_none());
         assert_eq!(t.remove(a).map(|v| *v), Some(1));
         assert!(t.get(a).is_none());
         let b = t.insert(Arc::new(2));
         assert_ne!(a, b, "a reused slot must get a new generation");
-        assert!(t.get(a).is_none(), "the stale handle must not see the new object");
+        assert!(
+            t.get(a).is_none(),
+            "the stale handle must not see the new object"
+        );
         assert_eq!(t.get(b).map(|v| *v), Some(2));
         assert!(t.remove(a).is_none());
     }

@@ -13,17 +13,17 @@
 //! Settings come from the environment (see [`config`]).
 
 pub mod agent;
-// pub mod api; (enabled once the ISA engine's dispatch lands)
+pub mod api;
 pub mod config;
-// pub mod copy; (enabled once the ISA engine's dispatch lands)
-// pub mod dispatch; (arrives with the ISA engine)
+pub mod copy;
+pub mod dispatch;
 pub mod error;
-// pub mod executable; (enabled once the ISA engine's dispatch lands)
+pub mod executable;
 pub mod handles;
 pub mod loader;
-// pub mod memory; (enabled once the ISA engine's dispatch lands)
-// pub mod queue; (enabled once the ISA engine's dispatch lands)
-// pub mod runtime; (enabled once the ISA engine's dispatch lands)
+pub mod memory;
+pub mod queue;
+pub mod runtime;
 pub mod signal;
 
 /// Starts `env_logger` once, from `RUST_LOG`, or at debug level when
@@ -33,7 +33,11 @@ pub fn init_logging() {
         .iter()
         .any(|v| std::env::var(v).is_ok_and(|s| !s.is_empty() && s != "0"));
     let mut b = env_logger::Builder::new();
-    b.filter_level(if debug { log::LevelFilter::Debug } else { log::LevelFilter::Warn });
+    b.filter_level(if debug {
+        log::LevelFilter::Debug
+    } else {
+        log::LevelFilter::Warn
+    });
     if let Ok(spec) = std::env::var("RUST_LOG") {
         b.parse_filters(&spec);
     }

@@ -50,13 +50,17 @@ impl Pool {
 
     /// Whether this is a GPU's coarse-grained device memory pool.
     pub fn is_device_memory(&self) -> bool {
-        self.segment == HSA_AMD_SEGMENT_GLOBAL && self.global_flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED != 0
+        self.segment == HSA_AMD_SEGMENT_GLOBAL
+            && self.global_flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED != 0
     }
 }
 
 /// Pool index of a pool handle, if it has the pool tag.
 pub fn pool_index(handle: u64) -> Option<usize> {
-    if (handle >> 56) as u8 != POOL_TAG || handle & 0xffff_ffff == 0 || (handle >> 32) & 0xff_ffff != 0 {
+    if (handle >> 56) as u8 != POOL_TAG
+        || handle & 0xffff_ffff == 0
+        || (handle >> 32) & 0xff_ffff != 0
+    {
         return None;
     }
     Some((handle & 0xffff_ffff) as usize - 1)
@@ -88,7 +92,11 @@ pub struct Allocation {
 
 impl std::fmt::Debug for Allocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Allocation({:#x}+{:#x}, {:?}, owner {})", self.base, self.size, self.kind, self.owner)
+        write!(
+            f,
+            "Allocation({:#x}+{:#x}, {:?}, owner {})",
+            self.base, self.size, self.kind, self.owner
+        )
     }
 }
 
@@ -96,14 +104,22 @@ impl Allocation {
     /// Maps `size` bytes (rounded up to a page) of zeroed memory.
     ///
     /// Errors: `OutOfResources` when the host refuses the mapping.
-    pub fn new(size: u64, kind: AllocKind, owner: usize, access_mask: u64) -> SimResult<Arc<Allocation>> {
+    pub fn new(
+        size: u64,
+        kind: AllocKind,
+        owner: usize,
+        access_mask: u64,
+    ) -> SimResult<Arc<Allocation>> {
         let rounded = size
             .checked_add(PAGE - 1)
             .map(|s| s & !(PAGE - 1))
             .filter(|&s| s > 0 && s <= isize::MAX as u64)
             .ok_or_else(|| SimError::InvalidAllocation(format!("size {size} does not fit")))?;
+        // MAP_NORESERVE: like VRAM, device memory is address space first; pages
+        // are committed on first touch, so a large, sparsely used allocation fits.
         let map = memmap2::MmapOptions::new()
             .len(rounded as usize)
+            .no_reserve_swap()
             .map_anon()
             .map_err(|e| SimError::OutOfResources(format!("mapping {rounded} bytes: {e}")))?;
         let map = memmap2::MmapRaw::from(map);
@@ -139,7 +155,10 @@ impl Allocation {
 
     /// Whether `[addr, addr + len)` lies inside the allocation.
     pub fn contains(&self, addr: u64, len: u64) -> bool {
-        addr >= self.base && addr.checked_add(len).is_some_and(|end| end <= self.base + self.size)
+        addr >= self.base
+            && addr
+                .checked_add(len)
+                .is_some_and(|end| end <= self.base + self.size)
     }
 }
 
@@ -249,7 +268,12 @@ impl MemoryMap {
             .range(..=addr)
             .rev()
             .map(|(_, e)| &e.range)
-            .find(|r| addr >= r.base && addr.checked_add(len).is_some_and(|end| end <= r.base + r.size))
+            .find(|r| {
+                addr >= r.base
+                    && addr
+                        .checked_add(len)
+                        .is_some_and(|end| end <= r.base + r.size)
+            })
             .cloned()
     }
 
@@ -261,7 +285,8 @@ impl MemoryMap {
                 return Some(Resolved::Allocation(a));
             }
         }
-        self.locked_containing(addr, len.max(1)).map(Resolved::Locked)
+        self.locked_containing(addr, len.max(1))
+            .map(Resolved::Locked)
     }
 
     /// Pins `[host, host+size)` for the agents in `mask` (hsa_amd_memory_lock).
@@ -284,7 +309,11 @@ impl MemoryMap {
                 locked.insert(
                     host,
                     LockEntry {
-                        range: Arc::new(LockedRange { base: host, size, agents_mask: mask }),
+                        range: Arc::new(LockedRange {
+                            base: host,
+                            size,
+                            agents_mask: mask,
+                        }),
                         count: 1,
                     },
                 );
@@ -357,12 +386,21 @@ mod tests {
         let host = Allocation::new(100, AllocKind::Pool(0), 0, 0).unwrap();
         assert_eq!(host.size, PAGE);
         map.insert(host.clone());
-        let gpu = AgentMemory { map: map.clone(), agent: 1 };
-        assert!(gpu.region(host.base + 8).is_none(), "host pool memory needs allow_access first");
+        let gpu = AgentMemory {
+            map: map.clone(),
+            agent: 1,
+        };
+        assert!(
+            gpu.region(host.base + 8).is_none(),
+            "host pool memory needs allow_access first"
+        );
         host.allow(1 << 1);
         let r = gpu.region(host.base + 8).expect("allowed now");
         assert_eq!(r.device_base(), host.base);
-        assert!(gpu.region(host.base + PAGE).is_none() || map.allocation_containing(host.base + PAGE).is_some());
+        assert!(
+            gpu.region(host.base + PAGE).is_none()
+                || map.allocation_containing(host.base + PAGE).is_some()
+        );
         let buf = vec![0u8; 256];
         let p = buf.as_ptr() as u64;
         assert!(gpu.region(p).is_none());

@@ -83,12 +83,17 @@ pub struct Queue {
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Queue(id {}, agent {}, {} packets)", self.id, self.agent, self.size)
+        write!(
+            f,
+            "Queue(id {}, agent {}, {} packets)",
+            self.id, self.agent, self.size
+        )
     }
 }
 
 /// Header value the processor leaves in a consumed slot: INVALID with the barrier bit (as ROCr).
-pub const CONSUMED_HEADER: u16 = (HSA_PACKET_TYPE_INVALID as u16) | (1 << HSA_PACKET_HEADER_BARRIER);
+pub const CONSUMED_HEADER: u16 =
+    (HSA_PACKET_TYPE_INVALID as u16) | (1 << HSA_PACKET_HEADER_BARRIER);
 
 impl Queue {
     /// Creates the queue of `size` packets on GPU agent `agent` and starts its processor.
@@ -106,7 +111,12 @@ impl Queue {
         // Every slot starts out INVALID.
         for i in 0..size as usize {
             // SAFETY: slot i lies inside the ring allocation (size * 64 bytes), 64-byte aligned.
-            unsafe { std::ptr::write(ring.ptr().add(i * 64) as *mut u16, HSA_PACKET_TYPE_INVALID as u16) };
+            unsafe {
+                std::ptr::write(
+                    ring.ptr().add(i * 64) as *mut u16,
+                    HSA_PACKET_TYPE_INVALID as u16,
+                )
+            };
         }
         let doorbell = Signal::new(0);
         let doorbell_handle = rt.signals.insert(doorbell.clone());
@@ -115,7 +125,9 @@ impl Queue {
             type_: HSA_QUEUE_TYPE_MULTI,
             features: HSA_QUEUE_FEATURE_KERNEL_DISPATCH,
             base_address: ring.ptr() as *mut c_void,
-            doorbell_signal: hsa_signal_t { handle: doorbell_handle },
+            doorbell_signal: hsa_signal_t {
+                handle: doorbell_handle,
+            },
             size,
             reserved1: 0,
             id,
@@ -125,11 +137,21 @@ impl Queue {
         // write below is inside the 256-byte amd_queue_t at its start.
         unsafe {
             std::ptr::write(b as *mut hsa_queue_t, q);
-            std::ptr::write(b.add(offsets::GROUP_APERTURE_HI) as *mut u32, SHARED_APERTURE_HI);
-            std::ptr::write(b.add(offsets::PRIVATE_APERTURE_HI) as *mut u32, PRIVATE_APERTURE_HI);
-            std::ptr::write(b.add(offsets::MAX_CU_ID) as *mut u32, rt.config.compute_units.saturating_sub(1));
+            std::ptr::write(
+                b.add(offsets::GROUP_APERTURE_HI) as *mut u32,
+                SHARED_APERTURE_HI,
+            );
+            std::ptr::write(
+                b.add(offsets::PRIVATE_APERTURE_HI) as *mut u32,
+                PRIVATE_APERTURE_HI,
+            );
+            std::ptr::write(
+                b.add(offsets::MAX_CU_ID) as *mut u32,
+                rt.config.compute_units.saturating_sub(1),
+            );
             std::ptr::write(b.add(offsets::MAX_WAVE_ID) as *mut u32, 31);
-            std::ptr::write(b.add(offsets::QUEUE_PROPERTIES) as *mut u32, 1 << 1); // IS_PTR64
+            std::ptr::write(b.add(offsets::QUEUE_PROPERTIES) as *mut u32, 1 << 1);
+            // IS_PTR64
         }
         rt.memory.insert(block.clone());
         rt.memory.insert(ring.clone());
@@ -151,7 +173,10 @@ impl Queue {
         });
         doorbell.add_observer(&queue.notifier);
         let weak_rt = Arc::downgrade(rt);
-        let memory: Arc<dyn isa::GlobalMemory> = Arc::new(AgentMemory { map: rt.memory.clone(), agent });
+        let memory: Arc<dyn isa::GlobalMemory> = Arc::new(AgentMemory {
+            map: rt.memory.clone(),
+            agent,
+        });
         let qc = queue.clone();
         let handle = std::thread::Builder::new()
             .name(format!("hsa-queue-{id}"))
@@ -238,7 +263,13 @@ impl Queue {
             Some(cb) => {
                 // SAFETY: the client gave this callback and data to hsa_queue_create;
                 // the queue block stays alive during the call.
-                unsafe { cb(status, self.block.ptr() as *mut hsa_queue_t, self.callback_data as *mut c_void) }
+                unsafe {
+                    cb(
+                        status,
+                        self.block.ptr() as *mut hsa_queue_t,
+                        self.callback_data as *mut c_void,
+                    )
+                }
             }
             None => {
                 let _ = rt;
@@ -271,7 +302,8 @@ fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::Glob
         if header & 0xff == HSA_PACKET_TYPE_INVALID as u16 {
             // Reserved but not yet published: the client rings the doorbell after
             // writing the header; poll gently in case it does not.
-            q.notifier.wait(epoch, Some(std::time::Duration::from_micros(200)));
+            q.notifier
+                .wait(epoch, Some(std::time::Duration::from_micros(200)));
             continue;
         }
         let Some(rt) = rt.upgrade() else { return };
@@ -388,7 +420,11 @@ fn run_barrier(q: &Queue, rt: &Runtime, slot: *mut u8, and: bool) -> Outcome {
                 None,
             );
         }
-        let done = if and { satisfied.iter().all(|&s| s) } else { satisfied.iter().any(|&s| s) };
+        let done = if and {
+            satisfied.iter().all(|&s| s)
+        } else {
+            satisfied.iter().any(|&s| s)
+        };
         if done {
             break Outcome::Done;
         }
@@ -400,24 +436,40 @@ fn run_barrier(q: &Queue, rt: &Runtime, slot: *mut u8, and: bool) -> Outcome {
     outcome
 }
 
-fn run_kernel(q: &Queue, rt: &Runtime, memory: &Arc<dyn isa::GlobalMemory>, slot: *mut u8, index: u64) -> Outcome {
+fn run_kernel(
+    q: &Queue,
+    rt: &Runtime,
+    memory: &Arc<dyn isa::GlobalMemory>,
+    slot: *mut u8,
+    index: u64,
+) -> Outcome {
     // SAFETY: the slot is 64 bytes inside the ring, 64-byte aligned; the client
     // published it (header no longer INVALID) and does not touch it until the
     // read index passes it.
-    let p: hsa_kernel_dispatch_packet_t = unsafe { std::ptr::read_volatile(slot as *const hsa_kernel_dispatch_packet_t) };
+    let p: hsa_kernel_dispatch_packet_t =
+        unsafe { std::ptr::read_volatile(slot as *const hsa_kernel_dispatch_packet_t) };
     let dims = u32::from(p.setup & 0x3);
-    let wg = [u32::from(p.workgroup_size_x), u32::from(p.workgroup_size_y), u32::from(p.workgroup_size_z)];
+    let wg = [
+        u32::from(p.workgroup_size_x),
+        u32::from(p.workgroup_size_y),
+        u32::from(p.workgroup_size_z),
+    ];
     let grid = [p.grid_size_x, p.grid_size_y, p.grid_size_z];
     let bad = if !(1..=3).contains(&dims) {
         Some(format!("dimensions {dims} not in 1..3"))
     } else if wg.contains(&0) || grid.contains(&0) {
-        Some(format!("zero workgroup or grid size (workgroup {wg:?}, grid {grid:?})"))
+        Some(format!(
+            "zero workgroup or grid size (workgroup {wg:?}, grid {grid:?})"
+        ))
     } else if wg.iter().map(|&x| u64::from(x)).product::<u64>() > 1024 {
         Some(format!("workgroup of {wg:?} work-items exceeds 1024"))
     } else if p.kernel_object == 0 {
         Some("kernel_object is 0".into())
     } else if p.group_segment_size > 65536 {
-        Some(format!("group segment of {} bytes exceeds the 64 KiB of LDS", p.group_segment_size))
+        Some(format!(
+            "group segment of {} bytes exceeds the 64 KiB of LDS",
+            p.group_segment_size
+        ))
     } else {
         None
     };
@@ -462,9 +514,14 @@ fn run_kernel(q: &Queue, rt: &Runtime, memory: &Arc<dyn isa::GlobalMemory>, slot
 fn fault_outcome(e: &DispatchError, index: u64) -> Outcome {
     let status = e.hsa_status();
     let fault = if status == HSA_STATUS_ERROR_MEMORY_FAULT {
-        e.fault_address().map(|a| (a, HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT as u32))
+        e.fault_address()
+            .map(|a| (a, HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT as u32))
     } else {
         None
     };
-    Outcome::Failed(status, format!("kernel dispatch {index} failed: {e}"), fault)
+    Outcome::Failed(
+        status,
+        format!("kernel dispatch {index} failed: {e}"),
+        fault,
+    )
 }

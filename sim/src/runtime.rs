@@ -30,7 +30,8 @@ pub const READER_TAG: u8 = 0x52;
 #[derive(Clone, Copy)]
 pub struct EventHandler {
     /// The client's callback.
-    pub callback: unsafe extern "C" fn(*const hsa_amd_event_t, *mut std::ffi::c_void) -> hsa_status_t,
+    pub callback:
+        unsafe extern "C" fn(*const hsa_amd_event_t, *mut std::ffi::c_void) -> hsa_status_t,
     /// Its user data pointer.
     pub data: usize,
 }
@@ -54,7 +55,7 @@ pub struct Runtime {
     /// Symbols of live executables.
     pub symbols: HandleTable<ExecutableSymbol>,
     /// Code object copies made by `hsa_code_object_deserialize`, by handle.
-    pub code_objects: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    pub code_objects: Mutex<HashMap<u64, Arc<crate::executable::CodeObjectBytes>>>,
     /// Code object readers.
     pub readers: HandleTable<CodeObjectReader>,
     /// System event handlers.
@@ -106,34 +107,52 @@ impl Runtime {
         let host_mem = host_memory_bytes() & !(PAGE - 1);
         let mut agents = Vec::new();
         let mut pools = Vec::new();
-        let mut add_pool = |agent: usize, segment: u32, flags: u32, size: u64, alloc: bool, all: bool| {
-            let index = pools.len();
-            pools.push(Pool {
-                index,
-                agent,
-                segment,
-                global_flags: flags,
-                size,
-                alloc_allowed: alloc,
-                accessible_by_all: all,
-                used: AtomicU64::new(0),
-            });
-            index
-        };
+        let mut add_pool =
+            |agent: usize, segment: u32, flags: u32, size: u64, alloc: bool, all: bool| {
+                let index = pools.len();
+                pools.push(Pool {
+                    index,
+                    agent,
+                    segment,
+                    global_flags: flags,
+                    size,
+                    alloc_allowed: alloc,
+                    accessible_by_all: all,
+                    used: AtomicU64::new(0),
+                });
+                index
+            };
         // The CPU agent's pools, in ROCr 5.2's order (hsa-api-subset.md 7.8).
         let cpu_pools = vec![
-            add_pool(0, HSA_AMD_SEGMENT_GLOBAL, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, host_mem, true, true),
             add_pool(
                 0,
                 HSA_AMD_SEGMENT_GLOBAL,
-                HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+                HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
                 host_mem,
                 true,
                 true,
             ),
-            add_pool(0, HSA_AMD_SEGMENT_GLOBAL, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED, host_mem, true, true),
+            add_pool(
+                0,
+                HSA_AMD_SEGMENT_GLOBAL,
+                HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT
+                    | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+                host_mem,
+                true,
+                true,
+            ),
+            add_pool(
+                0,
+                HSA_AMD_SEGMENT_GLOBAL,
+                HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+                host_mem,
+                true,
+                true,
+            ),
         ];
-        let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
         agents.push(Agent {
             index: 0,
             kind: AgentKind::Cpu,
@@ -165,15 +184,15 @@ impl Runtime {
             });
         }
         let memory = Arc::new(MemoryMap::new());
-        let async_handlers = AsyncHandlerThread::start()
-            .map_err(|e| SimError::OutOfResources(format!("starting the async handler thread: {e}")))?;
+        let async_handlers = AsyncHandlerThread::start().map_err(|e| {
+            SimError::OutOfResources(format!("starting the async handler thread: {e}"))
+        })?;
         let mut copy_engines = Vec::new();
         for a in &agents {
             copy_engines.push(match a.kind {
-                AgentKind::Gpu => Some(
-                    CopyEngine::start(a.index)
-                        .map_err(|e| SimError::OutOfResources(format!("starting a copy engine thread: {e}")))?,
-                ),
+                AgentKind::Gpu => Some(CopyEngine::start(a.index).map_err(|e| {
+                    SimError::OutOfResources(format!("starting a copy engine thread: {e}"))
+                })?),
                 AgentKind::Cpu => None,
             });
         }
@@ -222,12 +241,18 @@ impl Runtime {
 
     /// The signal behind `handle`. Errors: `InvalidSignal`.
     pub fn signal(&self, handle: u64) -> SimResult<Arc<Signal>> {
-        self.signals.get(handle).ok_or(SimError::InvalidSignal(handle))
+        self.signals
+            .get(handle)
+            .ok_or(SimError::InvalidSignal(handle))
     }
 
     /// The queue whose `hsa_queue_t` is at `address`. Errors: `InvalidQueue`.
     pub fn queue(&self, address: u64) -> SimResult<Arc<Queue>> {
-        self.queues.read().get(&address).cloned().ok_or(SimError::InvalidQueue(address))
+        self.queues
+            .read()
+            .get(&address)
+            .cloned()
+            .ok_or(SimError::InvalidQueue(address))
     }
 
     /// Bit mask of every GPU agent.
@@ -251,7 +276,10 @@ impl Runtime {
             handled |= status == HSA_STATUS_SUCCESS;
         }
         if !handled {
-            log::error!("virtual gfx90a: a system event (type {}) was not handled by any handler", event.event_type);
+            log::error!(
+                "virtual gfx90a: a system event (type {}) was not handled by any handler",
+                event.event_type
+            );
         }
     }
 

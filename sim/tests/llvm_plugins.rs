@@ -4,6 +4,9 @@
 //! The test points `LD_LIBRARY_PATH` at a folder holding this build's
 //! `libhsa_runtime64.so` under ROCm's two names, so the plugins' `dlopen`
 //! finds the virtual device; nothing else on this machine provides a GPU.
+// These tests are a C client of the HSA API: every `unsafe` is an FFI call
+// with pointers to live locals, so they are not annotated one by one.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 mod common;
 use std::path::{Path, PathBuf};
@@ -12,13 +15,20 @@ use std::process::{Command, Output};
 /// The profile directory (target/debug or target/release) holding this build's cdylib.
 fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf()
 }
 
 /// A folder with `libhsa-runtime64.so.1` and `libhsa-runtime64.so` linked to the virtual device.
 fn sim_dir() -> PathBuf {
     let lib = profile_dir().join("libhsa_runtime64.so");
-    assert!(lib.exists(), "{} missing: build the sim cdylib", lib.display());
+    assert!(
+        lib.exists(),
+        "{} is missing: run `cargo build -p sim` first (`cargo xtask test` does)",
+        lib.display()
+    );
     let dir = common::scratch_dir("sim-stage");
     for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
         let link = dir.join(name);
@@ -62,13 +72,26 @@ fn nextgen_plugin_counts_the_virtual_gpus() {
         let out = run_with_sim(&mut Command::new(&bin), n);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "exit {:?}\n{stdout}\n{stderr}", out.status);
-        assert!(stdout.contains(&format!("devices={n}\n")), "with {n} virtual GPUs:\n{stdout}\n{stderr}");
+        assert!(
+            out.status.success(),
+            "exit {:?}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(
+            stdout.contains(&format!("devices={n}\n")),
+            "with {n} virtual GPUs:\n{stdout}\n{stderr}"
+        );
         // Proof that the virtual device answered (it logs its start at debug level).
-        assert!(stderr.contains(&format!("virtual gfx90a runtime up: {n} GPU agent(s)")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("virtual gfx90a runtime up: {n} GPU agent(s)")),
+            "{stderr}"
+        );
     }
     // Without the virtual device there is no GPU on this machine: zero devices.
-    let out = Command::new(&bin).env("LD_LIBRARY_PATH", "/usr/lib/llvm-16/lib").output().unwrap();
+    let out = Command::new(&bin)
+        .env("LD_LIBRARY_PATH", "/usr/lib/llvm-16/lib")
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("devices=0"));
 }
 
@@ -78,15 +101,28 @@ fn old_plugin_device_info_reads_every_property() {
     let mut cmd = Command::new(tool);
     cmd.env("LIBOMPTARGET_NEXTGEN_PLUGINS", "0");
     let path = format!("{}:/usr/lib/llvm-16/lib", sim_dir().display());
-    let out = cmd.env("LD_LIBRARY_PATH", path).env("HSA_SIM_GPUS", "2").output().expect("llvm-omp-device-info runs");
+    let out = cmd
+        .env("LD_LIBRARY_PATH", path)
+        .env("HSA_SIM_GPUS", "2")
+        .output()
+        .expect("llvm-omp-device-info runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("Number of Devices: 2") || stdout.matches("gfx90a").count() >= 2, "{stdout}");
+    assert!(
+        stdout.contains("Number of Devices: 2") || stdout.matches("gfx90a").count() >= 2,
+        "{stdout}"
+    );
     assert!(stdout.contains("gfx90a"), "{stdout}");
-    assert!(stdout.contains("110"), "compute units must be reported:\n{stdout}");
+    assert!(
+        stdout.contains("110"),
+        "compute units must be reported:\n{stdout}"
+    );
     let lower = format!("{stdout}{stderr}").to_lowercase();
     for bad in ["error", "failed", "unknown"] {
-        assert!(!lower.contains(bad), "the tool reported {bad:?}:\n{stdout}\n{stderr}");
+        assert!(
+            !lower.contains(bad),
+            "the tool reported {bad:?}:\n{stdout}\n{stderr}"
+        );
     }
 }

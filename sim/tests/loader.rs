@@ -118,15 +118,35 @@ fn build_plain(dir: &Path, out: &str, mcpu: &str, extra: &[&str], with_asm: bool
 fn build_fixtures() -> Fixtures {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("loader-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    // Remove the directories of earlier runs whose process is gone.
+    for entry in std::fs::read_dir(dir.parent().unwrap()).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix("loader-") {
+            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
 
     // OpenMP: `--offload-device-only` stops at LLVM bitcode in clang 16 (the
     // device link is an LTO step of clang-linker-wrapper), so build the whole
     // program and keep the linker wrapper's temporaries: the linked device
     // image is `<out>.amdgcn.gfx90a.img`, its assembly `<out>.amdgcn-amd-amdhsa.gfx90a.s`.
+    // The OpenMP build is the slow one: run it next to the others.
+    std::thread::scope(|scope| {
+        let omp = scope.spawn(|| build_omp(&dir));
+        let rest = build_rest(&dir);
+        let omp = omp.join().unwrap();
+        rest(omp)
+    })
+}
+
+/// The OpenMP device image and its assembly.
+fn build_omp(dir: &Path) -> Image {
     let src = fixture_src("loader_omp.c");
     let libs = format!("--rocm-device-lib-path={DEVICE_LIBS}");
     run_in(
-        &dir,
+        dir,
         "clang-16",
         &[
             "-fopenmp",
@@ -140,7 +160,7 @@ fn build_fixtures() -> Fixtures {
         ],
     );
     let find = |suffix: &str| -> PathBuf {
-        std::fs::read_dir(&dir)
+        std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().path())
             .find(|p| {
@@ -151,8 +171,13 @@ fn build_fixtures() -> Fixtures {
     };
     let omp_img = find("gfx90a.img");
     let omp_asm = std::fs::read_to_string(find("gfx90a.s")).unwrap();
-    let omp = load(omp_img, Some(omp_asm));
+    load(omp_img, Some(omp_asm))
+}
 
+/// Builds every other fixture; returns a constructor completing `Fixtures`
+/// with the OpenMP image.
+fn build_rest(dir: &Path) -> impl FnOnce(Image) -> Fixtures {
+    let dir = dir.to_path_buf();
     let plain_v4 = build_plain(&dir, "plain_v4.co", "gfx90a", &[], true);
     let plain_v5 = build_plain(
         &dir,
@@ -201,7 +226,7 @@ fn build_fixtures() -> Fixtures {
         Some(std::fs::read_to_string(&kd_src).unwrap()),
     );
 
-    Fixtures {
+    move |omp| Fixtures {
         dir,
         omp,
         plain_v3,
@@ -425,7 +450,10 @@ impl Oracle {
     /// Bytes at `vaddr` as `llvm-readelf -x <section>` dumps them.
     fn bytes_at(&self, path: &Path, vaddr: u64, len: usize) -> Vec<u8> {
         let sec = self.section_containing(vaddr);
-        let dump = tool("llvm-readelf-16", &["-x", &sec.name, path.to_str().unwrap()]);
+        let dump = tool(
+            "llvm-readelf-16",
+            &["-x", &sec.name, path.to_str().unwrap()],
+        );
         let mut mem = HashMap::new();
         for l in dump.lines() {
             let t: Vec<&str> = l.split_whitespace().collect();
@@ -444,7 +472,10 @@ impl Oracle {
             }
         }
         (0..len as u64)
-            .map(|i| *mem.get(&(vaddr + i)).unwrap_or_else(|| panic!("no dump byte at {:#x}", vaddr + i)))
+            .map(|i| {
+                *mem.get(&(vaddr + i))
+                    .unwrap_or_else(|| panic!("no dump byte at {:#x}", vaddr + i))
+            })
             .collect()
     }
 }
@@ -475,7 +506,9 @@ fn parse_note_yaml(text: &str) -> OMeta {
             continue;
         }
         match section.as_str() {
-            "amdhsa.version" => meta.version.push(body.trim_start_matches("- ").parse().unwrap()),
+            "amdhsa.version" => meta
+                .version
+                .push(body.trim_start_matches("- ").parse().unwrap()),
             "amdhsa.printf" => {
                 let v = body.trim_start_matches("- ").trim_matches('\'');
                 meta.printf.push(v.to_string());
@@ -492,7 +525,11 @@ fn parse_note_yaml(text: &str) -> OMeta {
                 if indent == 6 && new_item && !body.starts_with('.') {
                     // An element of a list-valued kernel key.
                     let key = list_key.clone().unwrap();
-                    kernel.lists.entry(key).or_default().push(body.parse().unwrap());
+                    kernel
+                        .lists
+                        .entry(key)
+                        .or_default()
+                        .push(body.parse().unwrap());
                     continue;
                 }
                 if indent == 6 && new_item {
@@ -524,9 +561,10 @@ fn amdhsa_directives(asm: &str) -> HashMap<String, HashMap<String, u64>> {
             [".end_amdhsa_kernel"] => current = None,
             [d, v] if d.starts_with(".amdhsa_") => {
                 if let Some(k) = &current {
-                    out.entry(k.clone())
-                        .or_default()
-                        .insert(d.trim_start_matches(".amdhsa_").to_string(), v.parse().unwrap());
+                    out.entry(k.clone()).or_default().insert(
+                        d.trim_start_matches(".amdhsa_").to_string(),
+                        v.parse().unwrap(),
+                    );
                 }
             }
             _ => {}
@@ -570,7 +608,8 @@ fn feature_from_flag_names(names: &[String], feature: &str, abi_version: u8) -> 
 /// compiler's directives. Returns the parsed code object and the oracle.
 fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
     let o = Oracle::of(&img.path);
-    let co = CodeObject::parse(&img.bytes).unwrap_or_else(|e| panic!("{}: {e}", img.path.display()));
+    let co =
+        CodeObject::parse(&img.bytes).unwrap_or_else(|e| panic!("{}: {e}", img.path.display()));
 
     // Header and target.
     assert_eq!(co.abi_version, o.abi_version);
@@ -614,11 +653,15 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
     let expected: Vec<&OSym> = o
         .dynsyms
         .iter()
-        .filter(|s| (s.bind == "GLOBAL" || s.bind == "WEAK") && (s.typ == "OBJECT" || s.typ == "COMMON"))
+        .filter(|s| {
+            (s.bind == "GLOBAL" || s.bind == "WEAK") && (s.typ == "OBJECT" || s.typ == "COMMON")
+        })
         .collect();
     assert_eq!(co.symbols.len(), expected.len(), "{:?}", co.symbols);
     for e in &expected {
-        let s = co.symbol(&e.name).unwrap_or_else(|| panic!("symbol {} missing", e.name));
+        let s = co
+            .symbol(&e.name)
+            .unwrap_or_else(|| panic!("symbol {} missing", e.name));
         assert_eq!((s.vaddr, s.size), (e.value, e.size), "{}", e.name);
         assert_eq!(s.is_definition, e.ndx != "UND");
         assert_eq!(s.is_weak, e.bind == "WEAK");
@@ -648,7 +691,10 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
 
     // Metadata.
     let m = &co.metadata;
-    assert_eq!(vec![u64::from(m.version.0), u64::from(m.version.1)], o.meta.version);
+    assert_eq!(
+        vec![u64::from(m.version.0), u64::from(m.version.1)],
+        o.meta.version
+    );
     assert_eq!(m.target, o.meta.target);
     assert_eq!(m.printf, o.meta.printf);
     assert_eq!(m.kernels.len(), o.meta.kernels.len());
@@ -656,28 +702,44 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
         let name = &ok.keys[".name"];
         let k = m.kernel_by_name(name).unwrap();
         let num = |key: &str, default: u32| -> u32 {
-            ok.keys.get(key).map(|v| v.parse().unwrap()).unwrap_or(default)
+            ok.keys
+                .get(key)
+                .map(|v| v.parse().unwrap())
+                .unwrap_or(default)
         };
         assert_eq!(&k.symbol, &ok.keys[".symbol"]);
         assert_eq!(k.kernarg_segment_size, num(".kernarg_segment_size", 0));
         assert_eq!(k.kernarg_segment_align, num(".kernarg_segment_align", 4));
-        assert_eq!(k.group_segment_fixed_size, num(".group_segment_fixed_size", 0));
-        assert_eq!(k.private_segment_fixed_size, num(".private_segment_fixed_size", 0));
+        assert_eq!(
+            k.group_segment_fixed_size,
+            num(".group_segment_fixed_size", 0)
+        );
+        assert_eq!(
+            k.private_segment_fixed_size,
+            num(".private_segment_fixed_size", 0)
+        );
         assert_eq!(k.wavefront_size, num(".wavefront_size", 64));
         assert_eq!(k.sgpr_count, num(".sgpr_count", 0));
         assert_eq!(k.vgpr_count, num(".vgpr_count", 0));
         assert_eq!(k.agpr_count, num(".agpr_count", 0));
-        assert_eq!(k.max_flat_workgroup_size, num(".max_flat_workgroup_size", 1024));
+        assert_eq!(
+            k.max_flat_workgroup_size,
+            num(".max_flat_workgroup_size", 1024)
+        );
         assert_eq!(k.sgpr_spill_count, num(".sgpr_spill_count", 0));
         assert_eq!(k.vgpr_spill_count, num(".vgpr_spill_count", 0));
         assert_eq!(
             k.uses_dynamic_stack,
-            ok.keys.get(".uses_dynamic_stack").map(|v| v == "true").unwrap_or(false)
+            ok.keys
+                .get(".uses_dynamic_stack")
+                .map(|v| v == "true")
+                .unwrap_or(false)
         );
         assert_eq!(k.kind.as_ref(), ok.keys.get(".kind"));
         assert_eq!(k.language.as_ref(), ok.keys.get(".language"));
         assert_eq!(
-            k.reqd_workgroup_size.map(|a| a.iter().map(|&x| u64::from(x)).collect::<Vec<_>>()),
+            k.reqd_workgroup_size
+                .map(|a| a.iter().map(|&x| u64::from(x)).collect::<Vec<_>>()),
             ok.lists.get(".reqd_workgroup_size").cloned()
         );
         assert_eq!(k.args.len(), ok.args.len(), "{name}");
@@ -701,7 +763,12 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
     assert_eq!(kernels.len(), o.meta.kernels.len());
     for sym in &kernels {
         let kd = co.kernel_descriptor(&img.bytes, sym).unwrap();
-        assert_eq!(kd.raw.to_vec(), o.bytes_at(&img.path, sym.vaddr, 64), "{}", sym.name);
+        assert_eq!(
+            kd.raw.to_vec(),
+            o.bytes_at(&img.path, sym.vaddr, 64),
+            "{}",
+            sym.name
+        );
         let meta = o
             .meta
             .kernels
@@ -709,8 +776,14 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
             .find(|k| k.keys[".symbol"] == sym.name)
             .unwrap();
         let num = |key: &str| -> u32 { meta.keys[key].parse().unwrap() };
-        assert_eq!(kd.group_segment_fixed_size, num(".group_segment_fixed_size"));
-        assert_eq!(kd.private_segment_fixed_size, num(".private_segment_fixed_size"));
+        assert_eq!(
+            kd.group_segment_fixed_size,
+            num(".group_segment_fixed_size")
+        );
+        assert_eq!(
+            kd.private_segment_fixed_size,
+            num(".private_segment_fixed_size")
+        );
         assert_eq!(kd.kernarg_size, num(".kernarg_segment_size"));
         let entry = kd.entry_address(sym.vaddr).unwrap();
         assert!(
@@ -736,40 +809,106 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
 fn check_directives(kd: &KernelDescriptor, d: &HashMap<String, u64>, kernel: &str) {
     let flag = |b: bool| u64::from(b);
     let checks: Vec<(&str, u64)> = vec![
-        ("group_segment_fixed_size", u64::from(kd.group_segment_fixed_size)),
-        ("private_segment_fixed_size", u64::from(kd.private_segment_fixed_size)),
+        (
+            "group_segment_fixed_size",
+            u64::from(kd.group_segment_fixed_size),
+        ),
+        (
+            "private_segment_fixed_size",
+            u64::from(kd.private_segment_fixed_size),
+        ),
         ("kernarg_size", u64::from(kd.kernarg_size)),
         ("user_sgpr_count", u64::from(kd.user_sgpr_count())),
-        ("user_sgpr_private_segment_buffer", flag(kd.enable_sgpr_private_segment_buffer())),
-        ("user_sgpr_dispatch_ptr", flag(kd.enable_sgpr_dispatch_ptr())),
+        (
+            "user_sgpr_private_segment_buffer",
+            flag(kd.enable_sgpr_private_segment_buffer()),
+        ),
+        (
+            "user_sgpr_dispatch_ptr",
+            flag(kd.enable_sgpr_dispatch_ptr()),
+        ),
         ("user_sgpr_queue_ptr", flag(kd.enable_sgpr_queue_ptr())),
-        ("user_sgpr_kernarg_segment_ptr", flag(kd.enable_sgpr_kernarg_segment_ptr())),
+        (
+            "user_sgpr_kernarg_segment_ptr",
+            flag(kd.enable_sgpr_kernarg_segment_ptr()),
+        ),
         ("user_sgpr_dispatch_id", flag(kd.enable_sgpr_dispatch_id())),
-        ("user_sgpr_flat_scratch_init", flag(kd.enable_sgpr_flat_scratch_init())),
-        ("user_sgpr_private_segment_size", flag(kd.enable_sgpr_private_segment_size())),
+        (
+            "user_sgpr_flat_scratch_init",
+            flag(kd.enable_sgpr_flat_scratch_init()),
+        ),
+        (
+            "user_sgpr_private_segment_size",
+            flag(kd.enable_sgpr_private_segment_size()),
+        ),
         ("uses_dynamic_stack", flag(kd.uses_dynamic_stack())),
-        ("system_sgpr_private_segment_wavefront_offset", flag(kd.enable_private_segment())),
-        ("system_sgpr_workgroup_id_x", flag(kd.enable_sgpr_workgroup_id_x())),
-        ("system_sgpr_workgroup_id_y", flag(kd.enable_sgpr_workgroup_id_y())),
-        ("system_sgpr_workgroup_id_z", flag(kd.enable_sgpr_workgroup_id_z())),
-        ("system_sgpr_workgroup_info", flag(kd.enable_sgpr_workgroup_info())),
-        ("system_vgpr_workitem_id", u64::from(kd.enable_vgpr_workitem_id())),
+        (
+            "system_sgpr_private_segment_wavefront_offset",
+            flag(kd.enable_private_segment()),
+        ),
+        (
+            "system_sgpr_workgroup_id_x",
+            flag(kd.enable_sgpr_workgroup_id_x()),
+        ),
+        (
+            "system_sgpr_workgroup_id_y",
+            flag(kd.enable_sgpr_workgroup_id_y()),
+        ),
+        (
+            "system_sgpr_workgroup_id_z",
+            flag(kd.enable_sgpr_workgroup_id_z()),
+        ),
+        (
+            "system_sgpr_workgroup_info",
+            flag(kd.enable_sgpr_workgroup_info()),
+        ),
+        (
+            "system_vgpr_workitem_id",
+            u64::from(kd.enable_vgpr_workitem_id()),
+        ),
         ("accum_offset", u64::from(kd.accum_offset_vgprs())),
         ("float_round_mode_32", u64::from(kd.float_round_mode_32())),
-        ("float_round_mode_16_64", u64::from(kd.float_round_mode_16_64())),
+        (
+            "float_round_mode_16_64",
+            u64::from(kd.float_round_mode_16_64()),
+        ),
         ("float_denorm_mode_32", u64::from(kd.float_denorm_mode_32())),
-        ("float_denorm_mode_16_64", u64::from(kd.float_denorm_mode_16_64())),
+        (
+            "float_denorm_mode_16_64",
+            u64::from(kd.float_denorm_mode_16_64()),
+        ),
         ("dx10_clamp", flag(kd.enable_dx10_clamp())),
         ("ieee_mode", flag(kd.enable_ieee_mode())),
         ("fp16_overflow", flag(kd.fp16_ovfl())),
         ("tg_split", flag(kd.tg_split())),
-        ("exception_fp_ieee_invalid_op", flag(kd.enable_exception_ieee_754_fp_invalid_operation())),
-        ("exception_fp_denorm_src", flag(kd.enable_exception_fp_denormal_source())),
-        ("exception_fp_ieee_div_zero", flag(kd.enable_exception_ieee_754_fp_division_by_zero())),
-        ("exception_fp_ieee_overflow", flag(kd.enable_exception_ieee_754_fp_overflow())),
-        ("exception_fp_ieee_underflow", flag(kd.enable_exception_ieee_754_fp_underflow())),
-        ("exception_fp_ieee_inexact", flag(kd.enable_exception_ieee_754_fp_inexact())),
-        ("exception_int_div_zero", flag(kd.enable_exception_int_divide_by_zero())),
+        (
+            "exception_fp_ieee_invalid_op",
+            flag(kd.enable_exception_ieee_754_fp_invalid_operation()),
+        ),
+        (
+            "exception_fp_denorm_src",
+            flag(kd.enable_exception_fp_denormal_source()),
+        ),
+        (
+            "exception_fp_ieee_div_zero",
+            flag(kd.enable_exception_ieee_754_fp_division_by_zero()),
+        ),
+        (
+            "exception_fp_ieee_overflow",
+            flag(kd.enable_exception_ieee_754_fp_overflow()),
+        ),
+        (
+            "exception_fp_ieee_underflow",
+            flag(kd.enable_exception_ieee_754_fp_underflow()),
+        ),
+        (
+            "exception_fp_ieee_inexact",
+            flag(kd.enable_exception_ieee_754_fp_inexact()),
+        ),
+        (
+            "exception_int_div_zero",
+            flag(kd.enable_exception_int_divide_by_zero()),
+        ),
     ];
     let mut checked = 0;
     for (name, ours) in checks {
@@ -782,7 +921,10 @@ fn check_directives(kd: &KernelDescriptor, d: &HashMap<String, u64>, kernel: &st
     // gfx90a VGPR granule is 8 (unified count).
     let vgprs = d["next_free_vgpr"].max(1);
     let alloc = u64::from(kd.workitem_vgpr_count_gfx90a());
-    assert!(alloc >= vgprs && alloc - vgprs < 8, "{kernel}: {alloc} VGPRs for {vgprs}");
+    assert!(
+        alloc >= vgprs && alloc - vgprs < 8,
+        "{kernel}: {alloc} VGPRs for {vgprs}"
+    );
     // Descriptors always request at least the user SGPRs they enable.
     assert!(kd.enabled_user_sgpr_count() <= kd.user_sgpr_count());
 }
@@ -862,8 +1004,16 @@ fn openmp_image_matches_readelf() {
     let (co, o) = check_against_oracle(&f.omp);
     // What the fact sheet promises for clang 16 OpenMP images.
     assert_eq!(co.code_object_version, 4);
-    assert!(co.relocations.iter().any(|r| r.kind == RelocKind::Relative64));
-    for name in ["counter", "counter_ptr", "table", "__omp_rtl_device_environment"] {
+    assert!(co
+        .relocations
+        .iter()
+        .any(|r| r.kind == RelocKind::Relative64));
+    for name in [
+        "counter",
+        "counter_ptr",
+        "table",
+        "__omp_rtl_device_environment",
+    ] {
         let s = co.symbol(name).unwrap_or_else(|| panic!("{name} missing"));
         assert_eq!(s.kind, SymbolKind::Variable);
         assert!(s.is_definition);
@@ -885,8 +1035,14 @@ fn plain_images_v3_v4_v5_match_readelf() {
         let (co, _) = check_against_oracle(img);
         assert_eq!(co.code_object_version, version);
         // The fixture's relocations: RELATIVE64 and ABS64 (defined and undefined).
-        assert!(co.relocations.iter().any(|r| r.kind == RelocKind::Relative64));
-        assert!(co.relocations.iter().any(|r| r.kind == RelocKind::Abs64 && r.symbol_defined));
+        assert!(co
+            .relocations
+            .iter()
+            .any(|r| r.kind == RelocKind::Relative64));
+        assert!(co
+            .relocations
+            .iter()
+            .any(|r| r.kind == RelocKind::Abs64 && r.symbol_defined));
         assert!(co
             .relocations
             .iter()
@@ -895,7 +1051,10 @@ fn plain_images_v3_v4_v5_match_readelf() {
     // V5 lists the hidden arguments of the implicit-argument block.
     let co = CodeObject::parse(&f.plain_v5.bytes).unwrap();
     let k = co.metadata.kernel_by_name("lds_kernel").unwrap();
-    assert!(k.args.iter().any(|a| a.value_kind == "hidden_block_count_x"));
+    assert!(k
+        .args
+        .iter()
+        .any(|a| a.value_kind == "hidden_block_count_x"));
     assert_eq!(k.explicit_args().count(), 2);
 }
 
@@ -1033,7 +1192,10 @@ fn isa_compatibility_and_target_ids() {
     let agent = TargetId::gfx90a_default();
     // The HSA ISA name of the virtual device (HSA sheet 4.7).
     assert_eq!(agent.to_target_id_string(), "gfx90a:sramecc+:xnack-");
-    assert_eq!(agent.isa_name(), "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+    assert_eq!(
+        agent.isa_name(),
+        "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
+    );
     assert_eq!(TargetId::parse(&agent.isa_name()), Some(agent));
 
     // Each image's target ID string equals the -mcpu it was built with, and
@@ -1049,12 +1211,19 @@ fn isa_compatibility_and_target_ids() {
         assert_eq!(co.target.to_target_id_string(), mcpu);
         assert_eq!(co.target.isa_name(), o.meta.target.clone().unwrap());
         assert_eq!(TargetId::parse(mcpu), Some(co.target));
-        assert_eq!(co.target.is_compatible_with_agent(&agent), compatible, "{mcpu}");
+        assert_eq!(
+            co.target.is_compatible_with_agent(&agent),
+            compatible,
+            "{mcpu}"
+        );
         match co.check_compatible(&agent) {
             Ok(()) => assert!(compatible),
             Err(e) => {
                 assert!(!compatible);
-                assert!(e.is_incompatible_isa() && !e.is_invalid_code_object(), "{e}");
+                assert!(
+                    e.is_incompatible_isa() && !e.is_invalid_code_object(),
+                    "{e}"
+                );
                 assert!(e.to_string().contains(mcpu), "{e}");
             }
         }
@@ -1102,7 +1271,12 @@ fn processor_table_matches_llvm_mc() {
         );
         let header = tool("llvm-readelf-16", &["-h", obj.to_str().unwrap()]);
         let field = |name: &str| -> String {
-            header.lines().find_map(|l| l.trim().strip_prefix(name)).unwrap().trim().to_string()
+            header
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(name))
+                .unwrap()
+                .trim()
+                .to_string()
         };
         let abi: u8 = field("ABI Version:").parse().unwrap();
         let flags = hex(&field("Flags:")) as u32;
@@ -1140,11 +1314,16 @@ fn unsupported_code_objects_are_rejected() {
         let mut b = base.clone();
         b[at] = value;
         let e = CodeObject::parse(&b).unwrap_err();
-        assert!(e.is_invalid_code_object() && e.to_string().contains(what), "{e}");
+        assert!(
+            e.is_invalid_code_object() && e.to_string().contains(what),
+            "{e}"
+        );
     }
     let e = CodeObject::parse(&base[..40]).unwrap_err();
     assert!(e.is_invalid_code_object(), "{e}");
-    let e = CodeObject::parse(b"not an elf file at all, clearly....................................").unwrap_err();
+    let e =
+        CodeObject::parse(b"not an elf file at all, clearly....................................")
+            .unwrap_err();
     assert!(e.to_string().contains("magic"), "{e}");
 }
 
@@ -1196,22 +1375,57 @@ fn wr(bytes: &mut [u8], at: usize, width: usize, v: u64) {
 /// header and readelf's section table.
 fn interesting_fields(bytes: &[u8], o: &Oracle) -> Vec<(usize, usize)> {
     let mut f: Vec<(usize, usize)> = (4..16).map(|i| (i, 1)).collect();
-    f.extend([(0x10, 2), (0x12, 2), (0x14, 4), (0x18, 8), (0x20, 8), (0x28, 8), (0x30, 4)]);
-    f.extend([(0x34, 2), (0x36, 2), (0x38, 2), (0x3a, 2), (0x3c, 2), (0x3e, 2)]);
+    f.extend([
+        (0x10, 2),
+        (0x12, 2),
+        (0x14, 4),
+        (0x18, 8),
+        (0x20, 8),
+        (0x28, 8),
+        (0x30, 4),
+    ]);
+    f.extend([
+        (0x34, 2),
+        (0x36, 2),
+        (0x38, 2),
+        (0x3a, 2),
+        (0x3c, 2),
+        (0x3e, 2),
+    ]);
     let phoff = rd(bytes, 0x20, 8) as usize;
     let phnum = rd(bytes, 0x38, 2) as usize;
     for i in 0..phnum {
         let p = phoff + i * 56;
-        f.extend([(p, 4), (p + 4, 4), (p + 8, 8), (p + 16, 8), (p + 32, 8), (p + 40, 8), (p + 48, 8)]);
+        f.extend([
+            (p, 4),
+            (p + 4, 4),
+            (p + 8, 8),
+            (p + 16, 8),
+            (p + 32, 8),
+            (p + 40, 8),
+            (p + 48, 8),
+        ]);
     }
     let shoff = rd(bytes, 0x28, 8) as usize;
     let shnum = rd(bytes, 0x3c, 2) as usize;
     for i in 0..shnum {
         let s = shoff + i * 64;
-        f.extend([(s, 4), (s + 4, 4), (s + 8, 8), (s + 16, 8), (s + 24, 8), (s + 32, 8)]);
+        f.extend([
+            (s, 4),
+            (s + 4, 4),
+            (s + 8, 8),
+            (s + 16, 8),
+            (s + 24, 8),
+            (s + 32, 8),
+        ]);
         f.extend([(s + 40, 4), (s + 44, 4), (s + 48, 8), (s + 56, 8)]);
     }
-    let note = o.sections.iter().find(|s| s.name == ".note").unwrap().offset as usize;
+    let note = o
+        .sections
+        .iter()
+        .find(|s| s.name == ".note")
+        .unwrap()
+        .offset as usize;
     f.extend([(note, 4), (note + 4, 4), (note + 8, 4), (note + 12, 4)]);
     for name in [".dynsym", ".rela.dyn"] {
         if let Some(s) = o.sections.iter().find(|s| s.name == name) {
@@ -1245,6 +1459,12 @@ fn exercise(m: &[u8]) -> bool {
         assert!(co.place(m, &mut dest, 0x1_0000_0000, &resolve).is_err());
     }
     for sym in co.symbols.clone() {
+        if sym.is_definition {
+            // The contract callers rely on: definitions lie inside the image.
+            assert!(sym.vaddr >= co.first_vaddr());
+            assert!(sym.vaddr - co.first_vaddr() + sym.size <= co.image_size());
+            assert!(co.device_address(0x1_0000_0000, sym.vaddr).is_some());
+        }
         let _ = co.kernel_descriptor(m, &sym);
         let _ = co.read_at_vaddr(m, sym.vaddr, sym.size.min(256));
     }
@@ -1275,16 +1495,21 @@ fn mutation_fuzz_never_panics() {
         let o = Oracle::of(&img.path);
         let name = img.path.file_name().unwrap().to_string_lossy().into_owned();
 
-        // Truncations: every length up to 2 KiB, then every 7th, plus every
+        // Truncations: every length up to 2 KiB, then every 13th, plus every
         // section and segment boundary +-1.
-        let mut lens: Vec<usize> = (0..base.len().min(2048)).chain((2048..base.len()).step_by(7)).collect();
+        let mut lens: Vec<usize> = (0..base.len().min(2048))
+            .chain((2048..base.len()).step_by(13))
+            .collect();
         for s in &o.sections {
             lens.extend([s.offset as usize, (s.offset + s.size) as usize]);
         }
         for l in &o.loads {
             lens.extend([l.offset as usize, (l.offset + l.filesz) as usize]);
         }
-        let extra: Vec<usize> = lens.iter().flat_map(|&l| [l.saturating_sub(1), l + 1]).collect();
+        let extra: Vec<usize> = lens
+            .iter()
+            .flat_map(|&l| [l.saturating_sub(1), l + 1])
+            .collect();
         lens.extend(extra);
         lens.retain(|&l| l < base.len());
         for len in lens {
@@ -1294,13 +1519,36 @@ fn mutation_fuzz_never_panics() {
         // Header, note, symbol and relocation fields set to extremes.
         let len = base.len() as u64;
         for (at, width) in interesting_fields(base, &o) {
-            let max = if width == 8 { u64::MAX } else { (1u64 << (width * 8)) - 1 };
+            let max = if width == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (width * 8)) - 1
+            };
             let orig = rd(base, at, width);
             let r = rng.next() & max;
-            for v in [0, 1, 2, 24, 56, 64, 0x1000, len - 1, len, len + 1, max, max - 1, max / 2 + 1, orig ^ 1, orig.wrapping_add(8), r] {
+            for v in [
+                0,
+                1,
+                2,
+                24,
+                56,
+                64,
+                0x1000,
+                len - 1,
+                len,
+                len + 1,
+                max,
+                max - 1,
+                max / 2 + 1,
+                orig ^ 1,
+                orig.wrapping_add(8),
+                r,
+            ] {
                 let mut m = base.clone();
                 wr(&mut m, at, width, v & max);
-                attempt(&m, &|| format!("{name}: field at {at:#x} (width {width}) = {v:#x}"));
+                attempt(&m, &|| {
+                    format!("{name}: field at {at:#x} (width {width}) = {v:#x}")
+                });
             }
         }
 
@@ -1311,10 +1559,14 @@ fn mutation_fuzz_never_panics() {
             .find(|s| s.name == ".rodata")
             .map_or(base.len(), |s| s.offset as usize)
             .min(base.len());
-        for i in 0..2500 {
+        for i in 0..1500 {
             let mut m = base.clone();
             for _ in 0..1 + rng.below(6) {
-                let at = if rng.below(3) == 0 { rng.below(m.len()) } else { rng.below(hot) };
+                let at = if rng.below(3) == 0 {
+                    rng.below(m.len())
+                } else {
+                    rng.below(hot)
+                };
                 m[at] = rng.next() as u8;
             }
             attempt(&m, &|| format!("{name}: random flips #{i}"));
@@ -1324,8 +1576,10 @@ fn mutation_fuzz_never_panics() {
         let note = o.sections.iter().find(|s| s.name == ".note").unwrap();
         let desc = note.offset as usize + 20;
         let desc_end = (note.offset + note.size) as usize;
-        const MARKERS: [u8; 12] = [0xdd, 0xdf, 0xdb, 0xc6, 0xdc, 0xde, 0x8f, 0x9f, 0xc0, 0xcf, 0xd3, 0xca];
-        for i in 0..1500 {
+        const MARKERS: [u8; 12] = [
+            0xdd, 0xdf, 0xdb, 0xc6, 0xdc, 0xde, 0x8f, 0x9f, 0xc0, 0xcf, 0xd3, 0xca,
+        ];
+        for i in 0..800 {
             let mut m = base.clone();
             for _ in 0..1 + rng.below(3) {
                 let at = desc + rng.below(desc_end - desc);
@@ -1344,7 +1598,10 @@ fn mutation_fuzz_never_panics() {
     }
 
     eprintln!("mutation fuzz: {runs} mutants, {parsed} parsed, {panics} panics");
-    assert_eq!(panics, 0, "{panics} of {runs} mutants panicked; first: {first_panic:?}");
+    assert_eq!(
+        panics, 0,
+        "{panics} of {runs} mutants panicked; first: {first_panic:?}"
+    );
     // The fuzz reached past the header checks in both directions.
     assert!(parsed > 100 && parsed < runs, "parsed {parsed} of {runs}");
 }

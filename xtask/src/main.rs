@@ -10,11 +10,11 @@
 //!   `--check`, fail if the committed files are stale).
 
 mod bindings;
+#[cfg(test)]
+mod crosscheck;
 mod setup;
 mod stage;
 mod test;
-#[cfg(test)]
-mod crosscheck;
 
 use std::process::ExitCode;
 

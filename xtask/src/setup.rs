@@ -19,13 +19,18 @@ fn installed(pkg: &str) -> bool {
     Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", pkg])
         .output()
-        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .map(|o| {
+            o.status.success()
+                && String::from_utf8_lossy(&o.stdout).contains("install ok installed")
+        })
         .unwrap_or(false)
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
     let shown = format!("{cmd:?}");
-    let status = cmd.status().map_err(|e| format!("cannot run {shown}: {e}"))?;
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {shown}: {e}"))?;
     if status.success() {
         Ok(())
     } else {
@@ -56,7 +61,10 @@ fn privileged(args: &[&str]) -> Command {
 pub fn ensure_packages() -> Result<(), String> {
     let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
     if missing.is_empty() {
-        eprintln!("setup: all {} system packages are installed", PACKAGES.len());
+        eprintln!(
+            "setup: all {} system packages are installed",
+            PACKAGES.len()
+        );
         return Ok(());
     }
     eprintln!("setup: installing {}", missing.join(" "));

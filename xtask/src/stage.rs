@@ -18,7 +18,13 @@ pub fn workspace_root() -> PathBuf {
 pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .map(|p| if p.is_absolute() { p } else { workspace_root().join(p) })
+        .map(|p| {
+            if p.is_absolute() {
+                p
+            } else {
+                workspace_root().join(p)
+            }
+        })
         .unwrap_or_else(|| workspace_root().join("target"))
 }
 
@@ -33,8 +39,10 @@ pub struct Staged {
 fn copy(from: &Path, to: &Path) -> Result<(), String> {
     // Write to a temporary name and rename, so a running program never sees a half file.
     let tmp = to.with_extension("tmp-stage");
-    std::fs::copy(from, &tmp).map_err(|e| format!("copying {} to {}: {e}", from.display(), tmp.display()))?;
-    std::fs::rename(&tmp, to).map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), to.display()))
+    std::fs::copy(from, &tmp)
+        .map_err(|e| format!("copying {} to {}: {e}", from.display(), tmp.display()))?;
+    std::fs::rename(&tmp, to)
+        .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), to.display()))
 }
 
 /// Builds (release) and stages both libraries.
@@ -56,14 +64,20 @@ pub fn stage() -> Result<Staged, String> {
         std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))?;
     }
     let plugin = release.join("libomptarget_amdgpu.so");
-    for name in ["libomptarget.rtl.amdgpu.nextgen.so", "libomptarget.rtl.amdgpu.so"] {
+    for name in [
+        "libomptarget.rtl.amdgpu.nextgen.so",
+        "libomptarget.rtl.amdgpu.so",
+    ] {
         copy(&plugin, &plugin_dir.join(name))?;
     }
     let sim = release.join("libhsa_runtime64.so");
     for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
         copy(&sim, &sim_dir.join(name))?;
     }
-    Ok(Staged { plugin_dir, sim_dir })
+    Ok(Staged {
+        plugin_dir,
+        sim_dir,
+    })
 }
 
 /// `cargo xtask stage`.

@@ -9,11 +9,16 @@ use std::process::{Command, Stdio};
 
 /// Adds up cargo's `test result: ok. 12 passed; 0 failed; ...` lines.
 fn count(line: &str, passed: &mut u64, failed: &mut u64) {
-    let Some(rest) = line.trim().strip_prefix("test result: ") else { return };
+    let Some(rest) = line.trim().strip_prefix("test result: ") else {
+        return;
+    };
     for part in rest.split(';') {
         let words: Vec<&str> = part.split_whitespace().collect();
         for w in words.windows(2) {
-            let n = w[0].trim_start_matches("ok.").trim_start_matches("FAILED.").parse::<u64>();
+            let n = w[0]
+                .trim_start_matches("ok.")
+                .trim_start_matches("FAILED.")
+                .parse::<u64>();
             match (n, w[1]) {
                 (Ok(n), "passed") => *passed += n,
                 (Ok(n), "failed") => *failed += n,
@@ -30,7 +35,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     // Build first so the cdylibs the end-to-end tests load exist.
     let status = Command::new(&cargo)
         .current_dir(crate::stage::workspace_root())
-        .args(["build", "--workspace", "--tests"])
+        .args(["build", "--workspace"])
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
@@ -50,7 +55,9 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
             count(&line, &mut passed, &mut failed);
         }
     }
-    let status = child.wait().map_err(|e| format!("waiting for cargo test: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo test: {e}"))?;
     println!("{passed} passed, {failed} failed");
     if status.success() && failed == 0 {
         Ok(())
@@ -65,7 +72,11 @@ mod tests {
     fn counts_cargo_result_lines() {
         let (mut p, mut f) = (0, 0);
         super::count("test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s", &mut p, &mut f);
-        super::count("test result: FAILED. 3 passed; 2 failed; 0 ignored", &mut p, &mut f);
+        super::count(
+            "test result: FAILED. 3 passed; 2 failed; 0 ignored",
+            &mut p,
+            &mut f,
+        );
         super::count("running 5 tests", &mut p, &mut f);
         assert_eq!((p, f), (15, 2));
     }

@@ -949,7 +949,7 @@ pub enum SoppOp {
 }
 
 impl SoppOp {
-    /// Operand fields described by [`SoppOp::shape`], in order.
+    /// Operand fields of the shape (none for this format).
     pub const SHAPE_FIELDS: &'static [&'static str] = &[];
     /// Every opcode of the format, by ascending opcode value.
     pub const ALL: &'static [Self] = &[Self::SNop, Self::SEndpgm, Self::SBranch, Self::SWakeup, Self::SCbranchScc0, Self::SCbranchScc1, Self::SCbranchVccz, Self::SCbranchVccnz, Self::SCbranchExecz, Self::SCbranchExecnz, Self::SBarrier, Self::SSetkill, Self::SWaitcnt, Self::SSethalt, Self::SSleep, Self::SSetprio, Self::SSendmsg, Self::SSendmsghalt, Self::STrap, Self::SIcacheInv, Self::SIncperflevel, Self::SDecperflevel, Self::STtracedata, Self::SCbranchCdbgsys, Self::SCbranchCdbguser, Self::SCbranchCdbgsysOrUser, Self::SCbranchCdbgsysAndUser, Self::SEndpgmSaved, Self::SSetGprIdxOff, Self::SSetGprIdxMode, Self::SEndpgmOrderedPsDone];
@@ -1088,17 +1088,17 @@ pub enum SmemOp {
     SDcacheInvVol = 0x22,
     /// `s_dcache_wb_vol`
     SDcacheWbVol = 0x23,
-    /// `s_memtime s[0:1]`
+    /// `s_memtime s[16:17]`
     SMemtime = 0x24,
-    /// `s_memrealtime s[0:1]`
+    /// `s_memrealtime s[16:17]`
     SMemrealtime = 0x25,
     /// `s_atc_probe 16, s[8:9], 0x0`
     SAtcProbe = 0x26,
     /// `s_atc_probe_buffer 16, s[8:11], 0x0`
     SAtcProbeBuffer = 0x27,
-    /// `s_dcache_discard s[0:1], s0`
+    /// `s_dcache_discard s[8:9], s0`
     SDcacheDiscard = 0x28,
-    /// `s_dcache_discard_x2 s[0:1], s0`
+    /// `s_dcache_discard_x2 s[8:9], s0`
     SDcacheDiscardX2 = 0x29,
     /// `s_buffer_atomic_swap s16, s[8:11], 0x0`
     SBufferAtomicSwap = 0x40,
@@ -1423,12 +1423,12 @@ impl SmemOp {
             Self::SDcacheWb => [0, 0],
             Self::SDcacheInvVol => [0, 0],
             Self::SDcacheWbVol => [0, 0],
-            Self::SMemtime => [0, 0],
-            Self::SMemrealtime => [0, 0],
+            Self::SMemtime => [2, 0],
+            Self::SMemrealtime => [2, 0],
             Self::SAtcProbe => [0, 2],
             Self::SAtcProbeBuffer => [0, 4],
-            Self::SDcacheDiscard => [0, 0],
-            Self::SDcacheDiscardX2 => [0, 0],
+            Self::SDcacheDiscard => [0, 2],
+            Self::SDcacheDiscardX2 => [0, 2],
             Self::SBufferAtomicSwap => [1, 4],
             Self::SBufferAtomicCmpswap => [2, 4],
             Self::SBufferAtomicAdd => [1, 4],
@@ -1876,7 +1876,7 @@ pub enum DsOp {
     DsNop = 0x14,
     /// `ds_add_f32 v8, v12`
     DsAddF32 = 0x15,
-    /// `ds_write_addtid_b32 v0`
+    /// `ds_write_addtid_b32 v12`
     DsWriteAddtidB32 = 0x1d,
     /// `ds_write_b8 v8, v12`
     DsWriteB8 = 0x1e,
@@ -2351,7 +2351,7 @@ impl DsOp {
             Self::DsMaxF32 => [0, 1, 1, 0],
             Self::DsNop => [0, 0, 0, 0],
             Self::DsAddF32 => [0, 1, 1, 0],
-            Self::DsWriteAddtidB32 => [0, 0, 0, 0],
+            Self::DsWriteAddtidB32 => [0, 0, 1, 0],
             Self::DsWriteB8 => [0, 1, 1, 0],
             Self::DsWriteB16 => [0, 1, 1, 0],
             Self::DsAddRtnU32 => [1, 1, 1, 0],
@@ -3085,7 +3085,7 @@ pub enum FlatOp {
 }
 
 impl FlatOp {
-    /// Operand fields described by [`FlatOp::shape`], in order.
+    /// Operand fields of the shape (none for this format).
     pub const SHAPE_FIELDS: &'static [&'static str] = &[];
     /// Every opcode of the format, by ascending opcode value.
     pub const ALL: &'static [Self] = &[Self::LoadUbyte, Self::LoadSbyte, Self::LoadUshort, Self::LoadSshort, Self::LoadDword, Self::LoadDwordx2, Self::LoadDwordx3, Self::LoadDwordx4, Self::StoreByte, Self::StoreByteD16Hi, Self::StoreShort, Self::StoreShortD16Hi, Self::StoreDword, Self::StoreDwordx2, Self::StoreDwordx3, Self::StoreDwordx4, Self::LoadUbyteD16, Self::LoadUbyteD16Hi, Self::LoadSbyteD16, Self::LoadSbyteD16Hi, Self::LoadShortD16, Self::LoadShortD16Hi, Self::AtomicSwap, Self::AtomicCmpswap, Self::AtomicAdd, Self::AtomicSub, Self::AtomicSmin, Self::AtomicUmin, Self::AtomicSmax, Self::AtomicUmax, Self::AtomicAnd, Self::AtomicOr, Self::AtomicXor, Self::AtomicInc, Self::AtomicDec, Self::AtomicAddF32, Self::AtomicPkAddF16, Self::AtomicAddF64, Self::AtomicMinF64, Self::AtomicMaxF64, Self::AtomicSwapX2, Self::AtomicCmpswapX2, Self::AtomicAddX2, Self::AtomicSubX2, Self::AtomicSminX2, Self::AtomicUminX2, Self::AtomicSmaxX2, Self::AtomicUmaxX2, Self::AtomicAndX2, Self::AtomicOrX2, Self::AtomicXorX2, Self::AtomicIncX2, Self::AtomicDecX2];

@@ -4,7 +4,9 @@
 use super::{boundary, check_signature, non_null, write_info};
 use crate::agent::{agent_handle, InfoValue};
 use crate::error::{SimError, SimResult};
-use crate::executable::{CodeObjectBytes, CodeObjectReader, Executable, ExecutableSymbol, SymbolInfo};
+use crate::executable::{
+    CodeObjectBytes, CodeObjectReader, Executable, ExecutableSymbol, SymbolInfo,
+};
 use crate::runtime::{runtime, Runtime};
 use hsa_sys::*;
 use std::ffi::{c_char, c_void, CStr};
@@ -53,7 +55,10 @@ pub unsafe extern "C" fn hsa_code_object_deserialize(
         }
         // SAFETY: the caller passes that many readable bytes.
         let bytes = unsafe {
-            std::slice::from_raw_parts(serialized_code_object as *const u8, serialized_code_object_size)
+            std::slice::from_raw_parts(
+                serialized_code_object as *const u8,
+                serialized_code_object_size,
+            )
         };
         let copy = CodeObjectBytes::copy_from(bytes)?;
         let handle = copy.address();
@@ -69,11 +74,13 @@ pub unsafe extern "C" fn hsa_code_object_deserialize(
 pub extern "C" fn hsa_code_object_destroy(code_object: hsa_code_object_t) -> hsa_status_t {
     boundary("hsa_code_object_destroy", || {
         let rt = runtime()?;
-        rt.code_objects
-            .lock()
-            .remove(&code_object.handle)
-            .map(|_| ())
-            .ok_or_else(|| SimError::InvalidCodeObject(format!("unknown code object handle {:#x}", code_object.handle)))
+        let removed = rt.code_objects.lock().remove(&code_object.handle);
+        removed.map(|_| ()).ok_or_else(|| {
+            SimError::InvalidCodeObject(format!(
+                "unknown code object handle {:#x}",
+                code_object.handle
+            ))
+        })
     })
 }
 
@@ -107,7 +114,9 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
 
 /// `hsa_code_object_reader_destroy`.
 #[no_mangle]
-pub extern "C" fn hsa_code_object_reader_destroy(code_object_reader: hsa_code_object_reader_t) -> hsa_status_t {
+pub extern "C" fn hsa_code_object_reader_destroy(
+    code_object_reader: hsa_code_object_reader_t,
+) -> hsa_status_t {
     boundary("hsa_code_object_reader_destroy", || {
         let rt = runtime()?;
         rt.readers
@@ -126,7 +135,9 @@ fn create(profile: u32, rounding: u32, frozen: bool, out: *mut hsa_executable_t)
     if rounding > HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR {
         return Err(SimError::arg(format!("unknown rounding mode {rounding}")));
     }
-    let handle = rt.executables.insert(Arc::new(Executable::new(profile, rounding, frozen)));
+    let handle = rt
+        .executables
+        .insert(Arc::new(Executable::new(profile, rounding, frozen)));
     // SAFETY: checked non-null.
     unsafe { *out = hsa_executable_t { handle } };
     Ok(())
@@ -146,7 +157,9 @@ pub unsafe extern "C" fn hsa_executable_create(
     let _ = options;
     boundary("hsa_executable_create", || {
         if executable_state > HSA_EXECUTABLE_STATE_FROZEN {
-            return Err(SimError::arg(format!("unknown executable state {executable_state}")));
+            return Err(SimError::arg(format!(
+                "unknown executable state {executable_state}"
+            )));
         }
         create(
             profile,
@@ -197,7 +210,12 @@ pub extern "C" fn hsa_executable_load_code_object(
             .lock()
             .get(&code_object.handle)
             .cloned()
-            .ok_or_else(|| SimError::InvalidCodeObject(format!("unknown code object handle {:#x}", code_object.handle)))?;
+            .ok_or_else(|| {
+                SimError::InvalidCodeObject(format!(
+                    "unknown code object handle {:#x}",
+                    code_object.handle
+                ))
+            })?;
         exe.load(&rt, a, &co.snapshot())
     })
 }
@@ -237,7 +255,10 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
 
 /// `hsa_executable_freeze`.
 #[no_mangle]
-pub extern "C" fn hsa_executable_freeze(executable: hsa_executable_t, options: *const c_char) -> hsa_status_t {
+pub extern "C" fn hsa_executable_freeze(
+    executable: hsa_executable_t,
+    options: *const c_char,
+) -> hsa_status_t {
     let _ = options;
     boundary("hsa_executable_freeze", || {
         let rt = runtime()?;
@@ -250,7 +271,10 @@ pub extern "C" fn hsa_executable_freeze(executable: hsa_executable_t, options: *
 /// # Safety
 /// `result` must be NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn hsa_executable_validate(executable: hsa_executable_t, result: *mut u32) -> hsa_status_t {
+pub unsafe extern "C" fn hsa_executable_validate(
+    executable: hsa_executable_t,
+    result: *mut u32,
+) -> hsa_status_t {
     boundary("hsa_executable_validate", || {
         let rt = runtime()?;
         non_null(result, "result")?;
@@ -297,7 +321,11 @@ pub unsafe extern "C" fn hsa_executable_get_info(
                 HSA_EXECUTABLE_STATE_UNFROZEN
             }),
             HSA_EXECUTABLE_INFO_DEFAULT_FLOAT_ROUNDING_MODE => InfoValue::U32(exe.rounding_mode),
-            other => return Err(SimError::arg(format!("unknown executable attribute {other:#x}"))),
+            other => {
+                return Err(SimError::arg(format!(
+                    "unknown executable attribute {other:#x}"
+                )))
+            }
         };
         // SAFETY: non-null, sized for the attribute by the caller's contract.
         unsafe { write_info(value, &v) };
@@ -316,12 +344,16 @@ fn by_name(
     non_null(out, "symbol")?;
     let exe = self::executable(rt, executable)?;
     // SAFETY: checked non-null; the caller passes a NUL-terminated string.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
     let agent = match agent {
         Some(h) => Some(rt.agent(h)?.index),
         None => None,
     };
-    let handle = exe.symbol_by_name(&name, agent).ok_or(SimError::InvalidSymbolName(name))?;
+    let handle = exe
+        .symbol_by_name(&name, agent)
+        .ok_or(SimError::InvalidSymbolName(name))?;
     // SAFETY: checked non-null.
     unsafe { *out = hsa_executable_symbol_t { handle } };
     Ok(())
@@ -363,7 +395,13 @@ pub unsafe extern "C" fn hsa_executable_get_symbol(
     let _ = (module_name, call_convention);
     boundary("hsa_executable_get_symbol", || {
         let rt = runtime()?;
-        by_name(&rt, executable.handle, symbol_name, Some(agent.handle), symbol)
+        by_name(
+            &rt,
+            executable.handle,
+            symbol_name,
+            Some(agent.handle),
+            symbol,
+        )
     })
 }
 
@@ -375,7 +413,11 @@ pub unsafe extern "C" fn hsa_executable_get_symbol(
 pub unsafe extern "C" fn hsa_executable_iterate_symbols(
     executable: hsa_executable_t,
     callback: Option<
-        unsafe extern "C" fn(exec: hsa_executable_t, symbol: hsa_executable_symbol_t, data: *mut c_void) -> hsa_status_t,
+        unsafe extern "C" fn(
+            exec: hsa_executable_t,
+            symbol: hsa_executable_symbol_t,
+            data: *mut c_void,
+        ) -> hsa_status_t,
     >,
     data: *mut c_void,
 ) -> hsa_status_t {
@@ -403,18 +445,24 @@ pub fn symbol_info(s: &ExecutableSymbol, attribute: u32) -> SimResult<InfoValue>
         SymbolInfo::Kernel(kd) => Some(kd),
         SymbolInfo::Variable => None,
     };
-    let need_kernel = || kernel.ok_or_else(|| SimError::arg(format!("attribute {attribute} needs a kernel symbol")));
+    let need_kernel = || {
+        kernel.ok_or_else(|| SimError::arg(format!("attribute {attribute} needs a kernel symbol")))
+    };
     let need_variable = || {
         if kernel.is_some() {
-            Err(SimError::arg(format!("attribute {attribute} needs a variable symbol")))
+            Err(SimError::arg(format!(
+                "attribute {attribute} needs a variable symbol"
+            )))
         } else {
             Ok(())
         }
     };
     Ok(match attribute {
-        HSA_EXECUTABLE_SYMBOL_INFO_TYPE => {
-            InfoValue::U32(if kernel.is_some() { HSA_SYMBOL_KIND_KERNEL } else { HSA_SYMBOL_KIND_VARIABLE })
-        }
+        HSA_EXECUTABLE_SYMBOL_INFO_TYPE => InfoValue::U32(if kernel.is_some() {
+            HSA_SYMBOL_KIND_KERNEL
+        } else {
+            HSA_SYMBOL_KIND_VARIABLE
+        }),
         HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH => InfoValue::U32(s.name.len() as u32),
         HSA_EXECUTABLE_SYMBOL_INFO_NAME => InfoValue::Chars(s.name.as_bytes().to_vec()),
         HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME_LENGTH => InfoValue::U32(0),
@@ -450,12 +498,16 @@ pub fn symbol_info(s: &ExecutableSymbol, attribute: u32) -> SimResult<InfoValue>
             need_kernel()?;
             InfoValue::U64(s.address)
         }
-        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE => InfoValue::U32(need_kernel()?.kernarg_size),
+        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE => {
+            InfoValue::U32(need_kernel()?.kernarg_size)
+        }
         HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT => {
             need_kernel()?;
             InfoValue::U32(s.kernarg_alignment)
         }
-        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE => InfoValue::U32(need_kernel()?.group_segment_fixed_size),
+        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE => {
+            InfoValue::U32(need_kernel()?.group_segment_fixed_size)
+        }
         HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE => {
             InfoValue::U32(need_kernel()?.private_segment_fixed_size)
         }
@@ -467,7 +519,11 @@ pub fn symbol_info(s: &ExecutableSymbol, attribute: u32) -> SimResult<InfoValue>
             need_kernel()?;
             InfoValue::U32(0)
         }
-        other => return Err(SimError::arg(format!("unknown or unsupported symbol attribute {other}"))),
+        other => {
+            return Err(SimError::arg(format!(
+                "unknown or unsupported symbol attribute {other}"
+            )))
+        }
     })
 }
 

@@ -34,7 +34,9 @@ check_signature!(
 #[no_mangle]
 pub unsafe extern "C" fn hsa_amd_agent_iterate_memory_pools(
     agent: hsa_agent_t,
-    callback: Option<unsafe extern "C" fn(memory_pool: hsa_amd_memory_pool_t, data: *mut c_void) -> hsa_status_t>,
+    callback: Option<
+        unsafe extern "C" fn(memory_pool: hsa_amd_memory_pool_t, data: *mut c_void) -> hsa_status_t,
+    >,
     data: *mut c_void,
 ) -> hsa_status_t {
     boundary("hsa_amd_agent_iterate_memory_pools", || {
@@ -43,7 +45,14 @@ pub unsafe extern "C" fn hsa_amd_agent_iterate_memory_pools(
         let a = rt.agent(agent.handle)?;
         for &p in &a.pools {
             // SAFETY: the client's callback with its own data pointer.
-            let s = unsafe { cb(hsa_amd_memory_pool_t { handle: rt.pools[p].handle() }, data) };
+            let s = unsafe {
+                cb(
+                    hsa_amd_memory_pool_t {
+                        handle: rt.pools[p].handle(),
+                    },
+                    data,
+                )
+            };
             if s != HSA_STATUS_SUCCESS {
                 return Err(SimError::Callback(s));
             }
@@ -72,12 +81,19 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_get_info(
             HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS => InfoValue::U32(p.global_flags),
             HSA_AMD_MEMORY_POOL_INFO_SIZE => InfoValue::U64(p.size),
             HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED => InfoValue::Bool(p.alloc_allowed),
-            HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE | HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT => {
+            HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE
+            | HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT => {
                 InfoValue::U64(if global { crate::memory::PAGE } else { 0 })
             }
             HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL => InfoValue::Bool(p.accessible_by_all),
-            HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE => InfoValue::U64(if p.alloc_allowed { p.size } else { 0 }),
-            other => return Err(SimError::arg(format!("unknown memory pool attribute {other:#x}"))),
+            HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE => {
+                InfoValue::U64(if p.alloc_allowed { p.size } else { 0 })
+            }
+            other => {
+                return Err(SimError::arg(format!(
+                    "unknown memory pool attribute {other:#x}"
+                )))
+            }
         };
         // SAFETY: non-null, sized for the attribute by the caller's contract.
         unsafe { write_info(value, &v) };
@@ -141,14 +157,27 @@ pub unsafe extern "C" fn hsa_amd_agent_memory_pool_get_info(
                         atomic_support_32bit: true,
                         atomic_support_64bit: true,
                         coherent_support: false,
-                        link_type: if both_gpu { HSA_AMD_LINK_INFO_TYPE_XGMI } else { HSA_AMD_LINK_INFO_TYPE_PCIE },
+                        link_type: if both_gpu {
+                            HSA_AMD_LINK_INFO_TYPE_XGMI
+                        } else {
+                            HSA_AMD_LINK_INFO_TYPE_PCIE
+                        },
                         numa_distance: if both_gpu { 15 } else { 20 },
                     };
                     // SAFETY: non-null; the caller sized the buffer for NUM_LINK_HOPS (1) records.
-                    unsafe { std::ptr::write_unaligned(value as *mut hsa_amd_memory_pool_link_info_t, link) };
+                    unsafe {
+                        std::ptr::write_unaligned(
+                            value as *mut hsa_amd_memory_pool_link_info_t,
+                            link,
+                        )
+                    };
                 }
             }
-            other => return Err(SimError::arg(format!("unknown agent memory pool attribute {other:#x}"))),
+            other => {
+                return Err(SimError::arg(format!(
+                    "unknown agent memory pool attribute {other:#x}"
+                )))
+            }
         }
         Ok(())
     })
@@ -172,11 +201,15 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
             return Err(SimError::arg("size is 0"));
         }
         if flags != 0 {
-            return Err(SimError::arg(format!("flags {flags:#x} are not supported (must be 0)")));
+            return Err(SimError::arg(format!(
+                "flags {flags:#x} are not supported (must be 0)"
+            )));
         }
         let p = rt.pool(memory_pool.handle)?;
         if !p.alloc_allowed {
-            return Err(SimError::InvalidAllocation("the pool does not allow runtime allocation".into()));
+            return Err(SimError::InvalidAllocation(
+                "the pool does not allow runtime allocation".into(),
+            ));
         }
         let size = size as u64;
         if size > p.size {
@@ -188,15 +221,21 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
         let rounded = size.div_ceil(crate::memory::PAGE) * crate::memory::PAGE;
         let mut used = p.used.load(Ordering::Relaxed);
         loop {
-            let next = used.checked_add(rounded).filter(|&n| n <= p.size).ok_or_else(|| {
-                SimError::OutOfResources(format!(
-                    "pool {:#x} has {} of {} bytes in use; {rounded} more do not fit",
-                    p.handle(),
-                    used,
-                    p.size
-                ))
-            })?;
-            match p.used.compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Relaxed) {
+            let next = used
+                .checked_add(rounded)
+                .filter(|&n| n <= p.size)
+                .ok_or_else(|| {
+                    SimError::OutOfResources(format!(
+                        "pool {:#x} has {} of {} bytes in use; {rounded} more do not fit",
+                        p.handle(),
+                        used,
+                        p.size
+                    ))
+                })?;
+            match p
+                .used
+                .compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
                 Ok(_) => break,
                 Err(u) => used = u,
             }
@@ -233,7 +272,9 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> hsa_status_t {
                 rt.memory.remove(base);
                 Ok(())
             }
-            _ => Err(SimError::InvalidAllocation(format!("{base:#x} is not the base of a pool allocation"))),
+            _ => Err(SimError::InvalidAllocation(format!(
+                "{base:#x} is not the base of a pool allocation"
+            ))),
         }
     })
 }
@@ -273,10 +314,12 @@ pub unsafe extern "C" fn hsa_amd_agents_allow_access(
         // SAFETY: the caller passes num_agents handles.
         let list = unsafe { std::slice::from_raw_parts(agents, num_agents as usize) };
         let mask = agent_mask(&rt, list)?;
-        let a = rt
-            .memory
-            .by_base(ptr as u64)
-            .ok_or_else(|| SimError::Other(format!("{:#x} is not the base of a runtime allocation", ptr as u64)))?;
+        let a = rt.memory.by_base(ptr as u64).ok_or_else(|| {
+            SimError::Other(format!(
+                "{:#x} is not the base of a runtime allocation",
+                ptr as u64
+            ))
+        })?;
         a.allow(mask);
         Ok(())
     })
@@ -300,7 +343,9 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_can_migrate(
         rt.pool(dst_memory_pool.handle)?;
         // SAFETY: checked non-null.
         unsafe { *result = false };
-        Err(SimError::OutOfResources("memory pool migration is not implemented".into()))
+        Err(SimError::OutOfResources(
+            "memory pool migration is not implemented".into(),
+        ))
     })
 }
 
@@ -351,7 +396,10 @@ pub extern "C" fn hsa_amd_memory_unlock(host_ptr: *mut c_void) -> hsa_status_t {
     boundary("hsa_amd_memory_unlock", || {
         let rt = runtime()?;
         if !rt.memory.unlock(host_ptr as u64) {
-            log::debug!("hsa_amd_memory_unlock: {:#x} was not locked", host_ptr as u64);
+            log::debug!(
+                "hsa_amd_memory_unlock: {:#x} was not locked",
+                host_ptr as u64
+            );
         }
         Ok(())
     })
@@ -362,11 +410,15 @@ pub extern "C" fn hsa_amd_memory_unlock(host_ptr: *mut c_void) -> hsa_status_t {
 /// # Safety
 /// None beyond the HSA contract: the range is checked against known memory.
 #[no_mangle]
-pub unsafe extern "C" fn hsa_amd_memory_fill(ptr: *mut c_void, value: u32, count: usize) -> hsa_status_t {
+pub unsafe extern "C" fn hsa_amd_memory_fill(
+    ptr: *mut c_void,
+    value: u32,
+    count: usize,
+) -> hsa_status_t {
     boundary("hsa_amd_memory_fill", || {
         let rt = runtime()?;
         non_null(ptr, "ptr")?;
-        if ptr as u64 % 4 != 0 {
+        if !(ptr as u64).is_multiple_of(4) {
             return Err(SimError::arg("ptr is not 4-byte aligned"));
         }
         if count == 0 {
@@ -376,7 +428,10 @@ pub unsafe extern "C" fn hsa_amd_memory_fill(ptr: *mut c_void, value: u32, count
             .checked_mul(4)
             .ok_or_else(|| SimError::arg("count does not fit"))?;
         let _keep = rt.memory.resolve(ptr as u64, bytes).ok_or_else(|| {
-            SimError::InvalidAllocation(format!("{bytes} bytes at {:#x} are not inside runtime memory", ptr as u64))
+            SimError::InvalidAllocation(format!(
+                "{bytes} bytes at {:#x} are not inside runtime memory",
+                ptr as u64
+            ))
         })?;
         // SAFETY: the range lies wholly inside an allocation or locked range, kept
         // alive by `_keep`, and is 4-byte aligned.
@@ -425,7 +480,9 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                 out.agentBaseAddress = a.base as *mut c_void;
                 out.hostBaseAddress = a.base as *mut c_void;
                 out.sizeInBytes = a.size as usize;
-                out.agentOwner = hsa_agent_t { handle: agent_handle(a.owner) };
+                out.agentOwner = hsa_agent_t {
+                    handle: agent_handle(a.owner),
+                };
                 if let AllocKind::Pool(p) = a.kind {
                     out.global_flags = rt.pools[p].global_flags;
                     if rt.pools[p].accessible_by_all {
@@ -439,7 +496,9 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                 out.agentBaseAddress = l.base as *mut c_void;
                 out.hostBaseAddress = l.base as *mut c_void;
                 out.sizeInBytes = l.size as usize;
-                out.agentOwner = hsa_agent_t { handle: agent_handle(0) };
+                out.agentOwner = hsa_agent_t {
+                    handle: agent_handle(0),
+                };
                 out.global_flags = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
                 access_mask = l.agents_mask | 1;
             }
@@ -449,16 +508,23 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
         out.size = n as u32;
         // SAFETY: the caller's struct is `caller_size` bytes; we write at most that.
         unsafe { std::ptr::copy_nonoverlapping(&out as *const _ as *const u8, info as *mut u8, n) };
-        if let (Some(alloc), false, false) = (alloc, num_agents_accessible.is_null(), accessible.is_null()) {
+        if let (Some(alloc), false, false) =
+            (alloc, num_agents_accessible.is_null(), accessible.is_null())
+        {
             let list: Vec<hsa_agent_t> = (0..rt.agents.len().min(64))
                 .filter(|i| access_mask & (1u64 << i) != 0)
-                .map(|i| hsa_agent_t { handle: agent_handle(i) })
+                .map(|i| hsa_agent_t {
+                    handle: agent_handle(i),
+                })
                 .collect();
             // SAFETY: the client's allocator; we write exactly the size we asked for.
             unsafe {
-                let buf = alloc(list.len().max(1) * std::mem::size_of::<hsa_agent_t>()) as *mut hsa_agent_t;
+                let buf = alloc(list.len().max(1) * std::mem::size_of::<hsa_agent_t>())
+                    as *mut hsa_agent_t;
                 if buf.is_null() {
-                    return Err(SimError::OutOfResources("the alloc callback returned NULL".into()));
+                    return Err(SimError::OutOfResources(
+                        "the alloc callback returned NULL".into(),
+                    ));
                 }
                 std::ptr::copy_nonoverlapping(list.as_ptr(), buf, list.len());
                 *num_agents_accessible = list.len() as u32;
@@ -475,7 +541,11 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
 /// Both ranges must be valid for `size` bytes (ranges the runtime knows are
 /// checked; other host memory is trusted, as in ROCr).
 #[no_mangle]
-pub unsafe extern "C" fn hsa_memory_copy(dst: *mut c_void, src: *const c_void, size: usize) -> hsa_status_t {
+pub unsafe extern "C" fn hsa_memory_copy(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+) -> hsa_status_t {
     boundary("hsa_memory_copy", || {
         runtime()?;
         non_null(dst, "dst")?;
@@ -521,7 +591,9 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
         let deps = if num_dep_signals > 0 {
             // SAFETY: the caller passes num_dep_signals handles.
             let list = unsafe { std::slice::from_raw_parts(dep_signals, num_dep_signals as usize) };
-            list.iter().map(|s| rt.signal(s.handle)).collect::<SimResult<Vec<_>>>()?
+            list.iter()
+                .map(|s| rt.signal(s.handle))
+                .collect::<SimResult<Vec<_>>>()?
         } else {
             Vec::new()
         };
@@ -537,11 +609,18 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
         let dst_region = check(dst as u64, "destination")?;
         let src_region = check(src as u64, "source")?;
         // The copy runs on a GPU agent's engine: the first GPU among the two agents.
-        let engine_agent = if da.kind == AgentKind::Gpu { da.index } else { sa.index };
-        let engine = rt.copy_engines.get(engine_agent).and_then(|e| e.as_ref()).or_else(|| {
-            rt.copy_engines.iter().flatten().next()
-        });
-        let engine = engine.ok_or_else(|| SimError::Other("no GPU agent to run the copy".into()))?;
+        let engine_agent = if da.kind == AgentKind::Gpu {
+            da.index
+        } else {
+            sa.index
+        };
+        let engine = rt
+            .copy_engines
+            .get(engine_agent)
+            .and_then(|e| e.as_ref())
+            .or_else(|| rt.copy_engines.iter().flatten().next());
+        let engine =
+            engine.ok_or_else(|| SimError::Other("no GPU agent to run the copy".into()))?;
         engine.submit(CopyJob {
             dst: dst as u64,
             src: src as u64,

@@ -81,7 +81,7 @@ pub fn non_null<T>(p: *const T, what: &str) -> SimResult<()> {
 /// the attribute's declared type.
 pub unsafe fn write_info(out: *mut c_void, v: &InfoValue) {
     let o = out as *mut u8;
-    // SAFETY (all arms): the caller guarantees `out` holds the declared type, which
+    // SAFETY: (all arms) the caller guarantees `out` holds the declared type, which
     // is exactly what each arm writes; unaligned writes make no alignment demand.
     unsafe {
         match v {

@@ -41,20 +41,28 @@ pub unsafe extern "C" fn hsa_queue_create(
         let rt = runtime()?;
         non_null(queue, "queue")?;
         if size == 0 || !size.is_power_of_two() {
-            return Err(SimError::arg(format!("queue size {size} is not a power of two")));
+            return Err(SimError::arg(format!(
+                "queue size {size} is not a power of two"
+            )));
         }
         if type_ > HSA_QUEUE_TYPE_COOPERATIVE {
             return Err(SimError::arg(format!("unknown queue type {type_}")));
         }
         let a = rt.agent(agent.handle)?;
         if a.kind != AgentKind::Gpu {
-            return Err(SimError::Other("queues can only be created on a GPU agent".into()));
+            return Err(SimError::Other(
+                "queues can only be created on a GPU agent".into(),
+            ));
         }
         if size > 131072 {
-            return Err(SimError::OutOfResources(format!("queue size {size} exceeds 131072 packets")));
+            return Err(SimError::OutOfResources(format!(
+                "queue size {size} exceeds 131072 packets"
+            )));
         }
         if size < 64 {
-            return Err(SimError::arg(format!("queue size {size} is below the minimum of 64 packets")));
+            return Err(SimError::arg(format!(
+                "queue size {size} is below the minimum of 64 packets"
+            )));
         }
         let q = Queue::create(&rt, a.index, size, callback, data as usize)?;
         rt.queues.write().insert(q.address(), q.clone());
@@ -103,12 +111,19 @@ pub unsafe extern "C" fn hsa_queue_inactivate(queue: *mut hsa_queue_t) -> hsa_st
     })
 }
 
-fn with_queue<T>(name: &str, queue: *const hsa_queue_t, fallback: T, f: impl FnOnce(&Arc<Queue>) -> T) -> T {
-    value_boundary(name, fallback, || match runtime().and_then(|rt| rt.queue(queue as u64)) {
-        Ok(q) => f(&q),
-        Err(e) => {
-            log::error!("{name}: {e}");
-            fallback
+fn with_queue<T: Copy>(
+    name: &str,
+    queue: *const hsa_queue_t,
+    fallback: T,
+    f: impl FnOnce(&Arc<Queue>) -> T,
+) -> T {
+    value_boundary(name, fallback, || {
+        match runtime().and_then(|rt| rt.queue(queue as u64)) {
+            Ok(q) => f(&q),
+            Err(e) => {
+                log::error!("{name}: {e}");
+                fallback
+            }
         }
     })
 }
@@ -229,7 +244,9 @@ pub unsafe extern "C" fn hsa_amd_profiling_set_profiler_enabled(
 #[no_mangle]
 pub extern "C" fn hsa_amd_profiling_async_copy_enable(enable: bool) -> hsa_status_t {
     let _ = enable;
-    boundary("hsa_amd_profiling_async_copy_enable", || runtime().map(|_| ()))
+    boundary("hsa_amd_profiling_async_copy_enable", || {
+        runtime().map(|_| ())
+    })
 }
 
 /// `hsa_amd_profiling_get_dispatch_time`: start and end, in system timestamp

@@ -30,7 +30,12 @@ pub fn timeout_from_hint(hint: u64) -> Option<Duration> {
     (hint != u64::MAX).then(|| Duration::from_nanos(hint))
 }
 
-fn create(initial: hsa_signal_value_t, num_consumers: u32, consumers: *const hsa_agent_t, out: *mut hsa_signal_t) -> hsa_status_t {
+fn create(
+    initial: hsa_signal_value_t,
+    num_consumers: u32,
+    consumers: *const hsa_agent_t,
+    out: *mut hsa_signal_t,
+) -> hsa_status_t {
     boundary("hsa_signal_create", || {
         let rt = runtime()?;
         non_null(out, "signal")?;
@@ -90,7 +95,10 @@ pub extern "C" fn hsa_signal_destroy(signal: hsa_signal_t) -> hsa_status_t {
         if signal.handle == 0 {
             return Err(SimError::arg("signal handle is 0"));
         }
-        let s = rt.signals.remove(signal.handle).ok_or(SimError::InvalidSignal(signal.handle))?;
+        let s = rt
+            .signals
+            .remove(signal.handle)
+            .ok_or(SimError::InvalidSignal(signal.handle))?;
         s.mark_destroyed();
         Ok(())
     })
@@ -221,8 +229,15 @@ fn wait(
             log::error!("{name}: unknown condition {condition}");
             return 0;
         };
-        let Some(s) = lookup(signal.handle, name) else { return 0 };
-        s.wait(cond, compare_value, timeout_from_hint(timeout_hint), wait_state_hint == HSA_WAIT_STATE_BLOCKED)
+        let Some(s) = lookup(signal.handle, name) else {
+            return 0;
+        };
+        s.wait(
+            cond,
+            compare_value,
+            timeout_from_hint(timeout_hint),
+            wait_state_hint == HSA_WAIT_STATE_BLOCKED,
+        )
     })
 }
 
@@ -242,7 +257,11 @@ macro_rules! wait_fn {
         check_signature!($name);
     )*};
 }
-wait_fn!(hsa_signal_wait_scacquire, hsa_signal_wait_relaxed, hsa_signal_wait_acquire);
+wait_fn!(
+    hsa_signal_wait_scacquire,
+    hsa_signal_wait_relaxed,
+    hsa_signal_wait_acquire
+);
 
 check_signature!(
     hsa_signal_create,
@@ -286,13 +305,22 @@ pub unsafe extern "C" fn hsa_amd_signal_wait_any(
         let mut sigs = Vec::with_capacity(n);
         let mut cond = Vec::with_capacity(n);
         for i in 0..n {
-            let (Some(s), Some(c)) = (lookup(hs[i].handle, "hsa_amd_signal_wait_any"), Condition::from_raw(cs[i])) else {
+            let (Some(s), Some(c)) = (
+                lookup(hs[i].handle, "hsa_amd_signal_wait_any"),
+                Condition::from_raw(cs[i]),
+            ) else {
                 return u32::MAX;
             };
             sigs.push(s);
             cond.push(c);
         }
-        match signal::wait_any(&sigs, &cond, vs, timeout_from_hint(timeout_hint), wait_hint == HSA_WAIT_STATE_BLOCKED) {
+        match signal::wait_any(
+            &sigs,
+            &cond,
+            vs,
+            timeout_from_hint(timeout_hint),
+            wait_hint == HSA_WAIT_STATE_BLOCKED,
+        ) {
             Some((i, v)) => {
                 if !satisfying_value.is_null() {
                     // SAFETY: checked non-null; writable by the caller's contract.
@@ -323,7 +351,8 @@ pub unsafe extern "C" fn hsa_amd_signal_async_handler(
     boundary("hsa_amd_signal_async_handler", || {
         let rt = runtime()?;
         let h = handler.ok_or_else(|| SimError::arg("handler is NULL"))?;
-        let c = Condition::from_raw(cond).ok_or_else(|| SimError::arg(format!("unknown condition {cond}")))?;
+        let c = Condition::from_raw(cond)
+            .ok_or_else(|| SimError::arg(format!("unknown condition {cond}")))?;
         let s = rt.signal(signal.handle)?;
         let a = SendPtr(arg as usize);
         rt.async_handlers.register(

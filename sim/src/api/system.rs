@@ -100,10 +100,14 @@ pub fn status_text(status: hsa_status_t) -> Option<&'static str> {
 /// # Safety
 /// `status_string` must be NULL or point to writable storage for one pointer.
 #[no_mangle]
-pub unsafe extern "C" fn hsa_status_string(status: hsa_status_t, status_string: *mut *const c_char) -> hsa_status_t {
+pub unsafe extern "C" fn hsa_status_string(
+    status: hsa_status_t,
+    status_string: *mut *const c_char,
+) -> hsa_status_t {
     boundary("hsa_status_string", || {
         non_null(status_string, "status_string")?;
-        let text = status_text(status).ok_or_else(|| SimError::arg(format!("unknown status {status:#x}")))?;
+        let text = status_text(status)
+            .ok_or_else(|| SimError::arg(format!("unknown status {status:#x}")))?;
         // SAFETY: checked non-null; the caller provides storage for one pointer.
         unsafe { *status_string = text.as_ptr() as *const c_char };
         Ok(())
@@ -117,7 +121,10 @@ static BUILD_VERSION: &str = concat!("virtual-gfx90a ", env!("CARGO_PKG_VERSION"
 /// # Safety
 /// `value` must be NULL or point to storage of the attribute's type.
 #[no_mangle]
-pub unsafe extern "C" fn hsa_system_get_info(attribute: hsa_system_info_t, value: *mut c_void) -> hsa_status_t {
+pub unsafe extern "C" fn hsa_system_get_info(
+    attribute: hsa_system_info_t,
+    value: *mut c_void,
+) -> hsa_status_t {
     boundary("hsa_system_get_info", || {
         runtime()?;
         non_null(value, "value")?;
@@ -134,10 +141,16 @@ pub unsafe extern "C" fn hsa_system_get_info(attribute: hsa_system_info_t, value
                 m[id / 8] |= 1 << (id % 8);
                 InfoValue::Mask128(m)
             }
-            HSA_AMD_SYSTEM_INFO_BUILD_VERSION => InfoValue::Pointer(BUILD_VERSION.as_ptr() as usize),
+            HSA_AMD_SYSTEM_INFO_BUILD_VERSION => {
+                InfoValue::Pointer(BUILD_VERSION.as_ptr() as usize)
+            }
             HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED => InfoValue::Bool(true),
             HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT => InfoValue::Bool(false),
-            other => return Err(SimError::arg(format!("unknown system attribute {other:#x}"))),
+            other => {
+                return Err(SimError::arg(format!(
+                    "unknown system attribute {other:#x}"
+                )))
+            }
         };
         // SAFETY: non-null, sized for the attribute by the caller's contract.
         unsafe { write_info(value, &v) };
@@ -183,7 +196,14 @@ pub unsafe extern "C" fn hsa_iterate_agents(
         let cb = callback.ok_or_else(|| SimError::arg("callback is NULL"))?;
         for a in &rt.agents {
             // SAFETY: the client's callback, called with its own data pointer.
-            let s = unsafe { cb(hsa_agent_t { handle: agent::agent_handle(a.index) }, data) };
+            let s = unsafe {
+                cb(
+                    hsa_agent_t {
+                        handle: agent::agent_handle(a.index),
+                    },
+                    data,
+                )
+            };
             if s != HSA_STATUS_SUCCESS {
                 return Err(SimError::Callback(s));
             }
@@ -229,7 +249,14 @@ pub unsafe extern "C" fn hsa_agent_iterate_isas(
         let a = rt.agent(agent.handle)?;
         if a.kind == agent::AgentKind::Gpu {
             // SAFETY: the client's callback with its own data pointer.
-            let s = unsafe { cb(hsa_isa_t { handle: agent::isa_handle() }, data) };
+            let s = unsafe {
+                cb(
+                    hsa_isa_t {
+                        handle: agent::isa_handle(),
+                    },
+                    data,
+                )
+            };
             if s != HSA_STATUS_SUCCESS {
                 return Err(SimError::Callback(s));
             }
@@ -243,7 +270,11 @@ pub unsafe extern "C" fn hsa_agent_iterate_isas(
 /// # Safety
 /// `value` must be NULL or point to storage of the attribute's type.
 #[no_mangle]
-pub unsafe extern "C" fn hsa_isa_get_info_alt(isa: hsa_isa_t, attribute: hsa_isa_info_t, value: *mut c_void) -> hsa_status_t {
+pub unsafe extern "C" fn hsa_isa_get_info_alt(
+    isa: hsa_isa_t,
+    attribute: hsa_isa_info_t,
+    value: *mut c_void,
+) -> hsa_status_t {
     boundary("hsa_isa_get_info_alt", || {
         runtime()?;
         non_null(value, "value")?;

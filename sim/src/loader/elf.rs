@@ -42,6 +42,9 @@ pub const MAX_LOAD_SPAN: u64 = 4 << 30;
 /// [`CodeObject::place`] requires of `load_base`.
 pub const PAGE_SIZE: u64 = 4096;
 
+/// Largest read [`CodeObject::read_at_vaddr`] serves: 64 MiB.
+pub const MAX_VADDR_READ: u64 = 64 << 20;
+
 /// Smallest alignment required of `load_base`: kernel entry points are
 /// 256-byte aligned (fact sheet 8.1).
 const MIN_BASE_ALIGN: u64 = 256;
@@ -150,7 +153,8 @@ pub struct SymbolDef {
     pub kind: SymbolKind,
     /// `st_value`: the raw ELF virtual address (device address =
     /// `load_base + (vaddr - first PT_LOAD vaddr)`, see
-    /// [`CodeObject::device_address`]).
+    /// [`CodeObject::device_address`]). For a definition, `[vaddr, vaddr +
+    /// size)` is guaranteed to lie inside the load span.
     pub vaddr: u64,
     /// `st_size` in bytes.
     pub size: u64,
@@ -382,7 +386,9 @@ impl CodeObject {
                 )));
             }
             let is_definition = shndx != elf::SHN_UNDEF;
-            if is_definition && shndx != elf::SHN_ABS && !self.span_contains(vaddr, size) {
+            // Every definition (SHN_ABS included) must lie in the image, so
+            // `vaddr - first_vaddr` is a valid offset for every defined symbol.
+            if is_definition && !self.span_contains(vaddr, size) {
                 return Err(LoadError::Invalid(format!(
                     "{table_name} symbol #{} `{name}`: [{vaddr:#x}, +{size:#x}) lies outside the loaded image [{:#x}, +{:#x})",
                     index.0, self.first_vaddr, self.image_size
@@ -454,7 +460,12 @@ impl CodeObject {
             } else {
                 Some(invalid(
                     sections.symbol_table_by_index(endian, bytes, link),
-                    || format!("section `{sec_name}`: linked symbol table (sh_link {})", link.0),
+                    || {
+                        format!(
+                            "section `{sec_name}`: linked symbol table (sh_link {})",
+                            link.0
+                        )
+                    },
                 )?)
             };
 
@@ -478,7 +489,11 @@ impl CodeObject {
                         )))
                     }
                 };
-                if !self.segments.iter().any(|s| s.contains(r_offset, kind.width())) {
+                if !self
+                    .segments
+                    .iter()
+                    .any(|s| s.contains(r_offset, kind.width()))
+                {
                     return Err(LoadError::Invalid(format!(
                         "{}: the {}-byte field is not inside a PT_LOAD segment",
                         here(),
@@ -625,9 +640,15 @@ impl CodeObject {
     /// headers; bytes beyond `p_filesz` (bss) read as zero. Used for kernel
     /// descriptors and `<kernel>_exec_mode` bytes (fact sheet 3.1, 12.2).
     ///
-    /// Errors: `LoadError::Invalid` when the range is not inside one PT_LOAD
-    /// segment or `bytes` is shorter than the segment's file range.
+    /// Errors: `LoadError::Invalid` when `len` exceeds [`MAX_VADDR_READ`], the
+    /// range is not inside one PT_LOAD segment, or `bytes` is shorter than
+    /// the segment's file range.
     pub fn read_at_vaddr(&self, bytes: &[u8], vaddr: u64, len: u64) -> Result<Vec<u8>, LoadError> {
+        if len > MAX_VADDR_READ {
+            return Err(LoadError::Invalid(format!(
+                "read of {len:#x} bytes at vaddr {vaddr:#x} exceeds the {MAX_VADDR_READ:#x}-byte limit"
+            )));
+        }
         let seg = self
             .segments
             .iter()
@@ -637,7 +658,6 @@ impl CodeObject {
                     "[{vaddr:#x}, +{len:#x}) is not inside one PT_LOAD segment"
                 ))
             })?;
-        // In range of a segment, hence of the 4 GiB-capped image.
         let len_usize = usize::try_from(len)
             .map_err(|_| LoadError::Invalid(format!("read of {len:#x} bytes is too large")))?;
         let mut out = vec![0u8; len_usize];
@@ -750,7 +770,9 @@ impl CodeObject {
 
         for (i, seg) in self.segments.iter().enumerate() {
             let src = file_range(bytes, seg.file_offset, seg.filesz).ok_or_else(|| {
-                LoadError::Invalid(format!("PT_LOAD #{i}: file range beyond the end of the file"))
+                LoadError::Invalid(format!(
+                    "PT_LOAD #{i}: file range beyond the end of the file"
+                ))
             })?;
             let dst = dest_range(dest, seg.vaddr - self.first_vaddr, seg.memsz)
                 .ok_or_else(|| LoadError::Placement(format!("PT_LOAD #{i} does not fit dest")))?;
@@ -836,19 +858,17 @@ fn check_ident(bytes: &[u8]) -> Result<(u8, u32), LoadError> {
     }
     let abi = ident[EI_ABIVERSION];
     let version = match abi {
-        0 => {
-            return Err(LoadError::Unsupported(
-                "code object V2 (EI_ABIVERSION 0) is not supported; build for code object V3, V4 or V5"
-                    .to_string(),
-            ))
-        }
+        0 => return Err(LoadError::Unsupported(
+            "code object V2 (EI_ABIVERSION 0) is not supported; build for code object V3, V4 or V5"
+                .to_string(),
+        )),
         1 => 3,
         2 => 4,
         3 => 5,
         other => {
             return Err(LoadError::Unsupported(format!(
-                "e_ident[EI_ABIVERSION] {other} is not a known HSA code object version (1..3 = V3..V5)"
-            )))
+            "e_ident[EI_ABIVERSION] {other} is not a known HSA code object version (1..3 = V3..V5)"
+        )))
         }
     };
     Ok((abi, version))
@@ -974,7 +994,9 @@ fn symbol_name<'data>(
 
 /// End of the file range `[offset, offset + len)` if it fits in `file_len`.
 fn file_range_end(offset: u64, len: u64, file_len: usize) -> Option<u64> {
-    offset.checked_add(len).filter(|&end| end <= file_len as u64)
+    offset
+        .checked_add(len)
+        .filter(|&end| end <= file_len as u64)
 }
 
 /// `bytes[offset .. offset + len]`, `None` when out of range.

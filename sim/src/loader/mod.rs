@@ -19,19 +19,24 @@
 //! * [`TargetId`] decodes `e_flags` and decides ISA compatibility.
 //!
 //! Every malformed input yields a [`LoadError`]; nothing here panics on input
-//! or allocates from an unchecked length.
+//! or allocates from an unchecked length (load spans are capped at
+//! [`MAX_LOAD_SPAN`]).
+//!
+//! Symbols are taken from `.dynsym` (falling back to `.symtab`); see the
+//! notes at the top of `elf.rs` for this and the other choices.
 
 mod descriptor;
 mod elf;
 mod metadata;
 mod target;
 
-pub use descriptor::KernelDescriptor;
+pub use descriptor::{KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
 pub use elf::{
-    CodeObject, RelocKind, Relocation, Segment, SymbolDef, SymbolKind, MAX_LOAD_SPAN, PAGE_SIZE,
+    CodeObject, RelocKind, Relocation, Segment, SymbolDef, SymbolKind, MAX_LOAD_SPAN,
+    MAX_VADDR_READ, PAGE_SIZE,
 };
 pub use metadata::{CodeObjectMetadata, KernelArgMetadata, KernelMetadata};
-pub use target::{FeatureSetting, TargetId};
+pub use target::{FeatureSetting, TargetId, ISA_NAME_PREFIX, MACH_GFX90A};
 
 /// The category of a [`LoadError`], i.e. which HSA status it stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

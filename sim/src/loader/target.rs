@@ -250,8 +250,7 @@ impl TargetId {
         let s = s.strip_prefix(ISA_NAME_PREFIX).unwrap_or(s);
         let mut parts = s.split(':');
         let proc_name = parts.next()?;
-        let &(mach, _, has_xnack, has_sramecc) =
-            PROCESSORS.iter().find(|p| p.1 == proc_name)?;
+        let &(mach, _, has_xnack, has_sramecc) = PROCESSORS.iter().find(|p| p.1 == proc_name)?;
         let default = |supported: bool| {
             if supported {
                 FeatureSetting::Any

@@ -1,6 +1,6 @@
 //! Shared helpers of the virtual device's API tests: thin wrappers that call
 //! the exported C functions exactly as a client would.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports, clippy::undocumented_unsafe_blocks)]
 
 pub use hsa_runtime64::api::code::*;
 pub use hsa_runtime64::api::memory::*;
@@ -39,16 +39,25 @@ pub fn agents() -> Vec<hsa_agent_t> {
 
 pub fn device_type(a: hsa_agent_t) -> u32 {
     let mut t = 99u32;
-    assert_eq!(unsafe { hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &mut t as *mut _ as *mut c_void) }, 0);
+    assert_eq!(
+        unsafe { hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &mut t as *mut _ as *mut c_void) },
+        0
+    );
     t
 }
 
 pub fn gpus() -> Vec<hsa_agent_t> {
-    agents().into_iter().filter(|a| device_type(*a) == HSA_DEVICE_TYPE_GPU).collect()
+    agents()
+        .into_iter()
+        .filter(|a| device_type(*a) == HSA_DEVICE_TYPE_GPU)
+        .collect()
 }
 
 pub fn cpu() -> hsa_agent_t {
-    agents().into_iter().find(|a| device_type(*a) == HSA_DEVICE_TYPE_CPU).expect("a CPU agent")
+    agents()
+        .into_iter()
+        .find(|a| device_type(*a) == HSA_DEVICE_TYPE_CPU)
+        .expect("a CPU agent")
 }
 
 unsafe extern "C" fn collect_pool(p: hsa_amd_memory_pool_t, data: *mut c_void) -> hsa_status_t {
@@ -59,14 +68,19 @@ unsafe extern "C" fn collect_pool(p: hsa_amd_memory_pool_t, data: *mut c_void) -
 
 pub fn pools(a: hsa_agent_t) -> Vec<hsa_amd_memory_pool_t> {
     let mut v: Vec<hsa_amd_memory_pool_t> = Vec::new();
-    let s = unsafe { hsa_amd_agent_iterate_memory_pools(a, Some(collect_pool), &mut v as *mut _ as *mut c_void) };
+    let s = unsafe {
+        hsa_amd_agent_iterate_memory_pools(a, Some(collect_pool), &mut v as *mut _ as *mut c_void)
+    };
     assert_eq!(s, HSA_STATUS_SUCCESS);
     v
 }
 
 pub fn pool_u32(p: hsa_amd_memory_pool_t, attr: u32) -> u32 {
     let mut v = 0u32;
-    assert_eq!(unsafe { hsa_amd_memory_pool_get_info(p, attr, &mut v as *mut _ as *mut c_void) }, 0);
+    assert_eq!(
+        unsafe { hsa_amd_memory_pool_get_info(p, attr, &mut v as *mut _ as *mut c_void) },
+        0
+    );
     v
 }
 
@@ -83,20 +97,37 @@ pub fn pool_with(a: hsa_agent_t, flags: u32) -> hsa_amd_memory_pool_t {
 
 pub fn alloc(pool: hsa_amd_memory_pool_t, size: usize) -> *mut u8 {
     let mut p: *mut c_void = std::ptr::null_mut();
-    assert_eq!(unsafe { hsa_amd_memory_pool_allocate(pool, size, 0, &mut p) }, HSA_STATUS_SUCCESS);
+    assert_eq!(
+        unsafe { hsa_amd_memory_pool_allocate(pool, size, 0, &mut p) },
+        HSA_STATUS_SUCCESS
+    );
     assert!(!p.is_null());
     p as *mut u8
 }
 
 pub fn signal(v: i64) -> hsa_signal_t {
     let mut s = hsa_signal_t { handle: 0 };
-    assert_eq!(unsafe { hsa_signal_create(v, 0, std::ptr::null(), &mut s) }, HSA_STATUS_SUCCESS);
+    assert_eq!(
+        unsafe { hsa_signal_create(v, 0, std::ptr::null(), &mut s) },
+        HSA_STATUS_SUCCESS
+    );
     s
 }
 
 pub fn queue(gpu: hsa_agent_t, size: u32) -> *mut hsa_queue_t {
     let mut q: *mut hsa_queue_t = std::ptr::null_mut();
-    let s = unsafe { hsa_queue_create(gpu, size, HSA_QUEUE_TYPE_MULTI, None, std::ptr::null_mut(), u32::MAX, u32::MAX, &mut q) };
+    let s = unsafe {
+        hsa_queue_create(
+            gpu,
+            size,
+            HSA_QUEUE_TYPE_MULTI,
+            None,
+            std::ptr::null_mut(),
+            u32::MAX,
+            u32::MAX,
+            &mut q,
+        )
+    };
     assert_eq!(s, HSA_STATUS_SUCCESS);
     q
 }
@@ -139,16 +170,37 @@ pub fn barrier_packet(deps: &[hsa_signal_t], completion: hsa_signal_t) -> [u64; 
 
 pub fn wait_eq(s: hsa_signal_t, v: i64) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while hsa_signal_wait_scacquire(s, HSA_SIGNAL_CONDITION_EQ, v, 1_000_000_000, HSA_WAIT_STATE_BLOCKED) != v {
-        assert!(std::time::Instant::now() < deadline, "signal never reached {v}");
+    while hsa_signal_wait_scacquire(
+        s,
+        HSA_SIGNAL_CONDITION_EQ,
+        v,
+        1_000_000_000,
+        HSA_WAIT_STATE_BLOCKED,
+    ) != v
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "signal never reached {v}"
+        );
     }
 }
 
 /// Runs clang-16 (with the LLVM 16 tools first on PATH); panics with its stderr on failure.
 pub fn clang(args: &[&str]) {
-    let path = format!("/usr/lib/llvm-16/bin:{}", std::env::var("PATH").unwrap_or_default());
-    let out = std::process::Command::new("clang-16").args(args).env("PATH", path).output().expect("clang-16 runs");
-    assert!(out.status.success(), "clang-16 {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let path = format!(
+        "/usr/lib/llvm-16/bin:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("clang-16")
+        .args(args)
+        .env("PATH", path)
+        .output()
+        .expect("clang-16 runs");
+    assert!(
+        out.status.success(),
+        "clang-16 {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A scratch directory under the target dir for files a test builds.

@@ -1,0 +1,167 @@
+//! Helpers shared by the isa integration tests: assemble with llvm-mc-16, run a
+//! wave over the result, a Vec-backed global memory.
+#![allow(dead_code)]
+
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use isa::{
+    Apertures, GlobalMemory, HostRegion, MemoryRegion, Program, Wave, WaveContext, WaveExit,
+};
+
+/// A test-only global memory: a list of host regions.
+#[derive(Default)]
+pub struct TestMemory {
+    pub regions: Mutex<Vec<Arc<HostRegion>>>,
+}
+
+impl GlobalMemory for TestMemory {
+    fn region(&self, addr: u64) -> Option<Arc<dyn MemoryRegion>> {
+        let regions = self.regions.lock().unwrap();
+        regions
+            .iter()
+            .find(|r| addr >= r.device_base() && addr < r.device_base() + r.len())
+            .map(|r| r.clone() as Arc<dyn MemoryRegion>)
+    }
+}
+
+impl TestMemory {
+    pub fn alloc(&self, len: u64) -> Arc<HostRegion> {
+        let r = Arc::new(HostRegion::zeroed(len));
+        self.regions.lock().unwrap().push(r.clone());
+        r
+    }
+}
+
+/// Assembles gfx90a source lines with llvm-mc-16; returns (text line, bytes) per
+/// instruction in order.
+pub fn assemble(src: &str) -> Vec<(String, Vec<u8>)> {
+    let out = Command::new("llvm-mc-16")
+        .args(["-arch=amdgcn", "-mcpu=gfx90a", "-show-encoding"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(src.as_bytes())?;
+            c.wait_with_output()
+        })
+        .expect("llvm-mc-16 runs");
+    assert!(
+        out.status.success(),
+        "llvm-mc-16 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "llvm-mc-16 complained: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (text, enc) = l.split_once("; encoding: [")?;
+            let bytes = enc
+                .trim_end_matches(']')
+                .split(',')
+                .map(|b| u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap())
+                .collect();
+            Some((text.trim().to_string(), bytes))
+        })
+        .collect()
+}
+
+/// Disassembles raw bytes (one instruction per line) with llvm-mc-16; returns the text
+/// of each decoded instruction.
+pub fn llvm_disassemble(lines: &[Vec<u8>]) -> Vec<String> {
+    let input: String = lines
+        .iter()
+        .map(|b| {
+            b.iter()
+                .map(|x| format!("{x:#04x}"))
+                .collect::<Vec<_>>()
+                .join(",")
+                + "\n"
+        })
+        .collect();
+    let out = Command::new("llvm-mc-16")
+        .args(["-arch=amdgcn", "-mcpu=gfx90a", "-disassemble"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(input.as_bytes())?;
+            c.wait_with_output()
+        })
+        .expect("llvm-mc-16 runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty() && !l.starts_with('.'))
+        .collect()
+}
+
+/// A program assembled from `src` (s_endpgm appended) in its own region.
+pub struct Code {
+    pub region: Arc<HostRegion>,
+    pub program: Program,
+    /// Byte offset of each instruction.
+    pub offsets: Vec<u64>,
+}
+
+pub fn code(mem: &TestMemory, src: &str) -> Code {
+    let insts = assemble(&format!("{src}\ns_endpgm\n"));
+    let bytes: Vec<u8> = insts.iter().flat_map(|(_, b)| b.clone()).collect();
+    let mut offsets = Vec::new();
+    let mut off = 0u64;
+    for (_, b) in &insts {
+        offsets.push(off);
+        off += b.len() as u64;
+    }
+    let region = mem.alloc(bytes.len() as u64 + 64);
+    assert!(region.write_bytes(0, &bytes));
+    let r: Arc<dyn MemoryRegion> = region.clone();
+    let program = Program::new(&r);
+    Code {
+        region,
+        program,
+        offsets,
+    }
+}
+
+/// Runs a wave over `c` from its first instruction until it ends (or faults),
+/// with `lds` bytes of LDS.
+pub fn run_wave(
+    mem: &TestMemory,
+    c: &Code,
+    wave: &mut Wave,
+    lds: &mut [u8],
+) -> Result<WaveExit, isa::Fault> {
+    let mut ctx = WaveContext {
+        program: &c.program,
+        memory: mem,
+        lds,
+        apertures: Apertures::KFD,
+        stop: None,
+        max_instructions: 1_000_000,
+        yield_after: u64::MAX,
+    };
+    wave.run(&mut ctx)
+}
+
+/// Assembles `src`, runs it on a fresh wave prepared by `setup` with EXEC = all
+/// lanes (unless `setup` changes it), and returns the wave.
+pub fn exec(mem: &TestMemory, src: &str, setup: impl FnOnce(&mut Wave)) -> Wave {
+    let c = code(mem, src);
+    let mut w = Wave::new();
+    w.set_exec(u64::MAX);
+    w.pc = c.region.device_base();
+    setup(&mut w);
+    let mut lds = vec![0u8; 4096];
+    let exit = run_wave(mem, &c, &mut w, &mut lds).expect("wave runs");
+    assert_eq!(exit, WaveExit::Ended);
+    w
+}
