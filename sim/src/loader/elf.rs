@@ -959,10 +959,11 @@ fn read_metadata<'data>(
             }
         }
     }
-    Err(LoadError::Metadata(
-        "no NT_AMDGPU_METADATA note (owner `AMDGPU`, type 32) in any PT_NOTE segment or SHT_NOTE section"
-            .to_string(),
-    ))
+    // Kernels are described by their descriptors; the note only adds
+    // information (names, arguments). Hand-assembled code objects may lack it,
+    // and ROCr loads them, so a missing note is not an error.
+    log::warn!("code object has no NT_AMDGPU_METADATA note (owner `AMDGPU`, type 32); loading it without metadata");
+    Ok(CodeObjectMetadata::default())
 }
 
 /// The UTF-8 name of `sym` in `table`.
