@@ -21,8 +21,19 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// A folder with `libhsa-runtime64.so.1` and `libhsa-runtime64.so` linked to the virtual device.
+/// A folder with `libhsa-runtime64.so.1` and `libhsa-runtime64.so` of the
+/// virtual device: `$OMPTARGET_STAGE_DIR/sim` when `cargo xtask test` staged
+/// the release libraries, else this build's cdylib linked under both names.
 fn sim_dir() -> PathBuf {
+    if let Some(stage) = std::env::var_os("OMPTARGET_STAGE_DIR") {
+        let dir = PathBuf::from(stage).join("sim");
+        assert!(
+            dir.join("libhsa-runtime64.so.1").exists(),
+            "{} is not staged",
+            dir.display()
+        );
+        return dir;
+    }
     let lib = profile_dir().join("libhsa_runtime64.so");
     assert!(
         lib.exists(),
@@ -123,6 +134,74 @@ fn old_plugin_device_info_reads_every_property() {
         assert!(
             !lower.contains(bad),
             "the tool reported {bad:?}:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
+/// The names an LLVM plugin looks up: the `hsa_*` strings in its binary.
+fn plugin_hsa_names(plugin: &str) -> Vec<String> {
+    let bytes = std::fs::read(plugin).expect("Debian's plugin is installed");
+    let mut names = Vec::new();
+    for chunk in bytes.split(|&b| b == 0) {
+        if chunk.starts_with(b"hsa_")
+            && chunk
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        {
+            names.push(String::from_utf8_lossy(chunk).into_owned());
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn exports_every_symbol_llvms_plugins_need_under_rocms_version() {
+    let lib = sim_dir().join("libhsa-runtime64.so.1");
+    let out = Command::new("readelf")
+        .args(["--dyn-syms", "-d", "-W"])
+        .arg(&lib)
+        .output()
+        .expect("readelf runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Library soname: [libhsa-runtime64.so.1]"),
+        "SONAME:\n{text}"
+    );
+    let mut exported = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // Num: Value Size Type Bind Vis Ndx Name
+        if f.len() >= 8 && f[4] == "GLOBAL" && f[6] != "UND" {
+            exported.push(f[7].to_string());
+        }
+    }
+    assert!(!exported.is_empty());
+    for name in &exported {
+        assert!(
+            name.starts_with("hsa_") && name.ends_with("@@ROCR_1"),
+            "unexpected export {name}"
+        );
+    }
+    let mut needed = Vec::new();
+    for plugin in [
+        "libomptarget.rtl.amdgpu.nextgen.so.16",
+        "libomptarget.rtl.amdgpu.so.16",
+    ] {
+        needed.extend(plugin_hsa_names(&format!("/usr/lib/llvm-16/lib/{plugin}")));
+    }
+    needed.sort();
+    needed.dedup();
+    assert_eq!(
+        needed.len(),
+        45,
+        "the two plugins look up 45 names: {needed:?}"
+    );
+    for n in &needed {
+        assert!(
+            exported.iter().any(|e| e == &format!("{n}@@ROCR_1")),
+            "{n} is not exported"
         );
     }
 }

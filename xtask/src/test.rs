@@ -1,7 +1,8 @@
 //! `cargo xtask test`: the project's one test command (the README's, and CI's).
 //!
-//! Installs the system packages it needs, then runs every test of the
-//! workspace with `cargo test`, and ends with the plain summary line
+//! Installs the system packages it needs, stages the release libraries
+//! (`cargo xtask stage`; the end-to-end tests load them from there through
+//! `OMPTARGET_STAGE_DIR`), then runs every test of the workspace with `cargo test`, and ends with the plain summary line
 //! `N passed, N failed` counted from cargo's per-binary result lines.
 
 use std::io::{BufRead, BufReader};
@@ -31,6 +32,13 @@ fn count(line: &str, passed: &mut u64, failed: &mut u64) {
 /// `cargo xtask test [extra cargo test args]`.
 pub fn run_command(args: &[String]) -> Result<(), String> {
     crate::setup::ensure_packages()?;
+    // The end-to-end tests run the staged libraries, exactly as a user would.
+    let staged = crate::stage::stage()?;
+    let stage_root = staged
+        .sim_dir
+        .parent()
+        .map(|p| p.to_path_buf())
+        .ok_or("the stage directory has no parent")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // Build first so the cdylibs the end-to-end tests load exist.
     let status = Command::new(&cargo)
@@ -45,6 +53,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
         .current_dir(crate::stage::workspace_root())
         .args(["test", "--workspace", "--no-fail-fast"])
         .args(args)
+        .env("OMPTARGET_STAGE_DIR", &stage_root)
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;

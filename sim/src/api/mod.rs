@@ -19,14 +19,18 @@ pub mod queue;
 pub mod signal;
 pub mod system;
 
-/// Asserts at compile time that each export has the type of the
-/// `PFN_<name>` prototype bindgen generated from `include/`.
+/// For each export: asserts at compile time that it has the type of the
+/// `PFN_<name>` prototype bindgen generated from `include/`, and gives it the
+/// ELF symbol version `ROCR_1` of ROCm's library (through `.symver`; the
+/// version node is defined by `sim/exports.map`), so programs linked against
+/// ROCm's `libhsa-runtime64.so.1` bind to ours without a version warning.
 macro_rules! check_signature {
     ($($name:ident),* $(,)?) => {
         $(
             paste::paste! {
                 const _: ::hsa_sys::[<PFN_ $name>] = $name;
             }
+            ::std::arch::global_asm!(concat!(".symver ", stringify!($name), ", ", stringify!($name), "@@ROCR_1"));
         )*
     };
 }
