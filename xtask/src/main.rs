@@ -1,6 +1,14 @@
 //! `cargo xtask`: the project's developer and user commands.
 //!
 //! Usage: `cargo xtask <command> [args...]`. Commands:
+//! - `demo`: stage everything and run `examples/stencil_heat.c` through our
+//!   plugin on the virtual gfx90a, checked against the host (PASS/FAIL).
+//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O<n>] PROGRAM [ARGS]`:
+//!   compile (if given a source) and run an OpenMP program.
+//! - `demo`: stage everything and run `examples/stencil_heat.c` through our
+//!   plugin on the virtual gfx90a, checked against the host (PASS/FAIL).
+//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O<n>] PROGRAM [ARGS]`:
+//!   compile (if given a source) and run an OpenMP program.
 //! - `setup`: install the Debian packages the project needs, if missing.
 //! - `stage`: build the plugin and the virtual device (release) and lay them
 //!   out in `target/stage/plugin/` and `target/stage/sim/`.
@@ -12,6 +20,8 @@
 mod bindings;
 #[cfg(test)]
 mod crosscheck;
+mod demo;
+mod run;
 mod setup;
 mod stage;
 mod test;
@@ -21,7 +31,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(command) = args.next() else {
-        eprintln!("usage: cargo xtask <command> [args...]\ncommands: setup | stage | test [args] | bindings [--check]");
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: demo | run [options] PROGRAM [ARGS] | setup | stage | test [args] | bindings [--check]");
         return ExitCode::FAILURE;
     };
     let rest: Vec<String> = args.collect();
@@ -30,6 +40,8 @@ fn main() -> ExitCode {
         "setup" => setup::run_command(&rest),
         "stage" => stage::run_command(&rest),
         "test" => test::run_command(&rest),
+        "run" => run::run_command(&rest),
+        "demo" => demo::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {
