@@ -59,11 +59,11 @@ fn parse_info(stderr: &str) -> Report {
         if let Some(pos) = line.find("Launching kernel ") {
             // "Launching kernel NAME with B blocks and T threads in MODE mode"
             let words: Vec<&str> = line[pos..].split_whitespace().collect();
-            if words.len() >= 10 {
+            if words.len() >= 11 {
                 let name = words[2].to_string();
                 let blocks = words[4].parse().unwrap_or(0);
                 let threads = words[7].parse().unwrap_or(0);
-                let mode = words[9].to_string();
+                let mode = words[10].to_string();
                 let k = r.kernels.entry(name).or_default();
                 k.launches += 1;
                 *k.geometry.entry((blocks, threads, mode)).or_default() += 1;
