@@ -22,14 +22,72 @@ enum Target {
     Global(u64),
     /// A byte offset into the workgroup's LDS.
     Lds(u64),
-    /// A private (scratch) offset of `lane`, swizzled from `base` (4-byte elements,
-    /// 64-lane index stride).
-    Private { base: u64, offset: u64, lane: usize },
+    /// Byte `offset` of record `index` of a swizzled buffer (scratch, or a buffer
+    /// resource with SWIZZLE_ENABLE): see [`Swizzle::address`].
+    Swizzled {
+        swz: Swizzle,
+        offset: u64,
+        index: u64,
+    },
+    /// An out-of-range buffer access: loads read zero, stores and atomics are dropped.
+    Null,
 }
 
-/// Read-modify-write operations shared by DS, FLAT/GLOBAL and MUBUF atomics.
+/// The layout of a swizzled buffer (GCN/CDNA buffer addressing with SWIZZLE_ENABLE):
+/// records of `stride` bytes, interleaved `index_stride` records at a time in
+/// `element`-byte pieces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Swizzle {
+    /// Address of record 0, byte 0 (base + soffset: soffset is not swizzled).
+    base: u64,
+    /// ELEMENT_SIZE in bytes (2, 4, 8 or 16).
+    element: u64,
+    /// INDEX_STRIDE in records (8, 16, 32 or 64).
+    index_stride: u64,
+    /// STRIDE in bytes.
+    stride: u64,
+}
+
+impl Swizzle {
+    /// Private (scratch) memory of a wave64: 4-byte elements, index stride 64, the
+    /// lane as index, stride 0 (launch sheet 11.3).
+    fn scratch(base: u64) -> Self {
+        Swizzle {
+            base,
+            element: 4,
+            index_stride: 64,
+            stride: 0,
+        }
+    }
+
+    /// Device address of byte `offset` of record `index`:
+    /// `base + (index / IS · stride + offset / ES · ES) · IS + (index % IS) · ES + offset % ES`.
+    fn address(&self, index: u64, offset: u64) -> u64 {
+        let (es, is) = (self.element, self.index_stride);
+        let msb = (index / is)
+            .wrapping_mul(self.stride)
+            .wrapping_add((offset / es) * es);
+        self.base
+            .wrapping_add(msb.wrapping_mul(is))
+            .wrapping_add((index % is) * es + offset % es)
+    }
+}
+
+/// Read-modify-write operations shared by DS, FLAT/GLOBAL, MUBUF and SMEM atomics.
+/// Each takes the old memory value, DATA and (for the two-operand ones) a second value
+/// `cmp`: the compare value of the compare-swaps, DATA2 of `Mskor` and `Wrap`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Rmw {
+pub(crate) enum Rmw {
+    /// `old == cmp` compared as floats (so -0 == +0, NaN never equal).
+    CmpSwapF32,
+    /// As `CmpSwapF32` for doubles.
+    CmpSwapF64,
+    /// `(old & !data) | cmp` (`ds_mskor`).
+    Mskor,
+    /// `old >= data ? old - data : old + cmp` (`ds_wrap_rtn_b32`).
+    Wrap,
+    /// Two packed f16 additions.
+    PkAddF16,
     Swap,
     CmpSwap,
     Add,
@@ -91,7 +149,27 @@ impl Rmw {
             Rmw::AddF32 => (f32::from_bits(old) + f32::from_bits(data)).to_bits(),
             Rmw::MinF32 => f32::from_bits(old).min(f32::from_bits(data)).to_bits(),
             Rmw::MaxF32 => f32::from_bits(old).max(f32::from_bits(data)).to_bits(),
-            Rmw::AddF64 | Rmw::MinF64 | Rmw::MaxF64 => old,
+            Rmw::CmpSwapF32 => {
+                if f32::from_bits(old) == f32::from_bits(cmp) {
+                    data
+                } else {
+                    old
+                }
+            }
+            Rmw::Mskor => (old & !data) | cmp,
+            Rmw::Wrap => {
+                if old >= data {
+                    old - data
+                } else {
+                    old.wrapping_add(cmp)
+                }
+            }
+            Rmw::PkAddF16 => {
+                let lo = f16_add(old as u16, data as u16);
+                let hi = f16_add((old >> 16) as u16, (data >> 16) as u16);
+                u32::from(lo) | u32::from(hi) << 16
+            }
+            Rmw::AddF64 | Rmw::MinF64 | Rmw::MaxF64 | Rmw::CmpSwapF64 => old,
         }
     }
 
@@ -132,9 +210,93 @@ impl Rmw {
             Rmw::AddF64 => (f64::from_bits(old) + f64::from_bits(data)).to_bits(),
             Rmw::MinF64 => f64::from_bits(old).min(f64::from_bits(data)).to_bits(),
             Rmw::MaxF64 => f64::from_bits(old).max(f64::from_bits(data)).to_bits(),
-            Rmw::AddF32 | Rmw::MinF32 | Rmw::MaxF32 => old,
+            Rmw::CmpSwapF64 => {
+                if f64::from_bits(old) == f64::from_bits(cmp) {
+                    data
+                } else {
+                    old
+                }
+            }
+            Rmw::Mskor => (old & !data) | cmp,
+            Rmw::Wrap => {
+                if old >= data {
+                    old - data
+                } else {
+                    old.wrapping_add(cmp)
+                }
+            }
+            Rmw::AddF32 | Rmw::MinF32 | Rmw::MaxF32 | Rmw::CmpSwapF32 | Rmw::PkAddF16 => old,
         }
     }
+}
+
+/// IEEE binary16 → binary32 (exact).
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from((h >> 10) & 0x1F);
+    let man = u32::from(h & 0x3FF);
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        // Subnormal: value = man · 2^-24, exactly representable in f32.
+        (0, m) => {
+            let v = m as f32 * f32::powi(2.0, -24);
+            return if sign != 0 { -v } else { v };
+        }
+        (0x1F, 0) => sign | 0x7F80_0000,
+        (0x1F, m) => sign | 0x7FC0_0000 | (m << 13),
+        (e, m) => sign | ((e + 112) << 23) | (m << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// binary32 → binary16, rounding to nearest even (overflow to infinity, NaN quiet).
+fn f32_to_f16(f: f32) -> u16 {
+    let b = f.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xFF) as i32;
+    let man = b & 0x7F_FFFF;
+    if exp == 0xFF {
+        return sign
+            | 0x7C00
+            | if man != 0 {
+                0x200 | (man >> 13) as u16
+            } else {
+                0
+            };
+    }
+    // Unbiased exponent, and the significand with its implicit bit (24 bits).
+    let e = exp - 127;
+    if e > 15 {
+        return sign | 0x7C00;
+    }
+    let sig = if exp == 0 { man } else { man | 0x80_0000 };
+    // Bits to drop so the result has the f16 layout: normal (e >= -14) keeps 11
+    // significant bits; subnormal keeps fewer.
+    let shift = if e >= -14 { 13 } else { 13 + (-14 - e) } as u32;
+    if shift >= 32 {
+        return sign;
+    }
+    let kept = sig >> shift;
+    let rest = sig & ((1u32 << shift) - 1);
+    let half = 1u32 << (shift - 1);
+    let rounded = kept + u32::from(rest > half || (rest == half && kept & 1 == 1));
+    let bits = if e >= -14 {
+        // rounded includes the implicit bit at 1 << 10; a carry to 1 << 11 bumps the
+        // exponent, which adding the fields does naturally.
+        (((e + 14) as u32) << 10) + rounded
+    } else {
+        rounded
+    };
+    if bits >= 0x7C00 {
+        return sign | 0x7C00;
+    }
+    sign | bits as u16
+}
+
+/// f16 + f16 rounded once (f32 holds the exact sum of two f16 up to the rounding
+/// point: 24 ≥ 2·11 + 2 bits, so rounding through f32 is innocuous).
+fn f16_add(a: u16, b: u16) -> u16 {
+    f32_to_f16(f16_to_f32(a) + f16_to_f32(b))
 }
 
 /// Kind of a vector memory operation, common to DS/FLAT/MUBUF.
@@ -142,6 +304,10 @@ impl Rmw {
 enum Access {
     /// Load `bytes` (1, 2, 4, 8, 12, 16); `signed` sign-extends sub-dword loads.
     Load { bytes: u32, signed: bool },
+    /// `_d16` / `_d16_hi` load of 1 or 2 bytes into the low (`hi` false) or high half
+    /// of the destination dword, keeping the other half; bytes are zero- or
+    /// sign-extended to 16 bits.
+    LoadD16 { bytes: u32, signed: bool, hi: bool },
     /// Store `bytes`; `hi16` stores bits 31:16 of the data (d16_hi).
     Store { bytes: u32, hi16: bool },
     /// Atomic on `bytes` (4 or 8).
@@ -183,6 +349,12 @@ fn flat_access(op: FlatOp) -> Option<Access> {
             bytes: 16,
             signed: false,
         },
+        O::LoadUbyteD16 => d16(1, false, false),
+        O::LoadUbyteD16Hi => d16(1, false, true),
+        O::LoadSbyteD16 => d16(1, true, false),
+        O::LoadSbyteD16Hi => d16(1, true, true),
+        O::LoadShortD16 => d16(2, false, false),
+        O::LoadShortD16Hi => d16(2, false, true),
         O::StoreByte => Access::Store {
             bytes: 1,
             hi16: false,
@@ -231,6 +403,7 @@ fn flat_access(op: FlatOp) -> Option<Access> {
                 O::AtomicInc => (Rmw::Inc, 4),
                 O::AtomicDec => (Rmw::Dec, 4),
                 O::AtomicAddF32 => (Rmw::AddF32, 4),
+                O::AtomicPkAddF16 => (Rmw::PkAddF16, 4),
                 O::AtomicAddF64 => (Rmw::AddF64, 8),
                 O::AtomicMinF64 => (Rmw::MinF64, 8),
                 O::AtomicMaxF64 => (Rmw::MaxF64, 8),
@@ -254,9 +427,67 @@ fn flat_access(op: FlatOp) -> Option<Access> {
     })
 }
 
+impl Access {
+    /// Dwords of DATA the operation reads: stores their size, atomics their size
+    /// (twice for compare-swaps: data, then the compare value).
+    fn data_dwords(self) -> usize {
+        match self {
+            Access::Load { .. } | Access::LoadD16 { .. } => 0,
+            Access::Store { bytes, .. } => (bytes as usize).div_ceil(4),
+            Access::Atomic { op, bytes } => {
+                let two = matches!(op, Rmw::CmpSwap | Rmw::CmpSwapF32 | Rmw::CmpSwapF64);
+                (bytes / 4) as usize * if two { 2 } else { 1 }
+            }
+        }
+    }
+}
+
+/// A `_d16` load.
+fn d16(bytes: u32, signed: bool, hi: bool) -> Access {
+    Access::LoadD16 { bytes, signed, hi }
+}
+
 fn mubuf_access(op: MubufOp) -> Option<Access> {
     use MubufOp as O;
+    let atomic = |op: Rmw, bytes: u32| Some(Access::Atomic { op, bytes });
     Some(match op {
+        O::BufferLoadUbyteD16 => d16(1, false, false),
+        O::BufferLoadUbyteD16Hi => d16(1, false, true),
+        O::BufferLoadSbyteD16 => d16(1, true, false),
+        O::BufferLoadSbyteD16Hi => d16(1, true, true),
+        O::BufferLoadShortD16 => d16(2, false, false),
+        O::BufferLoadShortD16Hi => d16(2, false, true),
+        O::BufferAtomicSwap => return atomic(Rmw::Swap, 4),
+        O::BufferAtomicCmpswap => return atomic(Rmw::CmpSwap, 4),
+        O::BufferAtomicAdd => return atomic(Rmw::Add, 4),
+        O::BufferAtomicSub => return atomic(Rmw::Sub, 4),
+        O::BufferAtomicSmin => return atomic(Rmw::SMin, 4),
+        O::BufferAtomicUmin => return atomic(Rmw::UMin, 4),
+        O::BufferAtomicSmax => return atomic(Rmw::SMax, 4),
+        O::BufferAtomicUmax => return atomic(Rmw::UMax, 4),
+        O::BufferAtomicAnd => return atomic(Rmw::And, 4),
+        O::BufferAtomicOr => return atomic(Rmw::Or, 4),
+        O::BufferAtomicXor => return atomic(Rmw::Xor, 4),
+        O::BufferAtomicInc => return atomic(Rmw::Inc, 4),
+        O::BufferAtomicDec => return atomic(Rmw::Dec, 4),
+        O::BufferAtomicAddF32 => return atomic(Rmw::AddF32, 4),
+        O::BufferAtomicPkAddF16 => return atomic(Rmw::PkAddF16, 4),
+        O::BufferAtomicAddF64 => return atomic(Rmw::AddF64, 8),
+        O::BufferAtomicMinF64 => return atomic(Rmw::MinF64, 8),
+        O::BufferAtomicMaxF64 => return atomic(Rmw::MaxF64, 8),
+        O::BufferAtomicSwapX2 => return atomic(Rmw::Swap, 8),
+        O::BufferAtomicCmpswapX2 => return atomic(Rmw::CmpSwap, 8),
+        O::BufferAtomicAddX2 => return atomic(Rmw::Add, 8),
+        O::BufferAtomicSubX2 => return atomic(Rmw::Sub, 8),
+        O::BufferAtomicSminX2 => return atomic(Rmw::SMin, 8),
+        O::BufferAtomicUminX2 => return atomic(Rmw::UMin, 8),
+        O::BufferAtomicSmaxX2 => return atomic(Rmw::SMax, 8),
+        O::BufferAtomicUmaxX2 => return atomic(Rmw::UMax, 8),
+        O::BufferAtomicAndX2 => return atomic(Rmw::And, 8),
+        O::BufferAtomicOrX2 => return atomic(Rmw::Or, 8),
+        O::BufferAtomicXorX2 => return atomic(Rmw::Xor, 8),
+        O::BufferAtomicIncX2 => return atomic(Rmw::Inc, 8),
+        O::BufferAtomicDecX2 => return atomic(Rmw::Dec, 8),
         O::BufferLoadUbyte => Access::Load {
             bytes: 1,
             signed: false,
@@ -341,6 +572,15 @@ fn ds_rmw(op: DsOp) -> Option<(Rmw, u32, bool)> {
         O::DsOrB32 => (Rmw::Or, 4, false),
         O::DsXorB32 => (Rmw::Xor, 4, false),
         O::DsCmpstB32 => (Rmw::CmpSwap, 4, false),
+        O::DsCmpstF32 => (Rmw::CmpSwapF32, 4, false),
+        O::DsCmpstRtnF32 => (Rmw::CmpSwapF32, 4, true),
+        O::DsMskorB32 => (Rmw::Mskor, 4, false),
+        O::DsMskorRtnB32 => (Rmw::Mskor, 4, true),
+        O::DsWrapRtnB32 => (Rmw::Wrap, 4, true),
+        O::DsCmpstF64 => (Rmw::CmpSwapF64, 8, false),
+        O::DsCmpstRtnF64 => (Rmw::CmpSwapF64, 8, true),
+        O::DsMskorB64 => (Rmw::Mskor, 8, false),
+        O::DsMskorRtnB64 => (Rmw::Mskor, 8, true),
         O::DsMinF32 => (Rmw::MinF32, 4, false),
         O::DsMaxF32 => (Rmw::MaxF32, 4, false),
         O::DsAddF32 => (Rmw::AddF32, 4, false),
@@ -398,6 +638,20 @@ fn ds_rmw(op: DsOp) -> Option<(Rmw, u32, bool)> {
     })
 }
 
+/// The lane `ds_swizzle_b32` with OFFSET `pattern` (below 0xE000) reads for lane `l`:
+/// bit 15 set: quad permute, lane `l` of each group of four takes the lane chosen by
+/// bits [2·(l%4)+1 : 2·(l%4)]; bit 15 clear: within each 32-lane half,
+/// `((l & and) | or) ^ xor` with and = bits 4:0, or = bits 9:5, xor = bits 14:10.
+fn swizzle_source(pattern: u16, l: usize) -> usize {
+    let p = usize::from(pattern);
+    if p & 0x8000 != 0 {
+        (l & !3) | ((p >> (2 * (l & 3))) & 3)
+    } else {
+        let (and, or, xor) = (p & 0x1F, (p >> 5) & 0x1F, (p >> 10) & 0x1F);
+        (l & 0x20) | ((((l & 0x1F) & and) | or) ^ xor)
+    }
+}
+
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
 fn lane_dwords(regs: &[VReg], l: usize) -> [u32; 4] {
     let mut out = [0u32; 4];
@@ -433,8 +687,26 @@ impl Wave {
         }
     }
 
-    fn private_addr(base: u64, offset: u64, lane: usize) -> u64 {
-        base.wrapping_add((offset / 4) * 256 + lane as u64 * 4 + offset % 4)
+    /// The contiguous pieces of a swizzled access of `len` bytes: (byte position in
+    /// the access, device address, piece length). A piece never crosses an element.
+    fn swizzled_pieces(
+        swz: Swizzle,
+        index: u64,
+        offset: u64,
+        len: usize,
+    ) -> impl Iterator<Item = (usize, u64, usize)> {
+        let mut k = 0usize;
+        std::iter::from_fn(move || {
+            if k >= len {
+                return None;
+            }
+            let off = offset.wrapping_add(k as u64);
+            let room = (swz.element - off % swz.element) as usize;
+            let n = room.min(len - k);
+            let piece = (k, swz.address(index, off), n);
+            k += n;
+            Some(piece)
+        })
     }
 
     /// Loads `buf.len()` bytes (≤ 16) from `t`.
@@ -467,13 +739,12 @@ impl Wave {
                 let r = Self::lds_range(ctx, o, buf.len() as u64, pc)?;
                 buf.copy_from_slice(&ctx.lds[r]);
             }
-            Target::Private { base, offset, lane } => {
-                for (k, b) in buf.iter_mut().enumerate() {
-                    let a = Self::private_addr(base, offset + k as u64, lane);
-                    let span = self.regions.translate(ctx.memory, a, 1, false, pc)?;
-                    *b = span.load::<1>(0)[0];
+            Target::Swizzled { swz, offset, index } => {
+                for (k, a, n) in Self::swizzled_pieces(swz, index, offset, buf.len()) {
+                    self.load_target(ctx, Target::Global(a), &mut buf[k..k + n], pc)?;
                 }
             }
+            Target::Null => buf.fill(0),
         }
         Ok(())
     }
@@ -500,24 +771,83 @@ impl Wave {
                 let r = Self::lds_range(ctx, o, buf.len() as u64, pc)?;
                 ctx.lds[r].copy_from_slice(buf);
             }
-            Target::Private { base, offset, lane } => {
-                // Whole dwords at once when aligned; bytes otherwise.
-                let mut k = 0usize;
-                while k < buf.len() {
-                    let off = offset + k as u64;
-                    let n = if off & 3 == 0 && buf.len() - k >= 4 {
-                        4
-                    } else {
-                        1
-                    };
-                    let a = Self::private_addr(base, off, lane);
-                    let span = self.regions.translate(ctx.memory, a, n as u64, true, pc)?;
-                    span.store(0, &buf[k..k + n]);
-                    k += n;
+            Target::Swizzled { swz, offset, index } => {
+                for (k, a, n) in Self::swizzled_pieces(swz, index, offset, buf.len()) {
+                    self.store_target(ctx, Target::Global(a), &buf[k..k + n], pc)?;
                 }
             }
+            Target::Null => {}
         }
         Ok(())
+    }
+
+    /// A host atomic (sequentially consistent) of `bytes` (4 or 8) at global address
+    /// `a`: memory shared with waves on other host threads and with the host. Returns
+    /// the old value. Operations without a native host atomic run as a CAS loop.
+    ///
+    /// # Errors
+    /// [`Fault::Memory`] or [`Fault::MisalignedAtomic`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn global_atomic(
+        &mut self,
+        mem: &dyn crate::memory::GlobalMemory,
+        a: u64,
+        op: Rmw,
+        bytes: u32,
+        data: u64,
+        cmp: u64,
+        pc: u64,
+    ) -> Result<u64, Fault> {
+        let span = self
+            .regions
+            .translate_atomic(mem, a, u64::from(bytes), pc)?;
+        if bytes == 4 {
+            let at = span.atomic_u32();
+            let (d, c) = (data as u32, cmp as u32);
+            let old = match op {
+                Rmw::Swap => at.swap(d, Ordering::SeqCst),
+                Rmw::Add => at.fetch_add(d, Ordering::SeqCst),
+                Rmw::Sub => at.fetch_sub(d, Ordering::SeqCst),
+                Rmw::And => at.fetch_and(d, Ordering::SeqCst),
+                Rmw::Or => at.fetch_or(d, Ordering::SeqCst),
+                Rmw::Xor => at.fetch_xor(d, Ordering::SeqCst),
+                Rmw::UMin => at.fetch_min(d, Ordering::SeqCst),
+                Rmw::UMax => at.fetch_max(d, Ordering::SeqCst),
+                Rmw::CmpSwap => {
+                    match at.compare_exchange(c, d, Ordering::SeqCst, Ordering::SeqCst) {
+                        Ok(v) | Err(v) => v,
+                    }
+                }
+                _ => match at.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| {
+                    Some(op.apply32(o, d, c))
+                }) {
+                    Ok(v) | Err(v) => v,
+                },
+            };
+            return Ok(u64::from(old));
+        }
+        let at = span.atomic_u64();
+        let old = match op {
+            Rmw::Swap => at.swap(data, Ordering::SeqCst),
+            Rmw::Add => at.fetch_add(data, Ordering::SeqCst),
+            Rmw::Sub => at.fetch_sub(data, Ordering::SeqCst),
+            Rmw::And => at.fetch_and(data, Ordering::SeqCst),
+            Rmw::Or => at.fetch_or(data, Ordering::SeqCst),
+            Rmw::Xor => at.fetch_xor(data, Ordering::SeqCst),
+            Rmw::UMin => at.fetch_min(data, Ordering::SeqCst),
+            Rmw::UMax => at.fetch_max(data, Ordering::SeqCst),
+            Rmw::CmpSwap => {
+                match at.compare_exchange(cmp, data, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            _ => match at.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| {
+                Some(op.apply64(o, data, cmp))
+            }) {
+                Ok(v) | Err(v) => v,
+            },
+        };
+        Ok(old)
     }
 
     /// An atomic on `t`; returns the old value.
@@ -532,59 +862,21 @@ impl Wave {
         cmp: u64,
         pc: u64,
     ) -> Result<u64, Fault> {
-        if let Target::Global(a) = t {
-            let span = self
-                .regions
-                .translate_atomic(ctx.memory, a, u64::from(bytes), pc)?;
-            if bytes == 4 {
-                let at = span.atomic_u32();
-                let (d, c) = (data as u32, cmp as u32);
-                let old = match op {
-                    Rmw::Swap => at.swap(d, Ordering::SeqCst),
-                    Rmw::Add => at.fetch_add(d, Ordering::SeqCst),
-                    Rmw::Sub => at.fetch_sub(d, Ordering::SeqCst),
-                    Rmw::And => at.fetch_and(d, Ordering::SeqCst),
-                    Rmw::Or => at.fetch_or(d, Ordering::SeqCst),
-                    Rmw::Xor => at.fetch_xor(d, Ordering::SeqCst),
-                    Rmw::UMin => at.fetch_min(d, Ordering::SeqCst),
-                    Rmw::UMax => at.fetch_max(d, Ordering::SeqCst),
-                    Rmw::CmpSwap => {
-                        match at.compare_exchange(c, d, Ordering::SeqCst, Ordering::SeqCst) {
-                            Ok(v) | Err(v) => v,
-                        }
-                    }
-                    _ => match at.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| {
-                        Some(op.apply32(o, d, c))
-                    }) {
-                        Ok(v) | Err(v) => v,
-                    },
-                };
-                return Ok(u64::from(old));
+        match t {
+            Target::Global(a) => {
+                return self.global_atomic(ctx.memory, a, op, bytes, data, cmp, pc);
             }
-            let at = span.atomic_u64();
-            let old = match op {
-                Rmw::Swap => at.swap(data, Ordering::SeqCst),
-                Rmw::Add => at.fetch_add(data, Ordering::SeqCst),
-                Rmw::Sub => at.fetch_sub(data, Ordering::SeqCst),
-                Rmw::And => at.fetch_and(data, Ordering::SeqCst),
-                Rmw::Or => at.fetch_or(data, Ordering::SeqCst),
-                Rmw::Xor => at.fetch_xor(data, Ordering::SeqCst),
-                Rmw::UMin => at.fetch_min(data, Ordering::SeqCst),
-                Rmw::UMax => at.fetch_max(data, Ordering::SeqCst),
-                Rmw::CmpSwap => {
-                    match at.compare_exchange(cmp, data, Ordering::SeqCst, Ordering::SeqCst) {
-                        Ok(v) | Err(v) => v,
-                    }
-                }
-                _ => match at.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| {
-                    Some(op.apply64(o, data, cmp))
-                }) {
-                    Ok(v) | Err(v) => v,
-                },
-            };
-            return Ok(old);
+            Target::Null => return Ok(0),
+            // An atomic inside one element of a swizzled buffer is a plain global atomic.
+            Target::Swizzled { swz, offset, index }
+                if offset % swz.element + u64::from(bytes) <= swz.element =>
+            {
+                let a = swz.address(index, offset);
+                return self.global_atomic(ctx.memory, a, op, bytes, data, cmp, pc);
+            }
+            Target::Lds(_) | Target::Swizzled { .. } => {}
         }
-        // LDS and private memory belong to this thread alone: plain read-modify-write.
+        // LDS belongs to this workgroup, which runs on one thread: plain read-modify-write.
         let mut buf = [0u8; 8];
         let n = bytes as usize;
         self.load_target(ctx, t, &mut buf[..n], pc)?;
@@ -640,6 +932,27 @@ impl Wave {
                         self.vwrite(d, k, o, exec);
                     }
                 }
+            }
+            Access::LoadD16 { bytes, signed, hi } => {
+                let Some(d) = vdst else { return Ok(()) };
+                let mut out = self.vread(&d, 0, ctx);
+                for l in 0..WAVE_SIZE {
+                    let Some(t) = targets[l] else { continue };
+                    let mut buf = [0u8; 2];
+                    self.load_target(ctx, t, &mut buf[..bytes as usize], pc)
+                        .map_err(|e| e.at_lane(l))?;
+                    let half = match (bytes, signed) {
+                        (1, true) => buf[0] as i8 as i16 as u16,
+                        (1, false) => u16::from(buf[0]),
+                        _ => u16::from_le_bytes(buf),
+                    };
+                    out[l] = if hi {
+                        (out[l] & 0xFFFF) | u32::from(half) << 16
+                    } else {
+                        (out[l] & 0xFFFF_0000) | u32::from(half)
+                    };
+                }
+                self.vwrite(&d, 0, &out, exec);
             }
             Access::Store { bytes, hi16 } => {
                 for l in 0..WAVE_SIZE {
@@ -734,10 +1047,10 @@ impl Wave {
                     } else if a >> 32 == ctx.apertures.shared_base >> 32 {
                         Target::Lds(a & 0xFFFF_FFFF)
                     } else if a >> 32 == ctx.apertures.private_base >> 32 {
-                        Target::Private {
-                            base: flat_scratch,
+                        Target::Swizzled {
+                            swz: Swizzle::scratch(flat_scratch),
                             offset: a & 0xFFFF_FFFF,
-                            lane: l,
+                            index: l as u64,
                         }
                     } else {
                         Target::Global(a)
@@ -752,23 +1065,16 @@ impl Wave {
                 };
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 1 {
-                        targets[l] = Some(Target::Private {
-                            base: flat_scratch,
+                        targets[l] = Some(Target::Swizzled {
+                            swz: Swizzle::scratch(flat_scratch),
                             offset: base[l].wrapping_add_signed(offset) & 0xFFFF_FFFF,
-                            lane: l,
+                            index: l as u64,
                         });
                     }
                 }
             }
         }
-        let ndata = match access {
-            Access::Load { .. } => 0,
-            Access::Store { bytes, .. } => (bytes as usize).div_ceil(4),
-            Access::Atomic { op, bytes } => {
-                (bytes / 4) as usize * if op == Rmw::CmpSwap { 2 } else { 1 }
-            }
-        };
-        let data = self.read_regs(i.data.as_ref(), ndata, ctx);
+        let data = self.read_regs(i.data.as_ref(), access.data_dwords(), ctx);
         self.run_access(ctx, access, &targets, &data, i.vdst, i.glc, pc)
     }
 
@@ -812,9 +1118,19 @@ impl Wave {
             (Some(v), false, true) => (None, Some(self.vread(v, 0, ctx))),
             _ => (None, None),
         };
-        if swizzle && (elem != 4 || idx_stride != 64 || stride != 0) {
-            return Err(unsup("only the scratch-style swizzled buffer (4-byte elements, index stride 64, stride 0) is executed yet"));
-        }
+        let num_records = u64::from(w[2]);
+        let size = match access {
+            Access::Load { bytes, .. }
+            | Access::LoadD16 { bytes, .. }
+            | Access::Store { bytes, .. }
+            | Access::Atomic { bytes, .. } => u64::from(bytes),
+        };
+        let swz = Swizzle {
+            base: base.wrapping_add(soffset),
+            element: elem,
+            index_stride: idx_stride,
+            stride,
+        };
         let mut targets = [None; WAVE_SIZE];
         for l in 0..WAVE_SIZE {
             if (exec >> l) & 1 == 0 {
@@ -824,25 +1140,26 @@ impl Wave {
                 vidx.map(|v| u64::from(v[l])).unwrap_or(0) + if add_tid { l as u64 } else { 0 };
             let off = u64::from(i.offset) + voff.map(|v| u64::from(v[l])).unwrap_or(0);
             targets[l] = Some(if swizzle {
-                // Swizzled: per-dword rows of 64 lanes; soffset is not swizzled.
-                Target::Private {
-                    base: base.wrapping_add(soffset),
+                // Swizzled (scratch): soffset is added unswizzled; no range check.
+                Target::Swizzled {
+                    swz,
                     offset: off,
-                    lane: index as usize % 64,
+                    index,
                 }
+            } else if (stride == 0 && off + size > num_records)
+                || (stride != 0 && index >= num_records)
+            {
+                // Out of range: loads return 0, stores and atomics are dropped.
+                Target::Null
             } else {
                 Target::Global(
                     base.wrapping_add(soffset)
                         .wrapping_add(off)
-                        .wrapping_add(index * stride),
+                        .wrapping_add(index.wrapping_mul(stride)),
                 )
             });
         }
-        let ndata = match access {
-            Access::Store { bytes, .. } => (bytes as usize).div_ceil(4),
-            _ => 0,
-        };
-        let data = self.read_regs(i.vdata.as_ref(), ndata, ctx);
+        let data = self.read_regs(i.vdata.as_ref(), access.data_dwords(), ctx);
         self.run_access(ctx, access, &targets, &data, i.vdata, i.glc, pc)
     }
 
@@ -932,6 +1249,12 @@ impl Wave {
                 bytes: 16,
                 signed: false,
             }),
+            O::DsReadU8D16 => Some(d16(1, false, false)),
+            O::DsReadU8D16Hi => Some(d16(1, false, true)),
+            O::DsReadI8D16 => Some(d16(1, true, false)),
+            O::DsReadI8D16Hi => Some(d16(1, true, true)),
+            O::DsReadU16D16 => Some(d16(2, false, false)),
+            O::DsReadU16D16Hi => Some(d16(2, false, true)),
             _ => None,
         };
         if let Some(access) = simple {
@@ -944,17 +1267,21 @@ impl Wave {
         }
         if let Some((rmw, bytes, returns)) = ds_rmw(i.op) {
             let nd = (bytes / 4) as usize;
-            // DS cmpst: DATA0 = compare value, DATA1 = new value.
-            let (newv, cmpv) = if rmw == Rmw::CmpSwap {
-                (
+            // DS cmpst: DATA0 = compare value, DATA1 = new value; mskor and wrap:
+            // DATA0 = DATA, DATA1 = DATA2.
+            let (newv, cmpv) = match rmw {
+                Rmw::CmpSwap | Rmw::CmpSwapF32 | Rmw::CmpSwapF64 => (
                     self.read_regs(i.data1.as_ref(), nd, ctx),
                     self.read_regs(i.data0.as_ref(), nd, ctx),
-                )
-            } else {
-                (
+                ),
+                Rmw::Mskor | Rmw::Wrap => (
+                    self.read_regs(i.data0.as_ref(), nd, ctx),
+                    self.read_regs(i.data1.as_ref(), nd, ctx),
+                ),
+                _ => (
                     self.read_regs(i.data0.as_ref(), nd, ctx),
                     vec![[0; WAVE_SIZE]; nd],
-                )
+                ),
             };
             let mut data = newv;
             data.extend(cmpv);
@@ -1051,6 +1378,65 @@ impl Wave {
                     self.run_access(ctx, acc, &t1, &[], Some(hi), false, pc)
                 }
             }
+            O::DsWrxchg2RtnB32
+            | O::DsWrxchg2st64RtnB32
+            | O::DsWrxchg2RtnB64
+            | O::DsWrxchg2st64RtnB64 => {
+                // Two exchanges: DATA0 at ADDR + OFFSET0·unit and DATA1 at
+                // ADDR + OFFSET1·unit; the old values land in VDST (first, then second).
+                let bytes: u32 = if matches!(i.op, O::DsWrxchg2RtnB64 | O::DsWrxchg2st64RtnB64) {
+                    8
+                } else {
+                    4
+                };
+                let st64 = matches!(i.op, O::DsWrxchg2st64RtnB32 | O::DsWrxchg2st64RtnB64);
+                let unit = u64::from(bytes) * if st64 { 64 } else { 1 };
+                let nd = (bytes / 4) as usize;
+                let d0 = self.read_regs(i.data0.as_ref(), nd, ctx);
+                let d1 = self.read_regs(i.data1.as_ref(), nd, ctx);
+                let Some(dst) = i.vdst else {
+                    return Err(unsup("missing destination"));
+                };
+                let mut out = vec![[0u32; WAVE_SIZE]; 2 * nd];
+                for l in 0..WAVE_SIZE {
+                    if (exec >> l) & 1 == 0 {
+                        continue;
+                    }
+                    for (half, (d, o)) in [(&d0, i.offset0), (&d1, i.offset1)].iter().enumerate() {
+                        let t = Target::Lds(u64::from(addr[l]) + u64::from(*o) * unit);
+                        let w = lane_dwords(d, l);
+                        let v = u64::from(w[0]) | u64::from(w[1]) << 32;
+                        let old = self.atomic_target(ctx, t, Rmw::Swap, bytes, v, 0, pc)?;
+                        out[half * nd][l] = old as u32;
+                        if nd == 2 {
+                            out[half * nd + 1][l] = (old >> 32) as u32;
+                        }
+                    }
+                }
+                for (k, o) in out.iter().enumerate() {
+                    self.vwrite(&dst, k, o, exec);
+                }
+                Ok(())
+            }
+            O::DsSwizzleB32 => {
+                let pattern = i.offset();
+                if pattern >= 0xE000 {
+                    return Err(unsup("the FFT mode of ds_swizzle_b32 is not executed"));
+                }
+                let data = match i.data0.as_ref() {
+                    Some(d) => self.vread(d, 0, ctx),
+                    None => [0; WAVE_SIZE],
+                };
+                let mut out = [0u32; WAVE_SIZE];
+                for (l, o) in out.iter_mut().enumerate() {
+                    let src = swizzle_source(pattern, l);
+                    *o = if (exec >> src) & 1 == 1 { data[src] } else { 0 };
+                }
+                if let Some(d) = i.vdst.as_ref() {
+                    self.vwrite(d, 0, &out, exec);
+                }
+                Ok(())
+            }
             O::DsBpermuteB32 | O::DsPermuteB32 => {
                 let data = match i.data0.as_ref() {
                     Some(d) => self.vread(d, 0, ctx),
@@ -1079,5 +1465,694 @@ impl Wave {
             }
             _ => Err(unsup("this DS instruction is not executed yet")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Vector memory semantics against the ISA definitions; expected values are
+    //! computed in plain Rust from the operation's definition.
+    use super::*;
+    use crate::memory::MemoryRegion;
+    use crate::wave::testutil::{read, read_u32, read_u64, s, v, wave, Harness};
+
+    fn global(op: FlatOp, vdst: Option<Operand>, data: Option<Operand>, glc: bool) -> Instruction {
+        // global_* vN, v0 (offset), s[0:1] (base)
+        Instruction::Flat(Flat {
+            op,
+            seg: Segment::Global,
+            vdst,
+            vaddr: Some(v(0, 1)),
+            data,
+            saddr: Some(s(0, 2)),
+            offset: 0,
+            glc,
+            slc: false,
+            scc: false,
+            lds: false,
+        })
+    }
+
+    fn ds(
+        op: DsOp,
+        vdst: Option<Operand>,
+        d0: Option<Operand>,
+        d1: Option<Operand>,
+        o0: u8,
+        o1: u8,
+    ) -> Instruction {
+        Instruction::Ds(Ds {
+            op,
+            vdst,
+            addr: Some(v(0, 1)),
+            data0: d0,
+            data1: d1,
+            offset0: o0,
+            offset1: o1,
+            gds: false,
+        })
+    }
+
+    /// A wave whose s[0:1] is `base` and v0 holds `lane * stride` byte offsets.
+    fn wave_at(base: u64, stride: u32) -> Wave {
+        let mut w = wave();
+        w.sgpr[0] = base as u32;
+        w.sgpr[1] = (base >> 32) as u32;
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = l as u32 * stride;
+        }
+        w
+    }
+
+    #[test]
+    fn f16_conversion_rounds_to_nearest_even() {
+        // 1.5 + 2.25 = 3.75: 0x3E00 + 0x4080 = 0x4380 (sign | biased exp << 10 | mantissa).
+        assert_eq!(f16_add(0x3E00, 0x4080), 0x4380);
+        // 1.0 + 2^-11 is halfway between 1.0 and 1.0 + 2^-10: ties to even (1.0).
+        assert_eq!(f16_add(0x3C00, 0x1000), 0x3C00);
+        // (1 + 2^-10) + 2^-11: halfway again, even is 1 + 2^-9.
+        assert_eq!(f16_add(0x3C01, 0x1000), 0x3C02);
+        // 65504 + 32 overflows to +inf; the smallest subnormal survives.
+        assert_eq!(f16_add(0x7BFF, 0x5000), 0x7C00);
+        assert_eq!(f16_add(0x0001, 0x0000), 0x0001);
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(f32_to_f16(-0.0), 0x8000);
+    }
+
+    #[test]
+    fn d16_loads_keep_the_other_half() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(512);
+        let bytes: Vec<u8> = (0..256u32).map(|i| (i * 37 + 200) as u8).collect();
+        assert!(r.write_bytes(0, &bytes));
+        let mut w = wave_at(r.device_base(), 2);
+        for l in 0..WAVE_SIZE {
+            w.vgpr[5][l] = 0xAAAA_5555;
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::LoadShortD16Hi, Some(v(5, 1)), None, false),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let half = u32::from(u16::from_le_bytes([bytes[2 * l], bytes[2 * l + 1]]));
+            assert_eq!(w.vgpr[5][l], half << 16 | 0x5555, "lane {l}");
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::LoadSbyteD16, Some(v(5, 1)), None, false),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let b = bytes[2 * l];
+            let ext = if b & 0x80 != 0 {
+                0xFF00 | u32::from(b)
+            } else {
+                u32::from(b)
+            };
+            assert_eq!(w.vgpr[5][l] & 0xFFFF, ext, "lane {l}");
+            assert_eq!(
+                w.vgpr[5][l] >> 16,
+                u32::from(u16::from_le_bytes([bytes[2 * l], bytes[2 * l + 1]]))
+            );
+        }
+    }
+
+    #[test]
+    fn global_atomics_return_old_values_with_glc() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(1024);
+        let base = r.device_base();
+        // Every lane hits the same dword: one add of the lane sum, each lane sees a
+        // distinct old value.
+        let mut w = wave_at(base, 0);
+        for l in 0..WAVE_SIZE {
+            w.vgpr[1][l] = l as u32 + 1;
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicAdd, Some(v(2, 1)), Some(v(1, 1)), true),
+        )
+        .unwrap();
+        assert_eq!(read_u32(&r, 0), (1..=64).sum::<u32>());
+        let mut olds: Vec<u32> = (0..WAVE_SIZE).map(|l| w.vgpr[2][l]).collect();
+        olds.sort();
+        olds.dedup();
+        assert_eq!(olds.len(), 64);
+        // Without GLC nothing is returned.
+        for l in 0..WAVE_SIZE {
+            w.vgpr[2][l] = 0xDEAD;
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicSmin, Some(v(2, 1)), Some(v(1, 1)), false),
+        )
+        .unwrap();
+        assert_eq!(read_u32(&r, 0), 1);
+        assert!((0..WAVE_SIZE).all(|l| w.vgpr[2][l] == 0xDEAD));
+        // Per-lane dwords: inc wraps to 0 at the limit, dec reloads it.
+        let mut w = wave_at(base + 256, 4);
+        for l in 0..WAVE_SIZE {
+            assert!(r.write_bytes(256 + 4 * l as u64, &(l as u32 % 5).to_le_bytes()));
+            w.vgpr[1][l] = 3;
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicInc, None, Some(v(1, 1)), false),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let old = l as u32 % 5;
+            assert_eq!(
+                read_u32(&r, 256 + 4 * l as u64),
+                if old >= 3 { 0 } else { old + 1 }
+            );
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicDec, None, Some(v(1, 1)), false),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let old = l as u32 % 5;
+            let mid = if old >= 3 { 0 } else { old + 1 };
+            let want = if mid == 0 || mid > 3 { 3 } else { mid - 1 };
+            assert_eq!(read_u32(&r, 256 + 4 * l as u64), want, "lane {l}");
+        }
+        // cmpswap_x2: DATA = {new, compare}; only lanes whose compare matches swap.
+        let mut w = wave_at(base + 512, 8);
+        for l in 0..WAVE_SIZE {
+            assert!(r.write_bytes(512 + 8 * l as u64, &(l as u64 * 3).to_le_bytes()));
+            let cmp = if l % 2 == 0 { l as u64 * 3 } else { 1 };
+            let new = 0x1_0000_0000 + l as u64;
+            w.vgpr[4][l] = new as u32;
+            w.vgpr[5][l] = (new >> 32) as u32;
+            w.vgpr[6][l] = cmp as u32;
+            w.vgpr[7][l] = (cmp >> 32) as u32;
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicCmpswapX2, Some(v(8, 2)), Some(v(4, 4)), true),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let m = read_u64(&r, 512 + 8 * l as u64);
+            let want = if l % 2 == 0 {
+                0x1_0000_0000 + l as u64
+            } else {
+                l as u64 * 3
+            };
+            assert_eq!(m, want, "lane {l}");
+            assert_eq!(
+                u64::from(w.vgpr[8][l]) | u64::from(w.vgpr[9][l]) << 32,
+                l as u64 * 3
+            );
+        }
+    }
+
+    #[test]
+    fn float_atomics() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(64);
+        let base = r.device_base();
+        let mut w = wave_at(base, 0);
+        // global_atomic_add_f64 from every lane: 64 × 0.25 added to 1.5.
+        assert!(r.write_bytes(0, &1.5f64.to_le_bytes()));
+        for l in 0..WAVE_SIZE {
+            w.vgpr[2][l] = 0.25f64.to_bits() as u32;
+            w.vgpr[3][l] = (0.25f64.to_bits() >> 32) as u32;
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicAddF64, None, Some(v(2, 2)), false),
+        )
+        .unwrap();
+        assert_eq!(f64::from_bits(read_u64(&r, 0)), 1.5 + 64.0 * 0.25);
+        // min_f64 / max_f64.
+        for l in 0..WAVE_SIZE {
+            let x = (l as f64 - 20.0) * 0.5;
+            w.vgpr[2][l] = x.to_bits() as u32;
+            w.vgpr[3][l] = (x.to_bits() >> 32) as u32;
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicMinF64, None, Some(v(2, 2)), false),
+        )
+        .unwrap();
+        assert_eq!(f64::from_bits(read_u64(&r, 0)), -10.0);
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicMaxF64, None, Some(v(2, 2)), false),
+        )
+        .unwrap();
+        assert_eq!(f64::from_bits(read_u64(&r, 0)), 21.5);
+        // add_f32 and pk_add_f16 at other addresses.
+        let mut w = wave_at(base + 16, 0);
+        for l in 0..WAVE_SIZE {
+            w.vgpr[2][l] = 0.5f32.to_bits();
+        }
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicAddF32, None, Some(v(2, 1)), false),
+        )
+        .unwrap();
+        assert_eq!(f32::from_bits(read_u32(&r, 16)), 32.0);
+        let mut w = wave_at(base + 24, 0);
+        w.set_exec(1);
+        // {1.5, 2.25} + {2.25, 1.5} = {3.75, 3.75}.
+        assert!(r.write_bytes(24, &(0x4080_3E00u32).to_le_bytes()));
+        w.vgpr[2][0] = 0x3E00_4080;
+        h.exec(
+            &mut w,
+            &global(FlatOp::AtomicPkAddF16, Some(v(3, 1)), Some(v(2, 1)), true),
+        )
+        .unwrap();
+        assert_eq!(read_u32(&r, 24), 0x4380_4380);
+        assert_eq!(w.vgpr[3][0], 0x4080_3E00);
+    }
+
+    #[test]
+    fn atomics_from_many_host_threads_are_atomic() {
+        // Four host threads, each a wave adding 1.0 (f64, a CAS loop on the host) and 1
+        // (u64, a native fetch_add) from every lane 100 times at the same addresses.
+        let h = Harness::new(0);
+        let r = h.alloc(64);
+        let base = r.device_base();
+        let mem = h.mem.clone();
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                let mem = mem.clone();
+                sc.spawn(move || {
+                    let mut h = Harness::new(0);
+                    h.mem = mem;
+                    let mut w = wave_at(base, 0);
+                    for l in 0..WAVE_SIZE {
+                        w.vgpr[2][l] = 1.0f64.to_bits() as u32;
+                        w.vgpr[3][l] = (1.0f64.to_bits() >> 32) as u32;
+                        w.vgpr[4][l] = 1;
+                        w.vgpr[5][l] = 0;
+                        w.vgpr[6][l] = 8;
+                    }
+                    let add_f64 = global(FlatOp::AtomicAddF64, None, Some(v(2, 2)), false);
+                    let mut add_u64 = global(FlatOp::AtomicAddX2, None, Some(v(4, 2)), false);
+                    if let Instruction::Flat(f) = &mut add_u64 {
+                        f.vaddr = Some(v(6, 1));
+                    }
+                    for _ in 0..100 {
+                        h.exec(&mut w, &add_f64).unwrap();
+                        h.exec(&mut w, &add_u64).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(f64::from_bits(read_u64(&r, 0)), 4.0 * 64.0 * 100.0);
+        assert_eq!(read_u64(&r, 8), 4 * 64 * 100);
+    }
+
+    #[test]
+    fn lds_atomics_and_exchanges() {
+        let mut h = Harness::new(1024);
+        let mut w = wave();
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = 4 * l as u32;
+            w.vgpr[1][l] = 0xF0F0_0000 | l as u32;
+            w.vgpr[2][l] = 0x0000_0F00;
+        }
+        h.lds[..256].fill(0xFF);
+        // ds_mskor_b32: (old & !DATA) | DATA2.
+        h.exec(
+            &mut w,
+            &ds(
+                DsOp::DsMskorRtnB32,
+                Some(v(3, 1)),
+                Some(v(1, 1)),
+                Some(v(2, 1)),
+                0,
+                0,
+            ),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let got = u32::from_le_bytes(h.lds[4 * l..4 * l + 4].try_into().unwrap());
+            assert_eq!(got, !(0xF0F0_0000 | l as u32) | 0x0F00);
+            assert_eq!(w.vgpr[3][l], 0xFFFF_FFFF);
+        }
+        // ds_wrap_rtn_b32: old >= DATA ? old - DATA : old + DATA2.
+        for l in 0..WAVE_SIZE {
+            h.lds[4 * l..4 * l + 4].copy_from_slice(&(l as u32).to_le_bytes());
+            w.vgpr[1][l] = 32;
+            w.vgpr[2][l] = 1000;
+        }
+        h.exec(
+            &mut w,
+            &ds(
+                DsOp::DsWrapRtnB32,
+                Some(v(3, 1)),
+                Some(v(1, 1)),
+                Some(v(2, 1)),
+                0,
+                0,
+            ),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let got = u32::from_le_bytes(h.lds[4 * l..4 * l + 4].try_into().unwrap());
+            let old = l as u32;
+            assert_eq!(got, if old >= 32 { old - 32 } else { old + 1000 });
+        }
+        // ds_cmpst_f32 compares as floats: -0.0 matches +0.0, NaN matches nothing.
+        w.set_exec(0b11);
+        h.lds[0..4].copy_from_slice(&0.0f32.to_bits().to_le_bytes());
+        h.lds[4..8].copy_from_slice(&f32::NAN.to_bits().to_le_bytes());
+        for l in 0..2 {
+            w.vgpr[1][l] = if l == 0 {
+                (-0.0f32).to_bits()
+            } else {
+                f32::NAN.to_bits()
+            };
+            w.vgpr[2][l] = 7.0f32.to_bits();
+        }
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsCmpstF32, None, Some(v(1, 1)), Some(v(2, 1)), 0, 0),
+        )
+        .unwrap();
+        assert_eq!(f32::from_le_bytes(h.lds[0..4].try_into().unwrap()), 7.0);
+        assert!(f32::from_le_bytes(h.lds[4..8].try_into().unwrap()).is_nan());
+        // ds_add_rtn_f64 from all lanes on one address.
+        w.set_exec(u64::MAX);
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = 512;
+            w.vgpr[4][l] = 0.125f64.to_bits() as u32;
+            w.vgpr[5][l] = (0.125f64.to_bits() >> 32) as u32;
+        }
+        h.lds[512..520].copy_from_slice(&2.0f64.to_le_bytes());
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsAddRtnF64, Some(v(6, 2)), Some(v(4, 2)), None, 0, 0),
+        )
+        .unwrap();
+        assert_eq!(
+            f64::from_le_bytes(h.lds[512..520].try_into().unwrap()),
+            10.0
+        );
+        // ds_wrxchg2st64_rtn_b32: two exchanges 64 dwords apart per unit.
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = 0;
+        }
+        w.set_exec(1);
+        h.lds[4 * 64..4 * 65].copy_from_slice(&11u32.to_le_bytes());
+        h.lds[4 * 128..4 * 129].copy_from_slice(&22u32.to_le_bytes());
+        w.vgpr[1][0] = 33;
+        w.vgpr[2][0] = 44;
+        h.exec(
+            &mut w,
+            &ds(
+                DsOp::DsWrxchg2st64RtnB32,
+                Some(v(8, 2)),
+                Some(v(1, 1)),
+                Some(v(2, 1)),
+                1,
+                2,
+            ),
+        )
+        .unwrap();
+        assert_eq!((w.vgpr[8][0], w.vgpr[9][0]), (11, 22));
+        assert_eq!(u32::from_le_bytes(h.lds[256..260].try_into().unwrap()), 33);
+        assert_eq!(u32::from_le_bytes(h.lds[512..516].try_into().unwrap()), 44);
+        // ds_read_u8_d16_hi keeps the low half.
+        w.vgpr[9][0] = 0x1234_5678;
+        h.lds[3] = 0x9A;
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsReadU8D16Hi, Some(v(9, 1)), None, None, 3, 0),
+        )
+        .unwrap();
+        assert_eq!(w.vgpr[9][0], 0x009A_5678);
+    }
+
+    #[test]
+    fn ds_swizzle_patterns() {
+        let mut h = Harness::new(64);
+        let mut w = wave();
+        for l in 0..WAVE_SIZE {
+            w.vgpr[1][l] = 1000 + l as u32;
+        }
+        // Bit-mask mode: and 0x1f, or 0, xor 1 swaps neighbours.
+        let pat: u16 = 0x1F | 1 << 10;
+        h.exec(
+            &mut w,
+            &ds(
+                DsOp::DsSwizzleB32,
+                Some(v(2, 1)),
+                Some(v(1, 1)),
+                None,
+                pat as u8,
+                (pat >> 8) as u8,
+            ),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            assert_eq!(w.vgpr[2][l], 1000 + (l ^ 1) as u32);
+        }
+        // Broadcast lane 5 of each half: and 0, or 5.
+        let pat: u16 = 5 << 5;
+        h.exec(
+            &mut w,
+            &ds(
+                DsOp::DsSwizzleB32,
+                Some(v(2, 1)),
+                Some(v(1, 1)),
+                None,
+                pat as u8,
+                (pat >> 8) as u8,
+            ),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            assert_eq!(w.vgpr[2][l], 1000 + ((l & 32) | 5) as u32);
+        }
+        // Quad permute [3,2,1,0] reverses each quad; inactive sources read 0.
+        let pat: u16 = 0x8000 | 3 | 2 << 2 | 1 << 4;
+        w.set_exec(!0b1000);
+        h.exec(
+            &mut w,
+            &ds(
+                DsOp::DsSwizzleB32,
+                Some(v(2, 1)),
+                Some(v(1, 1)),
+                None,
+                pat as u8,
+                (pat >> 8) as u8,
+            ),
+        )
+        .unwrap();
+        assert_eq!(w.vgpr[2][0], 0, "lane 0 reads inactive lane 3");
+        assert_eq!(w.vgpr[2][1], 1002);
+        assert_eq!(w.vgpr[2][7], 1004);
+    }
+
+    fn mubuf(
+        op: MubufOp,
+        vdata: Operand,
+        vaddr: Option<Operand>,
+        offen: bool,
+        idxen: bool,
+        offset: u16,
+        glc: bool,
+    ) -> Instruction {
+        Instruction::Mubuf(Mubuf {
+            op,
+            vdata: Some(vdata),
+            vaddr,
+            srsrc: Some(s(4, 4)),
+            soffset: s(8, 1),
+            offset,
+            offen,
+            idxen,
+            glc,
+            slc: false,
+            scc: false,
+            lds: false,
+        })
+    }
+
+    /// Writes a buffer descriptor into s[4:7].
+    #[allow(clippy::too_many_arguments)]
+    fn descriptor(
+        w: &mut Wave,
+        base: u64,
+        stride: u32,
+        num_records: u32,
+        swizzle: bool,
+        elem_code: u32,
+        idx_code: u32,
+        add_tid: bool,
+    ) {
+        w.sgpr[4] = base as u32;
+        w.sgpr[5] =
+            ((base >> 32) as u32 & 0xFFFF) | (stride & 0x3FFF) << 16 | u32::from(swizzle) << 31;
+        w.sgpr[6] = num_records;
+        w.sgpr[7] = elem_code << 19 | idx_code << 21 | u32::from(add_tid) << 23;
+    }
+
+    #[test]
+    fn scratch_buffer_and_flat_scratch_agree() {
+        // The private segment V# (swizzled, 4-byte elements, index stride 64, ADD_TID)
+        // and FLAT_SCRATCH + private aperture address the same bytes.
+        let mut h = Harness::new(0);
+        let r = h.alloc(64 * 64);
+        let base = r.device_base();
+        let mut w = wave();
+        descriptor(&mut w, base, 0, 64 * 64, true, 1, 3, true);
+        w.sgpr[8] = 256; // soffset: one row, not swizzled
+        w.sgpr[102] = base as u32;
+        w.sgpr[103] = (base >> 32) as u32;
+        for l in 0..WAVE_SIZE {
+            w.vgpr[1][l] = 0x100 * l as u32 + 7;
+            w.vgpr[2][l] = 0x100 * l as u32 + 8;
+        }
+        // buffer_store_dwordx2 v[1:2], off, s[4:7], s8 offset:8
+        h.exec(
+            &mut w,
+            &mubuf(
+                MubufOp::BufferStoreDwordx2,
+                v(1, 2),
+                None,
+                false,
+                false,
+                8,
+                false,
+            ),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE as u64 {
+            // private byte p of lane l: base + soffset + (p/4)·256 + l·4 + p%4.
+            assert_eq!(read_u32(&r, 256 + 2 * 256 + 4 * l), 0x100 * l as u32 + 7);
+            assert_eq!(read_u32(&r, 256 + 3 * 256 + 4 * l), 0x100 * l as u32 + 8);
+        }
+        // The same bytes through the private aperture: the wave-scaled soffset of 256
+        // is 256 / 64 = 4 bytes of each lane's private space, so per-lane offset 12.
+        for l in 0..WAVE_SIZE {
+            let a = crate::wave::Apertures::KFD.private_base + 4 + 8;
+            w.vgpr[10][l] = a as u32;
+            w.vgpr[11][l] = (a >> 32) as u32;
+        }
+        let load = Instruction::Flat(Flat {
+            op: FlatOp::LoadDwordx2,
+            seg: Segment::Flat,
+            vdst: Some(v(12, 2)),
+            vaddr: Some(v(10, 2)),
+            data: None,
+            saddr: None,
+            offset: 0,
+            glc: false,
+            slc: false,
+            scc: false,
+            lds: false,
+        });
+        h.exec(&mut w, &load).unwrap();
+        for l in 0..WAVE_SIZE {
+            assert_eq!(
+                (w.vgpr[12][l], w.vgpr[13][l]),
+                (0x100 * l as u32 + 7, 0x100 * l as u32 + 8)
+            );
+        }
+    }
+
+    #[test]
+    fn swizzled_and_raw_buffers() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(8192);
+        let base = r.device_base();
+        let mut w = wave();
+        // Swizzled buffer: element 8 (code 2), index stride 16 (code 1), stride 32.
+        descriptor(&mut w, base, 32, 8192, true, 2, 1, false);
+        w.sgpr[8] = 0;
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = l as u32; // index
+            w.vgpr[1][l] = 12; // offset
+            w.vgpr[2][l] = 0xC0DE_0000 | l as u32;
+        }
+        h.exec(
+            &mut w,
+            &mubuf(
+                MubufOp::BufferStoreDword,
+                v(2, 1),
+                Some(v(0, 2)),
+                true,
+                true,
+                0,
+                false,
+            ),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE as u64 {
+            let (es, is, stride, off) = (8u64, 16u64, 32u64, 12u64);
+            let a = (l / is * stride + off / es * es) * is + (l % is) * es + off % es;
+            assert_eq!(read_u32(&r, a), 0xC0DE_0000 | l as u32, "lane {l}");
+        }
+        // Raw buffer with NUM_RECORDS = 64: lanes past it read 0 and do not store.
+        descriptor(&mut w, base + 4096, 0, 64, false, 0, 0, false);
+        for l in 0..WAVE_SIZE {
+            w.vgpr[1][l] = 4 * l as u32;
+        }
+        h.exec(
+            &mut w,
+            &mubuf(
+                MubufOp::BufferStoreDword,
+                v(2, 1),
+                Some(v(1, 1)),
+                true,
+                false,
+                0,
+                false,
+            ),
+        )
+        .unwrap();
+        assert_eq!(read_u32(&r, 4096 + 60), 0xC0DE_000F);
+        assert_eq!(read_u32(&r, 4096 + 64), 0, "out of range: dropped");
+        for l in 0..WAVE_SIZE {
+            w.vgpr[3][l] = 0x7777;
+        }
+        h.exec(
+            &mut w,
+            &mubuf(
+                MubufOp::BufferLoadDword,
+                v(3, 1),
+                Some(v(1, 1)),
+                true,
+                false,
+                0,
+                false,
+            ),
+        )
+        .unwrap();
+        assert_eq!(w.vgpr[3][15], 0xC0DE_000F);
+        assert_eq!(w.vgpr[3][16], 0, "out of range: reads 0");
+        // buffer_atomic_add with GLC returns the old value.
+        for l in 0..WAVE_SIZE {
+            w.vgpr[1][l] = 0;
+            w.vgpr[4][l] = 1;
+        }
+        w.set_exec(0b111);
+        h.exec(
+            &mut w,
+            &mubuf(
+                MubufOp::BufferAtomicAdd,
+                v(4, 1),
+                Some(v(1, 1)),
+                true,
+                false,
+                0,
+                true,
+            ),
+        )
+        .unwrap();
+        assert_eq!(read_u32(&r, 4096), 0xC0DE_0000 + 3);
+        let mut olds = [w.vgpr[4][0], w.vgpr[4][1], w.vgpr[4][2]];
+        olds.sort();
+        assert_eq!(olds, [0xC0DE_0000, 0xC0DE_0001, 0xC0DE_0002]);
+        let _ = read(&r, 0, 1);
     }
 }

@@ -77,6 +77,7 @@ pub enum WaveExit {
 }
 
 /// Control flow after one instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Flow {
     Next,
     Jump(u64),
@@ -109,9 +110,6 @@ pub struct Wave {
     pub instructions: u64,
     /// Regions this wave used recently plus its private (scratch) regions.
     pub regions: RegionCache,
-    /// SDWA: the selected/extended 32-bit sources standing in for src0/src1 while
-    /// one SDWA instruction executes (None otherwise).
-    pub(crate) sdwa_src: [Option<VReg>; 2],
 }
 
 impl Default for Wave {
@@ -133,7 +131,6 @@ impl Wave {
             hw_id: 0,
             instructions: 0,
             regions: RegionCache::new(),
-            sdwa_src: [None, None],
         }
     }
 
@@ -193,6 +190,7 @@ impl Wave {
     /// instructions, `s_trap`, the instruction budget, or an external stop.
     pub fn run(&mut self, ctx: &mut WaveContext<'_>) -> Result<WaveExit, Fault> {
         let yield_at = self.instructions.saturating_add(ctx.yield_after);
+        let trace = TRACE.with(|t| t.get());
         loop {
             let pc = self.pc;
             let (inst, len) = ctx.program.fetch(pc)?;
@@ -204,7 +202,11 @@ impl Wave {
                 });
             }
             let next = pc + len;
-            match self.step(inst, pc, next, ctx)? {
+            let flow = self.step(inst, pc, next, ctx);
+            if trace {
+                self.trace_line(inst, pc, flow.as_ref().err());
+            }
+            match flow? {
                 Flow::Next => self.pc = next,
                 Flow::Jump(target) => {
                     self.pc = target;
@@ -227,7 +229,8 @@ impl Wave {
         }
     }
 
-    fn step(
+    /// Executes one decoded instruction at `pc` (`next` = address of the following one).
+    pub(crate) fn step(
         &mut self,
         inst: &Instruction,
         pc: u64,
@@ -239,7 +242,7 @@ impl Wave {
             Instruction::Sop1(i) => self.exec_sop1(i, pc, next, ctx),
             Instruction::Sop2(i) => self.exec_sop2(i, pc, ctx).map(|()| Flow::Next),
             Instruction::Sopc(i) => self.exec_sopc(i, pc, ctx).map(|()| Flow::Next),
-            Instruction::Sopk(i) => self.exec_sopk(i, pc, next),
+            Instruction::Sopk(i) => self.exec_sopk(i, pc, next, ctx),
             Instruction::Smem(i) => self.exec_smem(i, pc, ctx).map(|()| Flow::Next),
             Instruction::Valu(i) => self.exec_valu(i, pc, ctx).map(|()| Flow::Next),
             Instruction::Vop3p(i) => self.exec_vop3p(i, pc, ctx).map(|()| Flow::Next),
@@ -263,6 +266,22 @@ impl Wave {
             | SoppOp::SDecperflevel
             | SoppOp::STtracedata => Flow::Next,
             SoppOp::SSleep => Flow::Exit(WaveExit::Yield),
+            // Messages (interrupt, GS, save-wave, ...) have no receiver here; waking
+            // sleeping waves and the kill flag (pixel shaders) change nothing.
+            SoppOp::SSendmsg | SoppOp::SWakeup | SoppOp::SSetkill => Flow::Next,
+            // The message is dropped and the wave halts for good: it has ended.
+            SoppOp::SSendmsghalt | SoppOp::SEndpgmSaved | SoppOp::SEndpgmOrderedPsDone => {
+                Flow::Exit(WaveExit::Ended)
+            }
+            // s_sethalt 1 halts the wave until the host resumes it, which never happens
+            // here: it ends; s_sethalt 0 (resume) is a no-op.
+            SoppOp::SSethalt => {
+                if i.simm16 & 1 == 1 {
+                    Flow::Exit(WaveExit::Ended)
+                } else {
+                    Flow::Next
+                }
+            }
             SoppOp::SBarrier => {
                 std::sync::atomic::fence(Ordering::SeqCst);
                 Flow::Exit(WaveExit::Barrier)
@@ -366,11 +385,199 @@ impl Wave {
     }
 }
 
+thread_local! {
+    /// Whether waves run by this thread print an execution trace (see [`set_trace`]).
+    static TRACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Turns the execution trace of waves run on the calling thread on or off. When on,
+/// [`Wave::run`] prints one line per instruction to stderr: hardware id, PC, the
+/// instruction, EXEC, SCC and the destination's value (scalar) or its value in the
+/// first active lane (vector). A debugging aid; off by default.
+pub fn set_trace(on: bool) {
+    TRACE.with(|t| t.set(on));
+}
+
+/// The destination operand of an instruction, for the trace.
+fn destination(inst: &Instruction) -> Option<Operand> {
+    match inst {
+        Instruction::Sop2(i) => Some(i.sdst),
+        Instruction::Sop1(i) => i.sdst,
+        Instruction::Sopk(i) => i.sdst,
+        Instruction::Smem(i) => i.sdata,
+        Instruction::Valu(i) => i.vdst,
+        Instruction::Vop3p(i) => i.vdst,
+        Instruction::Ds(i) => i.vdst,
+        Instruction::Flat(i) => i.vdst,
+        Instruction::Mubuf(i) => i.vdata,
+        Instruction::Mtbuf(i) => i.vdata,
+        Instruction::Sopc(_) | Instruction::Sopp(_) => None,
+    }
+}
+
+impl Wave {
+    fn trace_line(&self, inst: &Instruction, pc: u64, fault: Option<&Fault>) {
+        let exec = self.exec();
+        let lane = if exec == 0 {
+            0
+        } else {
+            exec.trailing_zeros() as usize
+        };
+        let value = match destination(inst) {
+            Some(op @ Operand::Sreg { count, .. }) => {
+                let mut v = format!("{op}=");
+                for k in 0..count.min(4) {
+                    if let Operand::Sreg { code, .. } = op {
+                        let c = usize::from(code) + usize::from(k);
+                        v.push_str(&format!("{:08x} ", self.sgpr.get(c).copied().unwrap_or(0)));
+                    }
+                }
+                v
+            }
+            Some(op @ (Operand::Vgpr { index, count } | Operand::Agpr { index, count })) => {
+                let base = if matches!(op, Operand::Agpr { .. }) {
+                    AGPR_BASE
+                } else {
+                    0
+                };
+                let mut v = format!("{op}[{lane}]=");
+                for k in 0..usize::from(count.min(4)) {
+                    let r = base + usize::from(index) + k;
+                    v.push_str(&format!("{:08x} ", self.vgpr.get(r).map_or(0, |x| x[lane])));
+                }
+                v
+            }
+            _ => String::new(),
+        };
+        eprintln!(
+            "[hw{} {:#x}] {:<48} exec={exec:016x} scc={} {value}{}",
+            self.hw_id,
+            pc,
+            inst.to_string(),
+            u8::from(self.scc),
+            fault.map(|f| format!(" FAULT {f}")).unwrap_or_default()
+        );
+    }
+}
+
 /// The fault for an instruction the engine decodes but does not execute.
 pub(crate) fn unsupported(inst: &Instruction, pc: u64, reason: &str) -> Fault {
     Fault::Unsupported {
         pc,
         mnemonic: inst.mnemonic().into_owned(),
         reason: reason.to_string(),
+    }
+}
+
+/// Scaffolding for the executor's unit tests: a global memory of host regions, a
+/// dummy program, an LDS, and single-instruction execution.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use std::sync::{Arc, Mutex};
+
+    use super::{Apertures, Flow, Wave, WaveContext};
+    use crate::error::Fault;
+    use crate::inst::Instruction;
+    use crate::memory::{GlobalMemory, HostRegion, MemoryRegion};
+    use crate::operand::Operand;
+    use crate::program::Program;
+
+    /// A list of host regions.
+    #[derive(Default)]
+    pub(crate) struct Mem(pub(crate) Mutex<Vec<Arc<HostRegion>>>);
+
+    impl GlobalMemory for Mem {
+        fn region(&self, addr: u64) -> Option<Arc<dyn MemoryRegion>> {
+            self.0
+                .lock()
+                .ok()?
+                .iter()
+                .find(|r| addr >= r.device_base() && addr - r.device_base() < r.len())
+                .map(|r| r.clone() as Arc<dyn MemoryRegion>)
+        }
+    }
+
+    /// Memory, a program to satisfy the context, and an LDS.
+    pub(crate) struct Harness {
+        pub(crate) mem: Arc<Mem>,
+        _code: Arc<dyn MemoryRegion>,
+        program: Program,
+        pub(crate) lds: Vec<u8>,
+    }
+
+    impl Harness {
+        pub(crate) fn new(lds: usize) -> Self {
+            let code: Arc<dyn MemoryRegion> = Arc::new(HostRegion::zeroed(64));
+            let program = Program::new(&code);
+            Self {
+                mem: Arc::new(Mem::default()),
+                _code: code,
+                program,
+                lds: vec![0; lds],
+            }
+        }
+
+        /// A zeroed global region of `len` bytes.
+        pub(crate) fn alloc(&self, len: u64) -> Arc<HostRegion> {
+            let r = Arc::new(HostRegion::zeroed(len));
+            self.mem.0.lock().unwrap().push(r.clone());
+            r
+        }
+
+        /// Executes `inst` once on `w` (PC 0x1000, next 0x1008).
+        pub(crate) fn exec(&mut self, w: &mut Wave, inst: &Instruction) -> Result<Flow, Fault> {
+            let mem = self.mem.clone();
+            let mut ctx = WaveContext {
+                program: &self.program,
+                memory: mem.as_ref(),
+                lds: &mut self.lds,
+                apertures: Apertures::KFD,
+                stop: None,
+                max_instructions: u64::MAX,
+                yield_after: u64::MAX,
+            };
+            w.step(inst, 0x1000, 0x1008, &mut ctx)
+        }
+    }
+
+    /// A wave with every lane active.
+    pub(crate) fn wave() -> Wave {
+        let mut w = Wave::new();
+        w.set_exec(u64::MAX);
+        w
+    }
+
+    /// `s[i]` (or `s[i:i+n-1]`).
+    pub(crate) fn s(i: u8, n: u8) -> Operand {
+        Operand::Sreg { code: i, count: n }
+    }
+
+    /// `v[i]` (or `v[i:i+n-1]`).
+    pub(crate) fn v(i: u8, n: u8) -> Operand {
+        Operand::Vgpr { index: i, count: n }
+    }
+
+    /// A 32-bit literal operand.
+    pub(crate) fn lit(x: u32) -> Operand {
+        Operand::Literal { value: x, count: 1 }
+    }
+
+    /// Reads `n` bytes at byte `off` of a region.
+    pub(crate) fn read(r: &HostRegion, off: u64, n: usize) -> Vec<u8> {
+        let mut b = vec![0u8; n];
+        assert!(r.read_bytes(off, &mut b));
+        b
+    }
+
+    /// Reads the little-endian u32 at `off`.
+    pub(crate) fn read_u32(r: &HostRegion, off: u64) -> u32 {
+        let b = read(r, off, 4);
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    /// Reads the little-endian u64 at `off`.
+    pub(crate) fn read_u64(r: &HostRegion, off: u64) -> u64 {
+        let b = read(r, off, 8);
+        u64::from_le_bytes(b.try_into().unwrap())
     }
 }

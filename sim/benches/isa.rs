@@ -33,9 +33,20 @@ struct Kernels {
 
 fn build() -> Vec<u8> {
     let dir = scratch_dir("bench-isa");
-    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/kernels/compute.c");
+    let src =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/kernels/compute.c");
     let out = dir.join("compute.co");
-    clang(&["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib", "-O3", "-x", "c", src.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    clang(&[
+        "--target=amdgcn-amd-amdhsa",
+        "-mcpu=gfx90a",
+        "-nogpulib",
+        "-O3",
+        "-x",
+        "c",
+        src.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     std::fs::read(out).unwrap()
 }
 
@@ -46,19 +57,52 @@ impl Kernels {
         let mut r = hsa_code_object_reader_t { handle: 0 };
         let mut exe = hsa_executable_t { handle: 0 };
         unsafe {
-            assert_eq!(hsa_code_object_reader_create_from_memory(image.as_ptr() as *const c_void, image.len(), &mut r), 0);
-            assert_eq!(hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe), 0);
-            assert_eq!(hsa_executable_load_agent_code_object(exe, gpu, r, std::ptr::null(), std::ptr::null_mut()), 0);
+            assert_eq!(
+                hsa_code_object_reader_create_from_memory(
+                    image.as_ptr() as *const c_void,
+                    image.len(),
+                    &mut r
+                ),
+                0
+            );
+            assert_eq!(
+                hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe),
+                0
+            );
+            assert_eq!(
+                hsa_executable_load_agent_code_object(
+                    exe,
+                    gpu,
+                    r,
+                    std::ptr::null(),
+                    std::ptr::null_mut()
+                ),
+                0
+            );
         }
         let fine = pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT);
         let packet = alloc(fine, 64);
         let kernarg = alloc(fine, 256);
         for p in [packet, kernarg] {
-            assert_eq!(unsafe { hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), p as *const c_void) }, 0);
+            assert_eq!(
+                unsafe {
+                    hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), p as *const c_void)
+                },
+                0
+            );
         }
         let rt = hsa_runtime64::runtime::runtime().unwrap();
-        let memory: Arc<dyn isa::GlobalMemory> = Arc::new(AgentMemory { map: rt.memory.clone(), agent: 1 });
-        Kernels { gpu, exe, memory, packet, kernarg }
+        let memory: Arc<dyn isa::GlobalMemory> = Arc::new(AgentMemory {
+            map: rt.memory.clone(),
+            agent: 1,
+        });
+        Kernels {
+            gpu,
+            exe,
+            memory,
+            packet,
+            kernarg,
+        }
     }
 
     fn object(&self, name: &str) -> u64 {
@@ -66,8 +110,15 @@ impl Kernels {
         let mut sym = hsa_executable_symbol_t { handle: 0 };
         let mut object = 0u64;
         unsafe {
-            assert_eq!(hsa_executable_get_symbol_by_name(self.exe, n.as_ptr(), &self.gpu, &mut sym), 0);
-            hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &mut object as *mut _ as *mut c_void);
+            assert_eq!(
+                hsa_executable_get_symbol_by_name(self.exe, n.as_ptr(), &self.gpu, &mut sym),
+                0
+            );
+            hsa_executable_symbol_get_info(
+                sym,
+                HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+                &mut object as *mut _ as *mut c_void,
+            );
         }
         object
     }
@@ -84,7 +135,14 @@ impl Kernels {
         }
     }
 
-    fn try_run(&self, name: &str, grid: u32, wg: u16, args: &[u64], workers: usize) -> Result<f64, String> {
+    fn try_run(
+        &self,
+        name: &str,
+        grid: u32,
+        wg: u16,
+        args: &[u64],
+        workers: usize,
+    ) -> Result<f64, String> {
         let kd = self.object(name);
         unsafe {
             for (i, a) in args.iter().enumerate() {
@@ -135,7 +193,12 @@ fn main() {
     let _s = Session::open();
     let k = Kernels::load();
     let dev = pool_with(k.gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED);
-    println!("ISA engine benchmarks on the virtual gfx90a ({} host cores)", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    println!(
+        "ISA engine benchmarks on the virtual gfx90a ({} host cores)",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    );
 
     // VALU-bound: 110 workgroups x 256 lanes, 2000 iterations of 8 FMAs. clang -O3
     // makes the loop 4 v_pk_fma_f32 (2 FMAs per lane each) + 3 scalar instructions,
@@ -147,7 +210,9 @@ fn main() {
     let wave_instructions = f64::from(lanes / 64) * iters as f64 * 7.0;
     let mut valu = Vec::new();
     for workers in [1usize, 2] {
-        let t = best_of(3, || k.run("valu_bound", lanes, 256, &[out as u64, iters], workers));
+        let t = best_of(3, || {
+            k.run("valu_bound", lanes, 256, &[out as u64, iters], workers)
+        });
         valu.push(t);
         println!(
             "VALU-bound kernel, {workers} worker(s): {:.3} s, {:.2e} lane-ops/s ({:.2e} per worker; target >= 1e9 per core), {:.2e} wave-instructions/s",
@@ -157,13 +222,24 @@ fn main() {
             wave_instructions / t
         );
     }
-    println!("VALU-bound kernel, 2 workers vs 1: x{:.2} (target >= 1.8)", valu[0] / valu[1]);
+    println!(
+        "VALU-bound kernel, 2 workers vs 1: x{:.2} (target >= 1.8)",
+        valu[0] / valu[1]
+    );
     // Memory-bound: 64 rounds of a strided load+store per lane over 4 MiB.
     let n = 1u32 << 20;
     let buf = alloc(dev, n as usize * 4);
     let rounds = 64u64;
     for workers in [1usize, 2] {
-        let t = best_of(3, || k.run("memory_bound", lanes, 256, &[buf as u64, u64::from(n), rounds], workers));
+        let t = best_of(3, || {
+            k.run(
+                "memory_bound",
+                lanes,
+                256,
+                &[buf as u64, u64::from(n), rounds],
+                workers,
+            )
+        });
         // About 12 wave-instructions per round per wave (address, load, add, store, loop; from the disassembly).
         let waves = f64::from(lanes / 64);
         println!(
@@ -194,13 +270,39 @@ fn main() {
         t0.elapsed().as_secs_f64()
     });
     let a_bits = u64::from(2.0f32.to_bits());
-    let t1 = best_of(3, || k.run("saxpy", n, 256, &[a_bits, x as u64, y as u64, u64::from(n)], 1));
-    let t2 = best_of(3, || k.run("saxpy", n, 256, &[a_bits, x as u64, y as u64, u64::from(n)], 2));
-    println!("saxpy 2^20: host {:.2} ms; device 1 worker {:.2} ms, 2 workers {:.2} ms (x{:.2})", host * 1e3, t1 * 1e3, t2 * 1e3, t1 / t2);
+    let t1 = best_of(3, || {
+        k.run(
+            "saxpy",
+            n,
+            256,
+            &[a_bits, x as u64, y as u64, u64::from(n)],
+            1,
+        )
+    });
+    let t2 = best_of(3, || {
+        k.run(
+            "saxpy",
+            n,
+            256,
+            &[a_bits, x as u64, y as u64, u64::from(n)],
+            2,
+        )
+    });
+    println!(
+        "saxpy 2^20: host {:.2} ms; device 1 worker {:.2} ms, 2 workers {:.2} ms (x{:.2})",
+        host * 1e3,
+        t1 * 1e3,
+        t2 * 1e3,
+        t1 / t2
+    );
     // 512x512 matmul.
     let m = 512u32;
     let elems = (m * m) as usize;
-    let (a, b, c) = (alloc(dev, elems * 4), alloc(dev, elems * 4), alloc(dev, elems * 4));
+    let (a, b, c) = (
+        alloc(dev, elems * 4),
+        alloc(dev, elems * 4),
+        alloc(dev, elems * 4),
+    );
     let ha: Vec<f32> = (0..elems).map(|i| (i % 7) as f32).collect();
     let hb: Vec<f32> = (0..elems).map(|i| (i % 5) as f32).collect();
     unsafe {
@@ -222,8 +324,24 @@ fn main() {
         std::hint::black_box(&mut hc);
         t0.elapsed().as_secs_f64()
     });
-    let t1 = best_of(2, || k.run("matmul", m * m, 256, &[a as u64, b as u64, c as u64, u64::from(m)], 1));
-    let t2 = best_of(2, || k.run("matmul", m * m, 256, &[a as u64, b as u64, c as u64, u64::from(m)], 2));
+    let t1 = best_of(2, || {
+        k.run(
+            "matmul",
+            m * m,
+            256,
+            &[a as u64, b as u64, c as u64, u64::from(m)],
+            1,
+        )
+    });
+    let t2 = best_of(2, || {
+        k.run(
+            "matmul",
+            m * m,
+            256,
+            &[a as u64, b as u64, c as u64, u64::from(m)],
+            2,
+        )
+    });
     let dc = unsafe { std::slice::from_raw_parts(c as *const f32, elems) };
     let same = dc.iter().zip(&hc).all(|(d, h)| d == h);
     println!(

@@ -17,6 +17,10 @@
 //! Decoded programs are cached per code region (keyed by its device base and
 //! validated against the live region object), so repeated dispatches of a kernel
 //! decode nothing.
+//!
+//! Debugging: `HSA_SIM_TRACE=all` (or a comma-separated list of linear workgroup
+//! ids) prints every instruction those workgroups execute to stderr (see
+//! [`isa::set_trace`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -204,6 +208,42 @@ struct Inner {
     pool: Mutex<PoolState>,
     pool_cv: Condvar,
     max_instructions: u64,
+    trace: TraceFilter,
+}
+
+/// Which workgroups print an instruction trace (`HSA_SIM_TRACE`: unset = none, `all`,
+/// or a comma-separated list of linear workgroup ids).
+#[derive(Clone, Debug, Default)]
+enum TraceFilter {
+    #[default]
+    Off,
+    All,
+    Workgroups(Vec<u64>),
+}
+
+impl TraceFilter {
+    fn from_env() -> Self {
+        match std::env::var("HSA_SIM_TRACE") {
+            Err(_) => TraceFilter::Off,
+            Ok(v) if v.trim() == "all" => TraceFilter::All,
+            Ok(v) => {
+                let ids: Vec<u64> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+                if ids.is_empty() {
+                    TraceFilter::Off
+                } else {
+                    TraceFilter::Workgroups(ids)
+                }
+            }
+        }
+    }
+
+    fn traces(&self, linear: u64) -> bool {
+        match self {
+            TraceFilter::Off => false,
+            TraceFilter::All => true,
+            TraceFilter::Workgroups(ids) => ids.contains(&linear),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -234,6 +274,7 @@ impl Dispatcher {
                 pool: Mutex::new(PoolState::default()),
                 pool_cv: Condvar::new(),
                 max_instructions,
+                trace: TraceFilter::from_env(),
             }),
         }
     }
@@ -377,6 +418,7 @@ impl Dispatcher {
             helpers_active: AtomicUsize::new(0),
             done: (Mutex::new(()), Condvar::new()),
             max_instructions: self.inner.max_instructions,
+            trace: self.inner.trace.clone(),
         })
     }
 
@@ -460,6 +502,7 @@ struct Job {
     helpers_active: AtomicUsize,
     done: (Mutex<()>, Condvar),
     max_instructions: u64,
+    trace: TraceFilter,
 }
 
 impl Job {
@@ -669,7 +712,13 @@ impl Job {
             wave.hw_id = (w as u32) & 0xF;
             wave.pc = self.entry;
         }
-        self.run_waves(&mut st.waves[..nwaves], &mut st.lds, id)
+        let trace = self.trace.traces(linear);
+        isa::set_trace(trace);
+        let r = self.run_waves(&mut st.waves[..nwaves], &mut st.lds, id);
+        if trace {
+            isa::set_trace(false);
+        }
+        r
     }
 
     /// Runs the waves of one workgroup cooperatively until all ended, meeting at

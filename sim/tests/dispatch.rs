@@ -278,7 +278,10 @@ fn unexecutable_instruction_names_itself_and_its_pc() {
     let pc = co.addr("illegal") + 4;
     assert_eq!(err.fault().unwrap().0.pc(), pc);
     let msg = err.to_string();
-    assert!(msg.contains("MIMG") && msg.contains("0xf0000f00") && msg.contains(&format!("{pc:#x}")), "{msg}");
+    assert!(
+        msg.contains("MIMG") && msg.contains("0xf0000f00") && msg.contains(&format!("{pc:#x}")),
+        "{msg}"
+    );
 }
 
 /// Runs `exchange` over `wgs` workgroups of 256 on `d` with `workers` threads.

@@ -26,8 +26,23 @@ fn image() -> Vec<u8> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/isa_kernels.s");
     let obj = dir.join("isa_kernels.o");
     let so = dir.join("isa_kernels.so");
-    clang(&["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-c", "-x", "assembler", src.to_str().unwrap(), "-o", obj.to_str().unwrap()]);
-    let st = std::process::Command::new("ld.lld-16").arg("-shared").arg(&obj).arg("-o").arg(&so).status().unwrap();
+    clang(&[
+        "--target=amdgcn-amd-amdhsa",
+        "-mcpu=gfx90a",
+        "-c",
+        "-x",
+        "assembler",
+        src.to_str().unwrap(),
+        "-o",
+        obj.to_str().unwrap(),
+    ]);
+    let st = std::process::Command::new("ld.lld-16")
+        .arg("-shared")
+        .arg(&obj)
+        .arg("-o")
+        .arg(&so)
+        .status()
+        .unwrap();
     assert!(st.success());
     let bytes = std::fs::read(so).unwrap();
     *g = Some(bytes.clone());
@@ -45,9 +60,28 @@ fn load_kernels(gpu: hsa_agent_t) -> hsa_executable_t {
     let mut r = hsa_code_object_reader_t { handle: 0 };
     let mut exe = hsa_executable_t { handle: 0 };
     unsafe {
-        assert_eq!(hsa_code_object_reader_create_from_memory(image.as_ptr() as *const c_void, image.len(), &mut r), 0);
-        assert_eq!(hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe), 0);
-        assert_eq!(hsa_executable_load_agent_code_object(exe, gpu, r, std::ptr::null(), std::ptr::null_mut()), 0);
+        assert_eq!(
+            hsa_code_object_reader_create_from_memory(
+                image.as_ptr() as *const c_void,
+                image.len(),
+                &mut r
+            ),
+            0
+        );
+        assert_eq!(
+            hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe),
+            0
+        );
+        assert_eq!(
+            hsa_executable_load_agent_code_object(
+                exe,
+                gpu,
+                r,
+                std::ptr::null(),
+                std::ptr::null_mut()
+            ),
+            0
+        );
         assert_eq!(hsa_executable_freeze(exe, std::ptr::null()), 0);
         assert_eq!(hsa_code_object_reader_destroy(r), 0);
     }
@@ -59,16 +93,42 @@ fn kernel(exe: hsa_executable_t, gpu: hsa_agent_t, name: &str) -> Kernel {
     let mut sym = hsa_executable_symbol_t { handle: 0 };
     let (mut object, mut group, mut private) = (0u64, 0u32, 0u32);
     unsafe {
-        assert_eq!(hsa_executable_get_symbol_by_name(exe, n.as_ptr(), &gpu, &mut sym), 0, "{name}");
-        hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &mut object as *mut _ as *mut c_void);
-        hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &mut group as *mut _ as *mut c_void);
-        hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &mut private as *mut _ as *mut c_void);
+        assert_eq!(
+            hsa_executable_get_symbol_by_name(exe, n.as_ptr(), &gpu, &mut sym),
+            0,
+            "{name}"
+        );
+        hsa_executable_symbol_get_info(
+            sym,
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+            &mut object as *mut _ as *mut c_void,
+        );
+        hsa_executable_symbol_get_info(
+            sym,
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+            &mut group as *mut _ as *mut c_void,
+        );
+        hsa_executable_symbol_get_info(
+            sym,
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
+            &mut private as *mut _ as *mut c_void,
+        );
     }
-    Kernel { object, group, private }
+    Kernel {
+        object,
+        group,
+        private,
+    }
 }
 
 /// A 1-D kernel dispatch packet (header written separately).
-fn dispatch_packet(k: &Kernel, workgroup: u16, grid: u32, kernarg: *mut u8, completion: hsa_signal_t) -> [u64; 8] {
+fn dispatch_packet(
+    k: &Kernel,
+    workgroup: u16,
+    grid: u32,
+    kernarg: *mut u8,
+    completion: hsa_signal_t,
+) -> [u64; 8] {
     let mut b = [0u8; 64];
     b[4..6].copy_from_slice(&workgroup.to_le_bytes());
     b[6..8].copy_from_slice(&1u16.to_le_bytes());
@@ -93,7 +153,10 @@ const KERNEL_HEADER: u32 = 0x0001_1402;
 
 fn timestamp() -> u64 {
     let mut t = 0u64;
-    assert_eq!(unsafe { hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &mut t as *mut _ as *mut c_void) }, 0);
+    assert_eq!(
+        unsafe { hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &mut t as *mut _ as *mut c_void) },
+        0
+    );
     t
 }
 
@@ -108,28 +171,62 @@ fn global_ids_written_by_a_kernel_with_profiling() {
     let fine = pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
     let n = 1000u32; // 15 full workgroups of 64 and a partial one
     let out = alloc(dev, 1024 * 4);
-    assert_eq!(unsafe { hsa_amd_memory_fill(out as *mut c_void, 0xFFFF_FFFF, 1024) }, 0);
+    assert_eq!(
+        unsafe { hsa_amd_memory_fill(out as *mut c_void, 0xFFFF_FFFF, 1024) },
+        0
+    );
     let kernarg = alloc(kernarg_pool, 64);
     unsafe { std::ptr::write(kernarg as *mut u64, out as u64) };
-    assert_eq!(unsafe { hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void) }, 0);
+    assert_eq!(
+        unsafe { hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void) },
+        0
+    );
     let q = queue(gpu, 64);
     assert_eq!(unsafe { hsa_amd_profiling_set_profiler_enabled(q, 1) }, 0);
     let done = signal(1);
     let before = timestamp();
-    submit(q, dispatch_packet(&gid, 64, n, kernarg, done), KERNEL_HEADER);
+    submit(
+        q,
+        dispatch_packet(&gid, 64, n, kernarg, done),
+        KERNEL_HEADER,
+    );
     wait_eq(done, 0);
     let after = timestamp();
     let mut t = hsa_amd_profiling_dispatch_time_t::default();
-    assert_eq!(unsafe { hsa_amd_profiling_get_dispatch_time(gpu, done, &mut t) }, 0);
-    assert!(before <= t.start && t.start <= t.end && t.end <= after, "{before} {t:?} {after}");
+    assert_eq!(
+        unsafe { hsa_amd_profiling_get_dispatch_time(gpu, done, &mut t) },
+        0
+    );
+    assert!(
+        before <= t.start && t.start <= t.end && t.end <= after,
+        "{before} {t:?} {after}"
+    );
     // Read back through an async copy into host memory, as a client must.
     let host = alloc(fine, 1024 * 4);
     let copied = signal(1);
-    assert_eq!(unsafe { hsa_amd_memory_async_copy(host as *mut c_void, gpu, out as *const c_void, gpu, 4096, 0, std::ptr::null(), copied) }, 0);
+    assert_eq!(
+        unsafe {
+            hsa_amd_memory_async_copy(
+                host as *mut c_void,
+                gpu,
+                out as *const c_void,
+                gpu,
+                4096,
+                0,
+                std::ptr::null(),
+                copied,
+            )
+        },
+        0
+    );
     wait_eq(copied, 0);
     let words = unsafe { std::slice::from_raw_parts(host as *const u32, 1024) };
     for (i, &w) in words.iter().enumerate() {
-        let expected = if (i as u32) < n { i as u32 } else { 0xFFFF_FFFF };
+        let expected = if (i as u32) < n {
+            i as u32
+        } else {
+            0xFFFF_FFFF
+        };
         assert_eq!(w, expected, "element {i}");
     }
     assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
@@ -153,19 +250,43 @@ fn chained_kernels_and_copies_on_two_queues() {
     unsafe {
         std::ptr::write(ka as *mut u64, out_a as u64);
         std::ptr::write(kb as *mut u64, out_b as u64);
-        assert_eq!(hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), ka as *const c_void), 0);
-        assert_eq!(hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kb as *const c_void), 0);
+        assert_eq!(
+            hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), ka as *const c_void),
+            0
+        );
+        assert_eq!(
+            hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kb as *const c_void),
+            0
+        );
     }
     let (q1, q2) = (queue(gpu, 64), queue(gpu, 64));
     let (s1, s2, s3, copied) = (signal(1), signal(1), signal(1), signal(1));
     let gate = signal(1);
-    submit(q1, barrier_packet(&[gate], hsa_signal_t { handle: 0 }), BARRIER_AND_HEADER);
+    submit(
+        q1,
+        barrier_packet(&[gate], hsa_signal_t { handle: 0 }),
+        BARRIER_AND_HEADER,
+    );
     submit(q1, dispatch_packet(&gid, 64, 256, ka, s1), KERNEL_HEADER);
     submit(q2, barrier_packet(&[s1], s2), BARRIER_AND_HEADER);
     submit(q2, dispatch_packet(&gid, 128, 512, kb, s3), KERNEL_HEADER);
     // The copy of out_a into out_b's upper half waits for the second kernel.
     let dst = out_b.wrapping_add(2048);
-    assert_eq!(unsafe { hsa_amd_memory_async_copy(dst as *mut c_void, gpu, out_a as *const c_void, gpu, 1024, 1, &s3, copied) }, 0);
+    assert_eq!(
+        unsafe {
+            hsa_amd_memory_async_copy(
+                dst as *mut c_void,
+                gpu,
+                out_a as *const c_void,
+                gpu,
+                1024,
+                1,
+                &s3,
+                copied,
+            )
+        },
+        0
+    );
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(hsa_signal_load_scacquire(copied), 1);
     hsa_signal_store_screlease(gate, 0);
@@ -175,7 +296,11 @@ fn chained_kernels_and_copies_on_two_queues() {
         assert_eq!(b[i], i as u32);
     }
     for i in 0..256 {
-        assert_eq!(b[512 + i], i as u32, "copied after the second kernel, not before");
+        assert_eq!(
+            b[512 + i],
+            i as u32,
+            "copied after the second kernel, not before"
+        );
     }
     for q in [q1, q2] {
         assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
@@ -190,7 +315,10 @@ unsafe extern "C" fn on_event(e: *const hsa_amd_event_t, data: *mut c_void) -> h
     let raw = unsafe { std::slice::from_raw_parts(e as *const u8, 32) };
     let u32_at = |o: usize| u32::from_le_bytes(raw[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(raw[o..o + 8].try_into().unwrap());
-    EVENTS.lock().unwrap().push((u32_at(0), u64_at(8), u64_at(16), u32_at(24)));
+    EVENTS
+        .lock()
+        .unwrap()
+        .push((u32_at(0), u64_at(8), u64_at(16), u32_at(24)));
     HSA_STATUS_ERROR // as both LLVM plugins' handlers do; the device must not abort the host
 }
 
@@ -207,11 +335,33 @@ unsafe extern "C" fn on_queue_error(status: hsa_status_t, q: *mut hsa_queue_t, d
     seen.calls.fetch_add(1, Ordering::SeqCst);
 }
 
-fn faulting_dispatch(gpu: hsa_agent_t, k: &Kernel, kernarg: *mut u8) -> (u32, hsa_signal_t, *mut hsa_queue_t, Box<Seen>) {
-    let seen = Box::new(Seen { status: AtomicU32::new(0), calls: AtomicUsize::new(0), queue: AtomicU64::new(0) });
+fn faulting_dispatch(
+    gpu: hsa_agent_t,
+    k: &Kernel,
+    kernarg: *mut u8,
+) -> (u32, hsa_signal_t, *mut hsa_queue_t, Box<Seen>) {
+    let seen = Box::new(Seen {
+        status: AtomicU32::new(0),
+        calls: AtomicUsize::new(0),
+        queue: AtomicU64::new(0),
+    });
     let mut q: *mut hsa_queue_t = std::ptr::null_mut();
     let data = &*seen as *const Seen as *mut c_void;
-    assert_eq!(unsafe { hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, Some(on_queue_error), data, u32::MAX, u32::MAX, &mut q) }, 0);
+    assert_eq!(
+        unsafe {
+            hsa_queue_create(
+                gpu,
+                64,
+                HSA_QUEUE_TYPE_MULTI,
+                Some(on_queue_error),
+                data,
+                u32::MAX,
+                u32::MAX,
+                &mut q,
+            )
+        },
+        0
+    );
     let done = signal(1);
     let after = signal(1);
     submit(q, dispatch_packet(k, 64, 64, kernarg, done), KERNEL_HEADER);
@@ -224,8 +374,16 @@ fn faulting_dispatch(gpu: hsa_agent_t, k: &Kernel, kernarg: *mut u8) -> (u32, hs
     assert_eq!(seen.calls.load(Ordering::SeqCst), 1);
     assert_eq!(seen.queue.load(Ordering::SeqCst), q as u64);
     std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(hsa_signal_load_scacquire(done), 1, "a failed dispatch does not signal completion");
-    assert_eq!(hsa_signal_load_scacquire(after), 1, "an inactive queue consumes nothing more");
+    assert_eq!(
+        hsa_signal_load_scacquire(done),
+        1,
+        "a failed dispatch does not signal completion"
+    );
+    assert_eq!(
+        hsa_signal_load_scacquire(after),
+        1,
+        "an inactive queue consumes nothing more"
+    );
     (seen.status.load(Ordering::SeqCst), done, q, seen)
 }
 
@@ -233,15 +391,24 @@ fn faulting_dispatch(gpu: hsa_agent_t, k: &Kernel, kernarg: *mut u8) -> (u32, hs
 fn kernel_faults_are_reported_and_the_host_survives() {
     let _s = Session::open();
     let gpu = gpus()[0];
-    assert_eq!(unsafe { hsa_amd_register_system_event_handler(Some(on_event), 0xE0E0 as *mut c_void) }, 0);
+    assert_eq!(
+        unsafe { hsa_amd_register_system_event_handler(Some(on_event), 0xE0E0 as *mut c_void) },
+        0
+    );
     let exe = load_kernels(gpu);
     // A store to an address no allocation covers: memory fault event + queue callback.
-    let (status, _, q, _seen) = faulting_dispatch(gpu, &kernel(exe, gpu, "bad_store"), std::ptr::null_mut());
+    let (status, _, q, _seen) =
+        faulting_dispatch(gpu, &kernel(exe, gpu, "bad_store"), std::ptr::null_mut());
     assert_eq!(status, HSA_STATUS_ERROR_MEMORY_FAULT);
     let events = EVENTS.lock().unwrap().clone();
     let agent = gpu.handle;
     assert!(
-        events.iter().any(|&(ty, a, addr, reason)| ty == HSA_AMD_GPU_MEMORY_FAULT_EVENT && a == agent && addr == 0x1230 && reason & HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT as u32 != 0),
+        events.iter().any(
+            |&(ty, a, addr, reason)| ty == HSA_AMD_GPU_MEMORY_FAULT_EVENT
+                && a == agent
+                && addr == 0x1230
+                && reason & HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT as u32 != 0
+        ),
         "{events:x?}"
     );
     assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
@@ -250,26 +417,49 @@ fn kernel_faults_are_reported_and_the_host_survives() {
     let kernarg_pool = pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT);
     let kernarg = alloc(kernarg_pool, 64);
     let (status, _, q, _seen) = faulting_dispatch(gpu, &gid, kernarg);
-    assert_eq!(status, HSA_STATUS_ERROR_MEMORY_FAULT, "kernarg memory needs hsa_amd_agents_allow_access");
-    assert!(EVENTS.lock().unwrap().iter().any(|&(_, _, addr, _)| addr == kernarg as u64));
+    assert_eq!(
+        status, HSA_STATUS_ERROR_MEMORY_FAULT,
+        "kernarg memory needs hsa_amd_agents_allow_access"
+    );
+    assert!(EVENTS
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|&(_, _, addr, _)| addr == kernarg as u64));
     assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
     // s_trap: an exception through the queue callback.
-    let (status, _, q, _seen) = faulting_dispatch(gpu, &kernel(exe, gpu, "trap"), std::ptr::null_mut());
+    let (status, _, q, _seen) =
+        faulting_dispatch(gpu, &kernel(exe, gpu, "trap"), std::ptr::null_mut());
     assert_eq!(status, HSA_STATUS_ERROR_EXCEPTION);
     assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
     // An instruction the engine cannot execute: illegal instruction, never a guess.
-    let (status, _, q, _seen) = faulting_dispatch(gpu, &kernel(exe, gpu, "illegal"), std::ptr::null_mut());
+    let (status, _, q, _seen) =
+        faulting_dispatch(gpu, &kernel(exe, gpu, "illegal"), std::ptr::null_mut());
     assert_eq!(status, HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION);
     assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
     // A kernel object that is not a kernel descriptor.
-    let bogus = Kernel { object: 0x10, group: 0, private: 0 };
+    let bogus = Kernel {
+        object: 0x10,
+        group: 0,
+        private: 0,
+    };
     let (status, _, q, _seen) = faulting_dispatch(gpu, &bogus, std::ptr::null_mut());
     assert_ne!(status, HSA_STATUS_SUCCESS);
     assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
     // The runtime is still fully usable afterwards.
     let q = queue(gpu, 64);
     let done = signal(1);
-    submit(q, dispatch_packet(&kernel(exe, gpu, "empty"), 64, 640, std::ptr::null_mut(), done), KERNEL_HEADER);
+    submit(
+        q,
+        dispatch_packet(
+            &kernel(exe, gpu, "empty"),
+            64,
+            640,
+            std::ptr::null_mut(),
+            done,
+        ),
+        KERNEL_HEADER,
+    );
     wait_eq(done, 0);
     assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
     assert_eq!(hsa_executable_destroy(exe), 0);

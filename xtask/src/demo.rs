@@ -18,7 +18,12 @@ use std::time::Instant;
 /// `LIBOMPTARGET_INFO` bits: plugin kernel launches (0x10) and data transfers (0x20).
 const INFO_FLAGS: &str = "48";
 
-fn step<T>(n: usize, total: usize, what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+fn step<T>(
+    n: usize,
+    total: usize,
+    what: &str,
+    f: impl FnOnce() -> Result<T, String>,
+) -> Result<T, String> {
     print!("[{n}/{total}] {what} ... ");
     let _ = std::io::stdout().flush();
     let t0 = Instant::now();
@@ -49,7 +54,9 @@ struct Report {
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let start = line.find(key)? + key.len();
     let rest = &line[start..];
-    let end = rest.find(|c: char| c == ',' || c.is_whitespace()).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| c == ',' || c.is_whitespace())
+        .unwrap_or(rest.len());
     Some(&rest[..end])
 }
 
@@ -69,9 +76,13 @@ fn parse_info(stderr: &str) -> Report {
                 *k.geometry.entry((blocks, threads, mode)).or_default() += 1;
             }
         } else if line.contains("Copying data from host to device") {
-            r.to_device += field(line, "Size=").and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+            r.to_device += field(line, "Size=")
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
         } else if line.contains("Copying data from device to host") {
-            r.from_device += field(line, "Size=").and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+            r.from_device += field(line, "Size=")
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
         }
     }
     r
@@ -79,7 +90,12 @@ fn parse_info(stderr: &str) -> Report {
 
 fn device_description() -> String {
     let tool = std::path::Path::new(LLVM_BIN).join("llvm-omp-device-info");
-    let out = match run_captured(&tool, &[], Mode::Offload(Plugin::Ours, Device::Virtual), &[]) {
+    let out = match run_captured(
+        &tool,
+        &[],
+        Mode::Offload(Plugin::Ours, Device::Virtual),
+        &[],
+    ) {
         Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
         Err(e) => return format!("(llvm-omp-device-info failed: {e})"),
     };
@@ -88,9 +104,15 @@ fn device_description() -> String {
             .find(|l| l.trim_start().starts_with(key))
             .map(|l| l.trim_start()[key.len()..].trim().to_string())
     };
-    match (get("Device Name:"), get("Product Name:"), get("Compute Units:")) {
+    match (
+        get("Device Name:"),
+        get("Product Name:"),
+        get("Compute Units:"),
+    ) {
         (Some(n), Some(p), Some(c)) => format!("{n} ({p}), {c} compute units"),
-        _ => "a gfx90a agent (llvm-omp-device-info printed no properties through our plugin)".into(),
+        _ => {
+            "a gfx90a agent (llvm-omp-device-info printed no properties through our plugin)".into()
+        }
     }
 }
 
@@ -100,40 +122,80 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
         return Err(format!("demo takes no arguments (got {a:?})"));
     }
     let src = workspace_root().join("examples/stencil_heat.c");
-    println!("omptarget-amdgpu demo: {} through our plugin on the virtual gfx90a", "examples/stencil_heat.c");
+    println!(
+        "omptarget-amdgpu demo: {} through our plugin on the virtual gfx90a",
+        "examples/stencil_heat.c"
+    );
     let total = 5;
-    step(1, total, "installing the system packages it needs", crate::setup::ensure_packages)?;
-    step(2, total, "building and staging the plugin and the virtual device", || crate::stage::stage().map(|_| ()))?;
-    let binary = step(3, total, "compiling examples/stencil_heat.c with clang-16 for gfx90a", || compile(&src, "-O2"))?;
+    step(
+        1,
+        total,
+        "installing the system packages it needs",
+        crate::setup::ensure_packages,
+    )?;
+    step(
+        2,
+        total,
+        "building and staging the plugin and the virtual device",
+        || crate::stage::stage().map(|_| ()),
+    )?;
+    let binary = step(
+        3,
+        total,
+        "compiling examples/stencil_heat.c with clang-16 for gfx90a",
+        || compile(&src, "-O2"),
+    )?;
     let t0 = Instant::now();
-    let host = step(4, total, "running it on the host (OMP_TARGET_OFFLOAD=DISABLED)", || {
-        run_captured(&binary, &[], Mode::Host, &[])
-    })?;
+    let host = step(
+        4,
+        total,
+        "running it on the host (OMP_TARGET_OFFLOAD=DISABLED)",
+        || run_captured(&binary, &[], Mode::Host, &[]),
+    )?;
     let host_time = t0.elapsed().as_secs_f64();
     let t0 = Instant::now();
-    let dev = step(5, total, "running it through our plugin on the virtual gfx90a (MANDATORY)", || {
-        run_captured(
-            &binary,
-            &[],
-            Mode::Offload(Plugin::Ours, Device::Virtual),
-            &[("LIBOMPTARGET_INFO", INFO_FLAGS), ("OMP_TARGET_OFFLOAD", "MANDATORY")],
-        )
-    })?;
+    let dev = step(
+        5,
+        total,
+        "running it through our plugin on the virtual gfx90a (MANDATORY)",
+        || {
+            run_captured(
+                &binary,
+                &[],
+                Mode::Offload(Plugin::Ours, Device::Virtual),
+                &[
+                    ("LIBOMPTARGET_INFO", INFO_FLAGS),
+                    ("OMP_TARGET_OFFLOAD", "MANDATORY"),
+                ],
+            )
+        },
+    )?;
     let dev_time = t0.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&dev.stderr);
     let report = parse_info(&stderr);
     println!();
     println!("device:        {}", device_description());
     let launches: usize = report.kernels.values().map(|k| k.launches).sum();
-    println!("kernels:       {launches} launches of {} kernels", report.kernels.len());
+    println!(
+        "kernels:       {launches} launches of {} kernels",
+        report.kernels.len()
+    );
     for (name, k) in &report.kernels {
         for ((blocks, threads, mode), n) in &k.geometry {
             println!("  {name}: {n} x ({blocks} teams x {threads} threads, {mode})");
         }
     }
-    println!("bytes moved:   {} host->device, {} device->host", report.to_device, report.from_device);
-    println!("times:         host {host_time:.3} s, virtual gfx90a {dev_time:.3} s (whole program runs)");
-    let same = host.status.success() && dev.status.success() && host.stdout == dev.stdout && !host.stdout.is_empty();
+    println!(
+        "bytes moved:   {} host->device, {} device->host",
+        report.to_device, report.from_device
+    );
+    println!(
+        "times:         host {host_time:.3} s, virtual gfx90a {dev_time:.3} s (whole program runs)"
+    );
+    let same = host.status.success()
+        && dev.status.success()
+        && host.stdout == dev.stdout
+        && !host.stdout.is_empty();
     let lines = String::from_utf8_lossy(&host.stdout).lines().count();
     if same {
         println!("result:        identical to the host's output ({lines} lines)");
@@ -141,10 +203,21 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
         Ok(())
     } else {
         println!("result:        differs from the host's output");
-        println!("--- host (exit {:?})\n{}", host.status.code(), String::from_utf8_lossy(&host.stdout));
-        println!("--- virtual gfx90a (exit {:?})\n{}", dev.status.code(), String::from_utf8_lossy(&dev.stdout));
+        println!(
+            "--- host (exit {:?})\n{}",
+            host.status.code(),
+            String::from_utf8_lossy(&host.stdout)
+        );
+        println!(
+            "--- virtual gfx90a (exit {:?})\n{}",
+            dev.status.code(),
+            String::from_utf8_lossy(&dev.stdout)
+        );
         let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
-        println!("--- last stderr lines of the device run\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+        println!(
+            "--- last stderr lines of the device run\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
         println!("FAIL");
         Err("the device run did not reproduce the host's output".into())
     }

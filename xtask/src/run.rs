@@ -54,11 +54,17 @@ pub const DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
 
 /// Compiles `src` (C or C++) for the host and gfx90a into `target/xtask-run/`.
 pub fn compile(src: &Path, opt: &str) -> Result<PathBuf, String> {
-    let stem = src.file_stem().and_then(|s| s.to_str()).ok_or("the source has no file name")?;
+    let stem = src
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or("the source has no file name")?;
     let dir = target_dir().join("xtask-run");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let out = dir.join(format!("{stem}{opt}"));
-    let cpp = matches!(src.extension().and_then(|e| e.to_str()), Some("cpp" | "cc" | "cxx"));
+    let cpp = matches!(
+        src.extension().and_then(|e| e.to_str()),
+        Some("cpp" | "cc" | "cxx")
+    );
     let compiler = if cpp { "clang++-16" } else { "clang-16" };
     let path = format!("{LLVM_BIN}:{}", std::env::var("PATH").unwrap_or_default());
     let output = Command::new(compiler)
@@ -74,7 +80,11 @@ pub fn compile(src: &Path, opt: &str) -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("cannot run {compiler}: {e}"))?;
     if !output.status.success() {
-        return Err(format!("{compiler} failed on {}:\n{}", src.display(), String::from_utf8_lossy(&output.stderr)));
+        return Err(format!(
+            "{compiler} failed on {}:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
     }
     Ok(out)
 }
@@ -112,7 +122,12 @@ pub fn command(binary: &Path, args: &[String], mode: Mode) -> Command {
 }
 
 /// Runs `binary` in `mode` and captures its output.
-pub fn run_captured(binary: &Path, args: &[String], mode: Mode, extra_env: &[(&str, &str)]) -> Result<Output, String> {
+pub fn run_captured(
+    binary: &Path,
+    args: &[String],
+    mode: Mode,
+    extra_env: &[(&str, &str)],
+) -> Result<Output, String> {
     let mut cmd = command(binary, args, mode);
     for (k, v) in extra_env {
         cmd.env(k, v);
@@ -166,7 +181,11 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     if !host {
         stage()?;
     }
-    let mode = if host { Mode::Host } else { Mode::Offload(plugin, device) };
+    let mode = if host {
+        Mode::Host
+    } else {
+        Mode::Offload(plugin, device)
+    };
     let status = command(&binary, &program_args, mode)
         .status()
         .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;

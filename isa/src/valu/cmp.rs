@@ -1,0 +1,145 @@
+//! VOPC and its VOP3 form: compares and `v_cmp_class`, producing a lane mask in VCC
+//! or an SGPR pair (and in EXEC for `v_cmpx_*`, which on GFX9 also writes the
+//! destination). Lanes outside EXEC produce 0. Signalling and quiet forms differ only
+//! in exceptions, which the engine does not raise.
+//!
+//! Opcode layout (gfx90a-encoding.md section 7.9): 0x10–0x15 class, 0x20/0x40/0x60
+//! f16/f32/f64 with 16 conditions (+0x10 cmpx), 0xA0/0xC0/0xE0 16/32/64-bit integers
+//! with 8 conditions, signed then unsigned (+0x10 cmpx).
+
+use crate::error::Fault;
+use crate::wave::WAVE_SIZE;
+
+use super::fp::{class_bit, class_bit16, h2f};
+use super::Exe;
+
+/// Float compare condition `c`: f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru.
+/// The negated forms are true for unordered operands.
+#[inline]
+#[allow(clippy::nonminimal_bool, clippy::neg_cmp_op_on_partial_ord)]
+fn fcmp<F: PartialOrd + Copy>(a: F, b: F, c: u32) -> bool {
+    let unordered = a.partial_cmp(&b).is_none();
+    match c {
+        0 => false,
+        1 => a < b,
+        2 => a == b,
+        3 => a <= b,
+        4 => a > b,
+        5 => a < b || a > b,
+        6 => a >= b,
+        7 => !unordered,
+        8 => unordered,
+        9 => !(a >= b),
+        10 => !(a < b || a > b),
+        11 => !(a > b),
+        12 => !(a <= b),
+        13 => !(a == b),
+        14 => !(a < b),
+        _ => true,
+    }
+}
+
+/// Integer compare condition `c`: f lt eq le gt ne ge t.
+#[inline]
+fn icmp<T: Ord>(a: T, b: T, c: u32) -> bool {
+    match c {
+        0 => false,
+        1 => a < b,
+        2 => a == b,
+        3 => a <= b,
+        4 => a > b,
+        5 => a != b,
+        6 => a >= b,
+        _ => true,
+    }
+}
+
+fn mask(f: impl Fn(usize) -> bool) -> u64 {
+    let mut m = 0u64;
+    for l in 0..WAVE_SIZE {
+        m |= u64::from(f(l)) << l;
+    }
+    m
+}
+
+/// Executes one compare.
+pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
+    let n = x.i.op as u16;
+    let cond = u32::from(n & 0xF);
+    let (m, cmpx) = match n {
+        0x10..=0x15 => {
+            let bits = x.u32(1);
+            let m = match n {
+                0x10 | 0x11 => {
+                    let a = x.f32_raw(0);
+                    mask(|l| class_bit(a[l]) & bits[l] != 0)
+                }
+                0x12 | 0x13 => {
+                    let a = x.f64_raw(0);
+                    mask(|l| class_bit(a[l]) & bits[l] != 0)
+                }
+                _ => {
+                    let a = x.h16_raw(0);
+                    mask(|l| class_bit16(a[l]) & bits[l] != 0)
+                }
+            };
+            (m, n & 1 == 1)
+        }
+        0x20..=0x3F => {
+            let a = x.h16(0);
+            let b = x.h16(1);
+            (mask(|l| fcmp(h2f(a[l]), h2f(b[l]), cond)), n >= 0x30)
+        }
+        0x40..=0x5F => {
+            let a = x.f32(0);
+            let b = x.f32(1);
+            (mask(|l| fcmp(a[l], b[l], cond)), n >= 0x50)
+        }
+        0x60..=0x7F => {
+            let a = x.f64(0);
+            let b = x.f64(1);
+            (mask(|l| fcmp(a[l], b[l], cond)), n >= 0x70)
+        }
+        0xA0..=0xBF => {
+            let a = x.u16(0);
+            let b = x.u16(1);
+            let c = cond & 7;
+            let m = if n & 8 == 0 {
+                mask(|l| icmp(a[l] as i16, b[l] as i16, c))
+            } else {
+                mask(|l| icmp(a[l], b[l], c))
+            };
+            (m, n & 0x10 != 0)
+        }
+        0xC0..=0xDF => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let c = cond & 7;
+            let m = if n & 8 == 0 {
+                mask(|l| icmp(a[l] as i32, b[l] as i32, c))
+            } else {
+                mask(|l| icmp(a[l], b[l], c))
+            };
+            (m, n & 0x10 != 0)
+        }
+        0xE0..=0xFF => {
+            let signed = n & 8 == 0;
+            let a = x.u64(0, signed);
+            let b = x.u64(1, signed);
+            let c = cond & 7;
+            let m = if signed {
+                mask(|l| icmp(a[l] as i64, b[l] as i64, c))
+            } else {
+                mask(|l| icmp(a[l], b[l], c))
+            };
+            (m, n & 0x10 != 0)
+        }
+        _ => return Err(x.unsup("not a compare opcode")),
+    };
+    let m = m & x.exec;
+    x.out_mask(m);
+    if cmpx {
+        x.w.set_exec(m);
+    }
+    Ok(())
+}

@@ -1,0 +1,1291 @@
+//! VOP1, VOP2 and VOP3 (non-compare) operations.
+//!
+//! Conventions (AMD MI200 ISA): `rev` ops take the shift amount / subtrahend in src0;
+//! integer CLAMP saturates add/sub/mad results; f32 `v_mad`/`v_mac` (and the f16 and
+//! legacy forms) are unfused and always flush denormals; `v_fma`/`v_fmac` round once;
+//! 16-bit results zero the high half except the GFX9 op_sel ops (`v_mad_f16`,
+//! `v_fma_f16`, `v_div_fixup_f16`, `v_mad_u16/i16`, `v_mac_f16`, madmk/madak f16,
+//! the 16-bit min3/max3/med3 and `v_add/sub_i16`), which keep the other half.
+
+use crate::error::Fault;
+use crate::generated::opcodes::VopOp as O;
+use crate::wave::{VReg, WAVE_SIZE};
+
+use super::fp::{self, d2h, f2h, fmax, fmed3, fmin, h2d, h2f, nan_of, Fl, QNAN32};
+use super::{lanes, Exe, F32s, H16s, V64};
+
+fn u1(x: &mut Exe, f: impl Fn(u32) -> u32) {
+    let a = x.u32(0);
+    let r: VReg = lanes(|l| f(a[l]));
+    x.out32(&r);
+}
+
+fn u2(x: &mut Exe, f: impl Fn(u32, u32) -> u32) {
+    let a = x.u32(0);
+    let b = x.u32(1);
+    let r: VReg = lanes(|l| f(a[l], b[l]));
+    x.out32(&r);
+}
+
+fn u3(x: &mut Exe, f: impl Fn(u32, u32, u32) -> u32) {
+    let a = x.u32(0);
+    let b = x.u32(1);
+    let c = x.u32(2);
+    let r: VReg = lanes(|l| f(a[l], b[l], c[l]));
+    x.out32(&r);
+}
+
+fn f1(x: &mut Exe, f: impl Fn(f32) -> f32) {
+    let a = x.f32(0);
+    x.outf32(lanes(|l| f(a[l])));
+}
+
+fn f2(x: &mut Exe, f: impl Fn(f32, f32) -> f32) {
+    let a = x.f32(0);
+    let b = x.f32(1);
+    x.outf32(lanes(|l| f(a[l], b[l])));
+}
+
+fn f3(x: &mut Exe, f: impl Fn(f32, f32, f32) -> f32) {
+    let a = x.f32(0);
+    let b = x.f32(1);
+    let c = x.f32(2);
+    x.outf32(lanes(|l| f(a[l], b[l], c[l])));
+}
+
+fn d1(x: &mut Exe, f: impl Fn(f64) -> f64) {
+    let a = x.f64(0);
+    x.outf64(lanes(|l| f(a[l])));
+}
+
+fn d2(x: &mut Exe, f: impl Fn(f64, f64) -> f64) {
+    let a = x.f64(0);
+    let b = x.f64(1);
+    x.outf64(lanes(|l| f(a[l], b[l])));
+}
+
+fn h1(x: &mut Exe, preserve: bool, f: impl Fn(u16) -> u16) {
+    let a = x.h16(0);
+    x.outf16(lanes(|l| f(a[l])), preserve);
+}
+
+fn h2(x: &mut Exe, preserve: bool, f: impl Fn(u16, u16) -> u16) {
+    let a = x.h16(0);
+    let b = x.h16(1);
+    x.outf16(lanes(|l| f(a[l], b[l])), preserve);
+}
+
+fn h3(x: &mut Exe, preserve: bool, f: impl Fn(u16, u16, u16) -> u16) {
+    let a = x.h16(0);
+    let b = x.h16(1);
+    let c = x.h16(2);
+    x.outf16(lanes(|l| f(a[l], b[l], c[l])), preserve);
+}
+
+/// 16-bit integer op on the OP_SEL-selected halves.
+fn i2(x: &mut Exe, preserve: bool, f: impl Fn(u16, u16) -> u16) {
+    let a = x.u16(0);
+    let b = x.u16(1);
+    let r: H16s = lanes(|l| f(a[l], b[l]));
+    x.out16(&r, preserve);
+}
+
+fn i3(x: &mut Exe, preserve: bool, f: impl Fn(u16, u16, u16) -> u16) {
+    let a = x.u16(0);
+    let b = x.u16(1);
+    let c = x.u16(2);
+    let r: H16s = lanes(|l| f(a[l], b[l], c[l]));
+    x.out16(&r, preserve);
+}
+
+/// f16 binary arithmetic through exact f64 and one rounding.
+fn hop(a: u16, b: u16, f: impl Fn(f64, f64) -> f64) -> u16 {
+    let (x, y) = (h2d(a), h2d(b));
+    d2h(nan_of(f(x, y), &[x, y]), false)
+}
+
+/// Unary f16 function through f64 (special values pass through `f`).
+fn hfn(a: u16, f: impl Fn(f64) -> f64) -> u16 {
+    let x = h2d(a);
+    d2h(nan_of(f(x), &[x]), false)
+}
+
+/// f16 min/max/med3 through f32 (exact), keeping NaN rules.
+fn hsel(a: u16, b: u16, f: impl Fn(f32, f32) -> f32) -> u16 {
+    f2h(f(h2f(a), h2f(b)), false)
+}
+
+/// `v_mbcnt_*` thread mask: lanes below `l` within the low (or high) 32 lanes.
+fn below(l: usize, hi: bool) -> u32 {
+    let n = if hi { l.saturating_sub(32) } else { l.min(32) };
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
+    }
+}
+
+fn sext24(v: u32) -> i64 {
+    i64::from(((v << 8) as i32) >> 8)
+}
+
+fn bfe32(v: u32, off: u32, width: u32, signed: bool) -> u32 {
+    if width == 0 {
+        return 0;
+    }
+    if off + width < 32 {
+        let field = (v >> off) & ((1u32 << width) - 1);
+        if signed {
+            (((field << (32 - width)) as i32) >> (32 - width)) as u32
+        } else {
+            field
+        }
+    } else if signed {
+        ((v as i32) >> off) as u32
+    } else {
+        v >> off
+    }
+}
+
+/// `v_perm_b32`: each selector byte picks a byte of {src0, src1} (src1 = bytes 0–3),
+/// a sign byte (8–11), 0x00 (12) or 0xFF (13+).
+fn perm_b32(a: u32, b: u32, sel: u32) -> u32 {
+    let bytes = (u64::from(a) << 32) | u64::from(b);
+    let mut out = 0u32;
+    for k in 0..4 {
+        let s = (sel >> (8 * k)) & 0xFF;
+        let byte = match s {
+            0..=7 => ((bytes >> (8 * s)) & 0xFF) as u32,
+            8..=11 => {
+                let src = 2 * (s - 8) + 1;
+                if (bytes >> (8 * src + 7)) & 1 == 1 {
+                    0xFF
+                } else {
+                    0
+                }
+            }
+            12 => 0,
+            _ => 0xFF,
+        };
+        out |= byte << (8 * k);
+    }
+    out
+}
+
+/// Sum of absolute byte differences, skipping (masked) bytes where `b`'s byte is 0.
+fn sad_bytes(a: u32, b: u32, masked: bool) -> u32 {
+    (0..4)
+        .map(|k| {
+            let (x, y) = ((a >> (8 * k)) & 0xFF, (b >> (8 * k)) & 0xFF);
+            if masked && y == 0 {
+                0
+            } else {
+                x.abs_diff(y)
+            }
+        })
+        .sum()
+}
+
+/// `v_frexp_*` of a finite non-zero f64: mantissa in [0.5, 1) and exponent.
+fn frexp(x: f64) -> (f64, i32) {
+    if x == 0.0 || !x.is_finite() {
+        return (x, 0);
+    }
+    let (y, adj) = if x.abs() < f64::MIN_POSITIVE {
+        (x * fp::pow2(64), 64)
+    } else {
+        (x, 0)
+    };
+    let b = y.to_bits();
+    let e = ((b >> 52) & 0x7FF) as i32;
+    let m = f64::from_bits((b & !(0x7FFu64 << 52)) | (1022u64 << 52));
+    (m, e - 1022 - adj)
+}
+
+/// sin(2π·x) (`cos`: cos(2π·x)) with x in revolutions, reduced exactly by quarters.
+fn sincos_rev(x: f64, cos: bool) -> f64 {
+    if !x.is_finite() {
+        return f64::NAN;
+    }
+    if x == 0.0 {
+        return if cos { 1.0 } else { x };
+    }
+    let q = (x * 4.0).round();
+    let t = x - q * 0.25;
+    let quadrant = (q.rem_euclid(4.0) as i32 + i32::from(cos)) & 3;
+    let a = std::f64::consts::TAU * t;
+    match quadrant {
+        0 => a.sin(),
+        1 => a.cos(),
+        2 => -a.sin(),
+        _ => -a.cos(),
+    }
+}
+
+/// Saturating f → integer (NaN → 0), after rounding with `r`.
+fn to_i32(v: f64) -> u32 {
+    v as i32 as u32
+}
+
+fn to_u32(v: f64) -> u32 {
+    v as u32
+}
+
+/// Snorm16 / unorm16 of a float (round to nearest even, clamped, NaN → 0).
+fn snorm16(v: f64) -> u16 {
+    if v.is_nan() {
+        return 0;
+    }
+    (v.clamp(-1.0, 1.0) * 32767.0).round_ties_even() as i16 as u16
+}
+
+fn unorm16(v: f64) -> u16 {
+    if v.is_nan() {
+        return 0;
+    }
+    (v.clamp(0.0, 1.0) * 65535.0).round_ties_even() as u16
+}
+
+/// Unfused f32 multiply-add with denormal flush of inputs, product and result
+/// (`v_mad_f32`, `v_mac_f32`, madmk/madak); `legacy`: 0 · anything = +0.
+fn mad32(a: f32, b: f32, c: f32, legacy: bool) -> f32 {
+    let (a, b, c) = (a.ftz(), b.ftz(), c.ftz());
+    let p = if legacy && (a == 0.0 || b == 0.0) {
+        0.0
+    } else {
+        nan_of(a * b, &[a, b]).ftz()
+    };
+    let r = p + c;
+    if r.is_nan() {
+        return nan_of(r, &[a, b, c]);
+    }
+    r.ftz()
+}
+
+/// Unfused f16 multiply-add with denormal flush (`v_mad_f16`, `v_mac_f16`).
+fn mad16(a: u16, b: u16, c: u16) -> u16 {
+    let (a, b, c) = (fp::ftz16(a), fp::ftz16(b), fp::ftz16(c));
+    let p = fp::ftz16(hop(a, b, |x, y| x * y));
+    fp::ftz16(hop(p, c, |x, y| x + y))
+}
+
+/// Fused f16 multiply-add (one rounding).
+fn fma16(a: u16, b: u16, c: u16) -> u16 {
+    let (x, y, z) = (h2d(a), h2d(b), h2d(c));
+    d2h(nan_of(fp::fma_rto(x, y, z), &[x, y, z]), false)
+}
+
+fn sat_u16(v: i64) -> u16 {
+    v.clamp(0, 0xFFFF) as u16
+}
+
+fn sat_i16(v: i64) -> u16 {
+    v.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16 as u16
+}
+
+/// Integer ops accept CLAMP (saturation) only where the ISA defines it.
+fn int_clamp_ok(op: O) -> bool {
+    matches!(
+        op,
+        O::VAddCoU32
+            | O::VSubCoU32
+            | O::VSubrevCoU32
+            | O::VAddcCoU32
+            | O::VSubbCoU32
+            | O::VSubbrevCoU32
+            | O::VAddU32
+            | O::VSubU32
+            | O::VSubrevU32
+            | O::VAddI32
+            | O::VSubI32
+            | O::VAddU16
+            | O::VSubU16
+            | O::VSubrevU16
+            | O::VAddI16
+            | O::VSubI16
+            | O::VMadU64U32
+            | O::VMadI64I32
+            | O::VMadU32U24
+            | O::VMadI32I24
+            | O::VMadU16
+            | O::VMadI16
+            | O::VMadLegacyU16
+            | O::VMadLegacyI16
+            | O::VMadU32U16
+            | O::VMadI32I16
+            | O::VSadU8
+            | O::VSadHiU8
+            | O::VSadU16
+            | O::VSadU32
+            | O::VMsadU8
+    )
+}
+
+/// Whether an op's results are floats (OMOD/CLAMP apply as float modifiers).
+fn is_float(op: O) -> bool {
+    let mn = op.mnemonic();
+    let int_result = mn.starts_with("v_cvt_i")
+        || mn.starts_with("v_cvt_u")
+        || mn.starts_with("v_cvt_flr")
+        || mn.starts_with("v_cvt_rpi")
+        || mn.starts_with("v_cvt_pk")
+        || mn.starts_with("v_cvt_norm")
+        || mn.starts_with("v_frexp_exp")
+        || mn.starts_with("v_div_scale")
+        || mn.starts_with("v_mbcnt")
+        || mn.starts_with("v_pack");
+    !int_result && (mn.contains("_f16") || mn.contains("_f32") || mn.contains("_f64"))
+}
+
+/// Executes one non-compare VALU operation.
+pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
+    let op = x.i.op;
+    if (x.i.clamp || x.i.omod != 0) && !is_float(op) {
+        let dots = matches!(
+            op,
+            O::VDot2cF32F16 | O::VDot2cI32I16 | O::VDot4cI32I8 | O::VDot8cI32I4
+        );
+        if x.i.omod != 0 || !(int_clamp_ok(op) || dots) {
+            return Err(x.unsup("CLAMP/OMOD on this integer operation"));
+        }
+    }
+    let clamp = x.i.clamp;
+    let ieee = x.fp.ieee;
+    match op {
+        O::VNop | O::VClrexcp => {}
+        // ---- moves and lane ops --------------------------------------------------
+        O::VMovB32 | O::VAccvgprMovB32 => {
+            let a = x.f32_raw(0);
+            x.out32(&a.map(f32::to_bits));
+        }
+        O::VCndmaskB32 => {
+            let a = x.f32_raw(0);
+            let b = x.f32_raw(1);
+            let m = x.scalar(2);
+            let r: VReg = lanes(|l| {
+                if (m >> l) & 1 == 1 {
+                    b[l].to_bits()
+                } else {
+                    a[l].to_bits()
+                }
+            });
+            x.out32(&r);
+        }
+        O::VReadfirstlaneB32 => {
+            let a = x.u32(0);
+            let exec = x.exec;
+            let lane = if exec == 0 {
+                0
+            } else {
+                exec.trailing_zeros() as usize
+            };
+            x.out_mask(u64::from(a[lane]));
+        }
+        O::VReadlaneB32 => {
+            let a = x.u32(0);
+            let lane = (x.scalar(1) & 63) as usize;
+            x.out_mask(u64::from(a[lane]));
+        }
+        O::VWritelaneB32 => {
+            let v = x.scalar(0) as u32;
+            let lane = x.scalar(1) & 63;
+            // Writes the lane whatever EXEC says.
+            x.exec = 1 << lane;
+            x.out32(&[v; WAVE_SIZE]);
+        }
+        O::VSwapB32 => {
+            let (Some(d), Some(s)) = (x.i.vdst, x.i.src[0]) else {
+                return Err(x.unsup("v_swap_b32 needs two VGPRs"));
+            };
+            let a = x.w.vread(&d, 0, x.ctx);
+            let b = x.w.vread(&s, 0, x.ctx);
+            x.w.vwrite(&d, 0, &b, x.exec);
+            x.w.vwrite(&s, 0, &a, x.exec);
+        }
+        // ---- 32-bit integer ------------------------------------------------------
+        O::VNotB32 => u1(x, |a| !a),
+        O::VBfrevB32 => u1(x, u32::reverse_bits),
+        O::VFfbhU32 => u1(x, |a| if a == 0 { u32::MAX } else { a.leading_zeros() }),
+        O::VFfblB32 => u1(x, |a| if a == 0 { u32::MAX } else { a.trailing_zeros() }),
+        O::VFfbhI32 => u1(x, |a| {
+            let s = a as i32;
+            if s == 0 || s == -1 {
+                u32::MAX
+            } else if s < 0 {
+                (!a).leading_zeros()
+            } else {
+                a.leading_zeros()
+            }
+        }),
+        O::VAddU32 | O::VAddCoU32 | O::VAddcCoU32 => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let cin = if op == O::VAddcCoU32 { x.scalar(2) } else { 0 };
+            let s: V64 = lanes(|l| u64::from(a[l]) + u64::from(b[l]) + ((cin >> l) & 1));
+            let carry = mask_of(&s, |v| v >> 32 != 0);
+            let r: VReg = lanes(|l| {
+                if clamp && s[l] >> 32 != 0 {
+                    u32::MAX
+                } else {
+                    s[l] as u32
+                }
+            });
+            x.out32(&r);
+            let e = x.exec;
+            x.out_sdst(carry & e);
+        }
+        O::VSubU32
+        | O::VSubrevU32
+        | O::VSubCoU32
+        | O::VSubrevCoU32
+        | O::VSubbCoU32
+        | O::VSubbrevCoU32 => {
+            let (a, b) = match op {
+                O::VSubrevU32 | O::VSubrevCoU32 | O::VSubbrevCoU32 => (x.u32(1), x.u32(0)),
+                _ => (x.u32(0), x.u32(1)),
+            };
+            let cin = if matches!(op, O::VSubbCoU32 | O::VSubbrevCoU32) {
+                x.scalar(2)
+            } else {
+                0
+            };
+            let d: [i64; WAVE_SIZE] =
+                lanes(|l| i64::from(a[l]) - i64::from(b[l]) - ((cin >> l) & 1) as i64);
+            let borrow = mask_of(&d, |v| v < 0);
+            let r: VReg = lanes(|l| if clamp && d[l] < 0 { 0 } else { d[l] as u32 });
+            x.out32(&r);
+            let e = x.exec;
+            x.out_sdst(borrow & e);
+        }
+        O::VAddI32 | O::VSubI32 => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let sub = op == O::VSubI32;
+            let r: VReg = lanes(|l| {
+                let (p, q) = (i64::from(a[l] as i32), i64::from(b[l] as i32));
+                let v = if sub { p - q } else { p + q };
+                if clamp {
+                    v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
+                } else {
+                    v as u32
+                }
+            });
+            x.out32(&r);
+        }
+        O::VAndB32 => u2(x, |a, b| a & b),
+        O::VOrB32 => u2(x, |a, b| a | b),
+        O::VXorB32 => u2(x, |a, b| a ^ b),
+        O::VXnorB32 => u2(x, |a, b| !(a ^ b)),
+        O::VLshlrevB32 => u2(x, |a, b| b << (a & 31)),
+        O::VLshrrevB32 => u2(x, |a, b| b >> (a & 31)),
+        O::VAshrrevI32 => u2(x, |a, b| ((b as i32) >> (a & 31)) as u32),
+        O::VMinI32 => u2(x, |a, b| (a as i32).min(b as i32) as u32),
+        O::VMaxI32 => u2(x, |a, b| (a as i32).max(b as i32) as u32),
+        O::VMinU32 => u2(x, u32::min),
+        O::VMaxU32 => u2(x, u32::max),
+        O::VMulLoU32 => u2(x, u32::wrapping_mul),
+        O::VMulHiU32 => u2(x, |a, b| ((u64::from(a) * u64::from(b)) >> 32) as u32),
+        O::VMulHiI32 => u2(x, |a, b| {
+            ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32
+        }),
+        O::VMulU32U24 => u2(x, |a, b| (a & 0xFF_FFFF).wrapping_mul(b & 0xFF_FFFF)),
+        O::VMulHiU32U24 => u2(x, |a, b| {
+            ((u64::from(a & 0xFF_FFFF) * u64::from(b & 0xFF_FFFF)) >> 32) as u32
+        }),
+        O::VMulI32I24 => u2(x, |a, b| (sext24(a) * sext24(b)) as u32),
+        O::VMulHiI32I24 => u2(x, |a, b| ((sext24(a) * sext24(b)) >> 32) as u32),
+        O::VBfmB32 => u2(x, |a, b| {
+            ((1u64 << (a & 31)) as u32).wrapping_sub(1) << (b & 31)
+        }),
+        O::VBcntU32B32 => u2(x, |a, b| a.count_ones().wrapping_add(b)),
+        O::VMbcntLoU32B32 | O::VMbcntHiU32B32 => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let hi = op == O::VMbcntHiU32B32;
+            let r: VReg = lanes(|l| (a[l] & below(l, hi)).count_ones().wrapping_add(b[l]));
+            x.out32(&r);
+        }
+        O::VBfeU32 => u3(x, |a, b, c| bfe32(a, b & 31, c & 31, false)),
+        O::VBfeI32 => u3(x, |a, b, c| bfe32(a, b & 31, c & 31, true)),
+        O::VBfiB32 => u3(x, |a, b, c| (a & b) | (!a & c)),
+        O::VAlignbitB32 => u3(x, |a, b, c| {
+            ((u64::from(a) << 32 | u64::from(b)) >> (c & 31)) as u32
+        }),
+        O::VAlignbyteB32 => u3(x, |a, b, c| {
+            ((u64::from(a) << 32 | u64::from(b)) >> (8 * (c & 3))) as u32
+        }),
+        O::VLshlAddU32 => u3(x, |a, b, c| (a << (b & 31)).wrapping_add(c)),
+        O::VAddLshlU32 => u3(x, |a, b, c| a.wrapping_add(b) << (c & 31)),
+        O::VAdd3U32 => u3(x, |a, b, c| a.wrapping_add(b).wrapping_add(c)),
+        O::VLshlOrB32 => u3(x, |a, b, c| (a << (b & 31)) | c),
+        O::VAndOrB32 => u3(x, |a, b, c| (a & b) | c),
+        O::VOr3B32 => u3(x, |a, b, c| a | b | c),
+        O::VXadU32 => u3(x, |a, b, c| (a ^ b).wrapping_add(c)),
+        O::VMadU32U24 => u3(x, |a, b, c| {
+            let v = u64::from(a & 0xFF_FFFF) * u64::from(b & 0xFF_FFFF) + u64::from(c);
+            if clamp {
+                v.min(u64::from(u32::MAX)) as u32
+            } else {
+                v as u32
+            }
+        }),
+        O::VMadI32I24 => u3(x, |a, b, c| {
+            let v = sext24(a) * sext24(b) + i64::from(c as i32);
+            if clamp {
+                v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32
+            } else {
+                v as u32
+            }
+        }),
+        O::VMin3I32 => u3(x, |a, b, c| (a as i32).min(b as i32).min(c as i32) as u32),
+        O::VMax3I32 => u3(x, |a, b, c| (a as i32).max(b as i32).max(c as i32) as u32),
+        O::VMin3U32 => u3(x, |a, b, c| a.min(b).min(c)),
+        O::VMax3U32 => u3(x, |a, b, c| a.max(b).max(c)),
+        O::VMed3I32 => u3(x, |a, b, c| {
+            let (a, b, c) = (a as i32, b as i32, c as i32);
+            a.max(b).min(a.min(b).max(c)) as u32
+        }),
+        O::VMed3U32 => u3(x, |a, b, c| a.max(b).min(a.min(b).max(c))),
+        O::VPermB32 => u3(x, perm_b32),
+        O::VLerpU8 => u3(x, |a, b, c| {
+            (0..4).fold(0u32, |acc, k| {
+                let (p, q, r) = (
+                    (a >> (8 * k)) & 0xFF,
+                    (b >> (8 * k)) & 0xFF,
+                    (c >> (8 * k)) & 1,
+                );
+                acc | (((p + q + r) >> 1) & 0xFF) << (8 * k)
+            })
+        }),
+        O::VSadU8 | O::VSadHiU8 | O::VSadU16 | O::VSadU32 | O::VMsadU8 => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let c = x.u32(2);
+            let r: VReg = lanes(|l| {
+                let (p, q) = (a[l], b[l]);
+                let s = match op {
+                    O::VSadU8 => u64::from(sad_bytes(p, q, false)),
+                    O::VMsadU8 => u64::from(sad_bytes(p, q, true)),
+                    O::VSadHiU8 => u64::from(sad_bytes(p, q, false)) << 16,
+                    O::VSadU16 => {
+                        u64::from((p & 0xFFFF).abs_diff(q & 0xFFFF) + (p >> 16).abs_diff(q >> 16))
+                    }
+                    _ => u64::from(p.abs_diff(q)),
+                };
+                let v = s + u64::from(c[l]);
+                if clamp {
+                    v.min(u64::from(u32::MAX)) as u32
+                } else {
+                    v as u32
+                }
+            });
+            x.out32(&r);
+        }
+        O::VQsadPkU16U8 | O::VMqsadPkU16U8 => {
+            let a = x.u64(0, false);
+            let b = x.u32(1);
+            let c = x.u64(2, false);
+            let masked = op == O::VMqsadPkU16U8;
+            let r: V64 = lanes(|l| {
+                (0..4).fold(0u64, |acc, k| {
+                    let win = (a[l] >> (8 * k)) as u32;
+                    let s = u64::from(sad_bytes(win, b[l], masked)) + ((c[l] >> (16 * k)) & 0xFFFF);
+                    let s = if clamp { s.min(0xFFFF) } else { s & 0xFFFF };
+                    acc | s << (16 * k)
+                })
+            });
+            x.out64(&r);
+        }
+        O::VMqsadU32U8 => {
+            let a = x.u64(0, false);
+            let b = x.u32(1);
+            let Some(d) = x.i.vdst else { return Ok(()) };
+            let cs: Vec<VReg> = (0..4)
+                .map(|k| match x.i.src[2] {
+                    Some(op2) => x.w.vread(&op2, k, x.ctx),
+                    None => [0; WAVE_SIZE],
+                })
+                .collect();
+            for k in 0..4 {
+                let r: VReg = lanes(|l| {
+                    let win = (a[l] >> (8 * k)) as u32;
+                    let s = u64::from(sad_bytes(win, b[l], true)) + u64::from(cs[k][l]);
+                    if clamp {
+                        s.min(u64::from(u32::MAX)) as u32
+                    } else {
+                        s as u32
+                    }
+                });
+                let e = x.exec;
+                x.w.vwrite(&d, k, &r, e);
+            }
+        }
+        O::VMadU64U32 | O::VMadI64I32 => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let c = x.u64(2, false);
+            let signed = op == O::VMadI64I32;
+            let mut carry = 0u64;
+            let mut r = [0u64; WAVE_SIZE];
+            for l in 0..WAVE_SIZE {
+                let (v, o) = if signed {
+                    let p =
+                        i128::from(a[l] as i32) * i128::from(b[l] as i32) + i128::from(c[l] as i64);
+                    let sat = p.clamp(i128::from(i64::MIN), i128::from(i64::MAX));
+                    (if clamp { sat as u64 } else { p as u64 }, sat != p)
+                } else {
+                    let p = u128::from(a[l]) * u128::from(b[l]) + u128::from(c[l]);
+                    let o = p >> 64 != 0;
+                    (if clamp && o { u64::MAX } else { p as u64 }, o)
+                };
+                r[l] = v;
+                carry |= u64::from(o) << l;
+            }
+            x.out64(&r);
+            let e = x.exec;
+            x.out_sdst(carry & e);
+        }
+        O::VLshlrevB64 | O::VLshrrevB64 | O::VAshrrevI64 => {
+            let a = x.u32(0);
+            let b = x.u64(1, false);
+            let r: V64 = lanes(|l| {
+                let s = a[l] & 63;
+                match op {
+                    O::VLshlrevB64 => b[l] << s,
+                    O::VLshrrevB64 => b[l] >> s,
+                    _ => ((b[l] as i64) >> s) as u64,
+                }
+            });
+            x.out64(&r);
+        }
+        // ---- 16-bit integer --------------------------------------------------------
+        O::VAddU16 => i2(x, false, |a, b| {
+            let v = i64::from(a) + i64::from(b);
+            if clamp {
+                sat_u16(v)
+            } else {
+                v as u16
+            }
+        }),
+        O::VSubU16 | O::VSubrevU16 => {
+            let rev = op == O::VSubrevU16;
+            i2(x, false, |a, b| {
+                let (p, q) = if rev { (b, a) } else { (a, b) };
+                let v = i64::from(p) - i64::from(q);
+                if clamp {
+                    sat_u16(v)
+                } else {
+                    v as u16
+                }
+            })
+        }
+        O::VAddI16 | O::VSubI16 => {
+            let sub = op == O::VSubI16;
+            i2(x, true, |a, b| {
+                let (p, q) = (i64::from(a as i16), i64::from(b as i16));
+                let v = if sub { p - q } else { p + q };
+                if clamp {
+                    sat_i16(v)
+                } else {
+                    v as u16
+                }
+            })
+        }
+        O::VMulLoU16 => i2(x, false, u16::wrapping_mul),
+        O::VLshlrevB16 => i2(x, false, |a, b| b << (a & 15)),
+        O::VLshrrevB16 => i2(x, false, |a, b| b >> (a & 15)),
+        O::VAshrrevI16 => i2(x, false, |a, b| ((b as i16) >> (a & 15)) as u16),
+        O::VMaxU16 => i2(x, false, u16::max),
+        O::VMinU16 => i2(x, false, u16::min),
+        O::VMaxI16 => i2(x, false, |a, b| (a as i16).max(b as i16) as u16),
+        O::VMinI16 => i2(x, false, |a, b| (a as i16).min(b as i16) as u16),
+        O::VMin3I16 => i3(x, true, |a, b, c| {
+            (a as i16).min(b as i16).min(c as i16) as u16
+        }),
+        O::VMax3I16 => i3(x, true, |a, b, c| {
+            (a as i16).max(b as i16).max(c as i16) as u16
+        }),
+        O::VMed3I16 => i3(x, true, |a, b, c| {
+            let (a, b, c) = (a as i16, b as i16, c as i16);
+            a.max(b).min(a.min(b).max(c)) as u16
+        }),
+        O::VMin3U16 => i3(x, true, |a, b, c| a.min(b).min(c)),
+        O::VMax3U16 => i3(x, true, |a, b, c| a.max(b).max(c)),
+        O::VMed3U16 => i3(x, true, |a, b, c| a.max(b).min(a.min(b).max(c))),
+        O::VMadU16 | O::VMadLegacyU16 => i3(x, op == O::VMadU16, |a, b, c| {
+            let v = i64::from(a) * i64::from(b) + i64::from(c);
+            if clamp {
+                sat_u16(v)
+            } else {
+                v as u16
+            }
+        }),
+        O::VMadI16 | O::VMadLegacyI16 => i3(x, op == O::VMadI16, |a, b, c| {
+            let v = i64::from(a as i16) * i64::from(b as i16) + i64::from(c as i16);
+            if clamp {
+                sat_i16(v)
+            } else {
+                v as u16
+            }
+        }),
+        O::VMadU32U16 | O::VMadI32I16 => {
+            let a = x.u16(0);
+            let b = x.u16(1);
+            let c = x.u32(2);
+            let signed = op == O::VMadI32I16;
+            let r: VReg = lanes(|l| {
+                if signed {
+                    let v =
+                        i64::from(a[l] as i16) * i64::from(b[l] as i16) + i64::from(c[l] as i32);
+                    if clamp {
+                        v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32
+                    } else {
+                        v as u32
+                    }
+                } else {
+                    let v = u64::from(a[l]) * u64::from(b[l]) + u64::from(c[l]);
+                    if clamp {
+                        v.min(u64::from(u32::MAX)) as u32
+                    } else {
+                        v as u32
+                    }
+                }
+            });
+            x.out32(&r);
+        }
+        O::VSatPkU8I16 => u1(x, |a| {
+            let sat = |h: u32| ((h as u16 as i16).clamp(0, 255)) as u32;
+            sat(a & 0xFFFF) | sat(a >> 16) << 8
+        }),
+        O::VCvtPkU16U32 => u2(x, |a, b| a.min(0xFFFF) | b.min(0xFFFF) << 16),
+        O::VCvtPkI16I32 => u2(x, |a, b| {
+            let s = |v: u32| u32::from((v as i32).clamp(-32768, 32767) as i16 as u16);
+            s(a) | s(b) << 16
+        }),
+        // ---- dot products (VOP2, accumulate into VDST) ------------------------------
+        O::VDot2cF32F16 => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let acc = x.dst_old(0);
+            let r: F32s = lanes(|l| {
+                let p0 = h2d(a[l] as u16) * h2d(b[l] as u16);
+                let p1 = h2d((a[l] >> 16) as u16) * h2d((b[l] >> 16) as u16);
+                let c = f64::from(f32::from_bits(acc[l]));
+                fp::add_rto(fp::add_rto(p0, p1), c) as f32
+            });
+            x.outf32(r);
+        }
+        O::VDot2cI32I16 | O::VDot4cI32I8 | O::VDot8cI32I4 => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let acc = x.dst_old(0);
+            let (n, bits) = match op {
+                O::VDot2cI32I16 => (2, 16),
+                O::VDot4cI32I8 => (4, 8),
+                _ => (8, 4),
+            };
+            let r: VReg = lanes(|l| {
+                let mut s = i64::from(acc[l] as i32);
+                for k in 0..n {
+                    let pa = sext_field(a[l], bits * k, bits);
+                    let pb = sext_field(b[l], bits * k, bits);
+                    s += pa * pb;
+                }
+                if clamp {
+                    s.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32
+                } else {
+                    s as u32
+                }
+            });
+            x.out32(&r);
+        }
+        O::VPkFmacF16 => {
+            let a = x.u32(0);
+            let b = x.u32(1);
+            let acc = x.dst_old(0);
+            let r: VReg = lanes(|l| {
+                let lo = fma16(a[l] as u16, b[l] as u16, acc[l] as u16);
+                let hi = fma16(
+                    (a[l] >> 16) as u16,
+                    (b[l] >> 16) as u16,
+                    (acc[l] >> 16) as u16,
+                );
+                u32::from(lo) | u32::from(hi) << 16
+            });
+            x.out32(&r);
+        }
+        // ---- f32 arithmetic ----------------------------------------------------------
+        O::VAddF32 => f2(x, |a, b| nan_of(a + b, &[a, b])),
+        O::VSubF32 => f2(x, |a, b| nan_of(a - b, &[a, b])),
+        O::VSubrevF32 => f2(x, |a, b| nan_of(b - a, &[a, b])),
+        O::VMulF32 => f2(x, |a, b| nan_of(a * b, &[a, b])),
+        O::VMulLegacyF32 => f2(x, |a, b| {
+            if a == 0.0 || b == 0.0 {
+                0.0
+            } else {
+                nan_of(a * b, &[a, b])
+            }
+        }),
+        O::VMinF32 => f2(x, |a, b| fmin(a, b, ieee)),
+        O::VMaxF32 => f2(x, |a, b| fmax(a, b, ieee)),
+        O::VMin3F32 => f3(x, |a, b, c| fmin(fmin(a, b, ieee), c, ieee)),
+        O::VMax3F32 => f3(x, |a, b, c| fmax(fmax(a, b, ieee), c, ieee)),
+        O::VMed3F32 => f3(x, |a, b, c| fmed3(a, b, c, ieee)),
+        O::VFmaF32 => f3(x, fp::fma32),
+        O::VFmacF32 => {
+            let a = x.f32(0);
+            let b = x.f32(1);
+            let acc = x.dst_old(0);
+            let flush = x.fp.flush_in32();
+            x.outf32(lanes(|l| {
+                let c = f32::from_bits(acc[l]);
+                fp::fma32(a[l], b[l], if flush { c.ftz() } else { c })
+            }));
+        }
+        O::VMadF32 | O::VMadmkF32 | O::VMadakF32 | O::VMadLegacyF32 => {
+            let legacy = op == O::VMadLegacyF32;
+            let a = x.f32_raw(0);
+            let b = x.f32_raw(1);
+            let c = x.f32_raw(2);
+            x.outf32_flush(lanes(|l| mad32(a[l], b[l], c[l], legacy)), true);
+        }
+        O::VMacF32 => {
+            let a = x.f32_raw(0);
+            let b = x.f32_raw(1);
+            let acc = x.dst_old(0);
+            x.outf32_flush(
+                lanes(|l| mad32(a[l], b[l], f32::from_bits(acc[l]), false)),
+                true,
+            );
+        }
+        O::VLdexpF32 => {
+            let a = x.f32(0);
+            let b = x.u32(1);
+            x.outf32(
+                lanes(|l| fp::ldexp_f64(f64::from(a[l]), b[l] as i32) as f32).map(|v| {
+                    if v.is_nan() {
+                        v.quiet()
+                    } else {
+                        v
+                    }
+                }),
+            );
+        }
+        O::VRcpF32 | O::VRcpIflagF32 => f1(x, |a| nan_of(1.0 / a, &[a])),
+        O::VRsqF32 => f1(x, |a| nan_of((1.0 / f64::from(a).sqrt()) as f32, &[a])),
+        O::VSqrtF32 => f1(x, |a| nan_of(a.sqrt(), &[a])),
+        O::VExpF32 => f1(x, |a| nan_of(f64::from(a).exp2() as f32, &[a])),
+        O::VLogF32 => f1(x, |a| nan_of(f64::from(a).log2() as f32, &[a])),
+        O::VSinF32 => f1(x, |a| nan_of(sincos_rev(f64::from(a), false) as f32, &[a])),
+        O::VCosF32 => f1(x, |a| nan_of(sincos_rev(f64::from(a), true) as f32, &[a])),
+        O::VFloorF32 => f1(x, |a| nan_of(a.floor(), &[a])),
+        O::VCeilF32 => f1(x, |a| nan_of(a.ceil(), &[a])),
+        O::VTruncF32 => f1(x, |a| nan_of(a.trunc(), &[a])),
+        O::VRndneF32 => f1(x, |a| nan_of(a.round_ties_even(), &[a])),
+        O::VFractF32 => f1(x, |a| nan_of(fract(a - a.floor(), 0x3F7F_FFFF), &[a])),
+        O::VFrexpMantF32 => f1(x, |a| {
+            if a.is_nan() {
+                a.quiet()
+            } else {
+                frexp(f64::from(a)).0 as f32
+            }
+        }),
+        O::VFrexpExpI32F32 => {
+            let a = x.f32(0);
+            let r: VReg = lanes(|l| frexp(f64::from(a[l])).1 as u32);
+            x.out32(&r);
+        }
+        O::VDivScaleF32 => {
+            let (s0, d, n) = (x.f32(0), x.f32(1), x.f32(2));
+            let mut vcc = 0u64;
+            let mut r = [0f32; WAVE_SIZE];
+            for l in 0..WAVE_SIZE {
+                let (v, c) = fp::div_scale(s0[l], d[l], n[l]);
+                r[l] = v;
+                vcc |= u64::from(c) << l;
+            }
+            x.outf32_flush(r, false);
+            let e = x.exec;
+            x.out_sdst(vcc & e);
+        }
+        O::VDivFmasF32 => {
+            let (a, b, c) = (x.f32(0), x.f32(1), x.f32(2));
+            let vcc = x.w.vcc();
+            x.outf32(lanes(|l| {
+                let k = if (vcc >> l) & 1 == 0 {
+                    0
+                } else if c[l].exp_field() > 127 {
+                    64
+                } else {
+                    -64
+                };
+                let r = fp::fma_rto(f64::from(a[l]), f64::from(b[l]), f64::from(c[l]));
+                let r = (r * fp::pow2(k)) as f32;
+                if r.is_nan() {
+                    nan_of(r, &[a[l], b[l], c[l]])
+                } else {
+                    r
+                }
+            }));
+        }
+        O::VDivFixupF32 => f3(x, fp::div_fixup),
+        O::VCubeidF32 | O::VCubescF32 | O::VCubetcF32 | O::VCubemaF32 => {
+            return Err(x.unsup("cube-map operations are graphics-only and not executed"))
+        }
+        // ---- f64 arithmetic ----------------------------------------------------------
+        O::VAddF64 => d2(x, |a, b| nan_of(a + b, &[a, b])),
+        O::VMulF64 => d2(x, |a, b| nan_of(a * b, &[a, b])),
+        O::VMinF64 => d2(x, |a, b| fmin(a, b, ieee)),
+        O::VMaxF64 => d2(x, |a, b| fmax(a, b, ieee)),
+        O::VFmaF64 => {
+            let (a, b, c) = (x.f64(0), x.f64(1), x.f64(2));
+            x.outf64(lanes(|l| {
+                nan_of(a[l].mul_add(b[l], c[l]), &[a[l], b[l], c[l]])
+            }));
+        }
+        O::VFmacF64 => {
+            let a = x.f64(0);
+            let b = x.f64(1);
+            let (lo, hi) = (x.dst_old(0), x.dst_old(1));
+            let flush = x.fp.flush_in64();
+            x.outf64(lanes(|l| {
+                let c = f64::from_bits(u64::from(lo[l]) | u64::from(hi[l]) << 32);
+                let c = if flush { c.ftz() } else { c };
+                nan_of(a[l].mul_add(b[l], c), &[a[l], b[l], c])
+            }));
+        }
+        O::VLdexpF64 => {
+            let a = x.f64(0);
+            let b = x.u32(1);
+            x.outf64(lanes(|l| {
+                if a[l].is_nan() {
+                    a[l].quiet()
+                } else {
+                    fp::ldexp_f64(a[l], b[l] as i32)
+                }
+            }));
+        }
+        O::VRcpF64 => d1(x, |a| nan_of(1.0 / a, &[a])),
+        O::VRsqF64 => d1(x, |a| nan_of(1.0 / a.sqrt(), &[a])),
+        O::VSqrtF64 => d1(x, |a| nan_of(a.sqrt(), &[a])),
+        O::VFloorF64 => d1(x, |a| nan_of(a.floor(), &[a])),
+        O::VCeilF64 => d1(x, |a| nan_of(a.ceil(), &[a])),
+        O::VTruncF64 => d1(x, |a| nan_of(a.trunc(), &[a])),
+        O::VRndneF64 => d1(x, |a| nan_of(a.round_ties_even(), &[a])),
+        O::VFractF64 => d1(x, |a| {
+            nan_of(fract(a - a.floor(), 0x3FEF_FFFF_FFFF_FFFF), &[a])
+        }),
+        O::VFrexpMantF64 => d1(x, |a| if a.is_nan() { a.quiet() } else { frexp(a).0 }),
+        O::VFrexpExpI32F64 => {
+            let a = x.f64(0);
+            let r: VReg = lanes(|l| frexp(a[l]).1 as u32);
+            x.out32(&r);
+        }
+        O::VDivScaleF64 => {
+            let (s0, d, n) = (x.f64(0), x.f64(1), x.f64(2));
+            let mut vcc = 0u64;
+            let mut r = [0f64; WAVE_SIZE];
+            for l in 0..WAVE_SIZE {
+                let (v, c) = fp::div_scale(s0[l], d[l], n[l]);
+                r[l] = v;
+                vcc |= u64::from(c) << l;
+            }
+            let bits: V64 = r.map(f64::to_bits);
+            x.out64(&bits);
+            let e = x.exec;
+            x.out_sdst(vcc & e);
+        }
+        O::VDivFmasF64 => {
+            let (a, b, c) = (x.f64(0), x.f64(1), x.f64(2));
+            let vcc = x.w.vcc();
+            x.outf64(lanes(|l| {
+                let r = nan_of(a[l].mul_add(b[l], c[l]), &[a[l], b[l], c[l]]);
+                if (vcc >> l) & 1 == 0 || r.is_nan() {
+                    r
+                } else if c[l].exp_field() > 1023 {
+                    r * fp::pow2(128)
+                } else {
+                    fp::ldexp_f64(r, -128)
+                }
+            }));
+        }
+        O::VDivFixupF64 => {
+            let (q, d, n) = (x.f64(0), x.f64(1), x.f64(2));
+            x.outf64(lanes(|l| fp::div_fixup(q[l], d[l], n[l])));
+        }
+        O::VTrigPreopF64 => {
+            let a = x.f64(0);
+            let s = x.u32(1);
+            x.outf64(lanes(|l| fp::trig_preop(a[l], s[l])));
+        }
+        // ---- conversions ---------------------------------------------------------------
+        O::VCvtI32F32 => {
+            let a = x.f32(0);
+            x.out32(&lanes(|l| to_i32(f64::from(a[l]))));
+        }
+        O::VCvtU32F32 => {
+            let a = x.f32(0);
+            x.out32(&lanes(|l| to_u32(f64::from(a[l]))));
+        }
+        O::VCvtRpiI32F32 => {
+            let a = x.f32(0);
+            x.out32(&lanes(|l| to_i32(f64::from((a[l] + 0.5).floor()))));
+        }
+        O::VCvtFlrI32F32 => {
+            let a = x.f32(0);
+            x.out32(&lanes(|l| to_i32(f64::from(a[l].floor()))));
+        }
+        O::VCvtI32F64 => {
+            let a = x.f64(0);
+            x.out32(&lanes(|l| to_i32(a[l])));
+        }
+        O::VCvtU32F64 => {
+            let a = x.f64(0);
+            x.out32(&lanes(|l| to_u32(a[l])));
+        }
+        O::VCvtF32I32 => {
+            let a = x.u32(0);
+            x.outf32(lanes(|l| a[l] as i32 as f32));
+        }
+        O::VCvtF32U32 => {
+            let a = x.u32(0);
+            x.outf32(lanes(|l| a[l] as f32));
+        }
+        O::VCvtF64I32 => {
+            let a = x.u32(0);
+            x.outf64(lanes(|l| f64::from(a[l] as i32)));
+        }
+        O::VCvtF64U32 => {
+            let a = x.u32(0);
+            x.outf64(lanes(|l| f64::from(a[l])));
+        }
+        O::VCvtF32F64 => {
+            let a = x.f64(0);
+            x.outf32(lanes(|l| {
+                if a[l].is_nan() {
+                    f32::from_bits(QNAN32 | ((a[l].to_bits() >> 29) as u32 & 0x3F_FFFF))
+                        .copysign(if a[l].is_sign_negative() { -1.0 } else { 1.0 })
+                } else {
+                    a[l] as f32
+                }
+            }));
+        }
+        O::VCvtF64F32 => {
+            let a = x.f32(0);
+            x.outf64(lanes(|l| {
+                if a[l].is_nan() {
+                    f64::from(a[l].quiet())
+                } else {
+                    f64::from(a[l])
+                }
+            }));
+        }
+        O::VCvtF32Ubyte0 | O::VCvtF32Ubyte1 | O::VCvtF32Ubyte2 | O::VCvtF32Ubyte3 => {
+            let sh = 8 * (op as u16 - O::VCvtF32Ubyte0 as u16) as u32;
+            let a = x.u32(0);
+            x.outf32(lanes(|l| ((a[l] >> sh) & 0xFF) as f32));
+        }
+        O::VCvtOffF32I4 => {
+            let a = x.u32(0);
+            x.outf32(lanes(|l| (((a[l] << 28) as i32) >> 28) as f32 / 16.0));
+        }
+        O::VCvtF32F16 => {
+            let a = x.h16(0);
+            x.outf32(lanes(|l| {
+                let v = h2f(a[l]);
+                if v.is_nan() {
+                    v.quiet()
+                } else {
+                    v
+                }
+            }));
+        }
+        O::VCvtF16F32 => {
+            let a = x.f32(0);
+            x.outf16(lanes(|l| f2h(a[l], false)), false);
+        }
+        O::VCvtPkrtzF16F32 => {
+            let a = x.f32(0);
+            let b = x.f32(1);
+            let lo = x.post16(lanes(|l| f2h(a[l], true)), 0, false);
+            let hi = x.post16(lanes(|l| f2h(b[l], true)), 0, false);
+            let r: VReg = lanes(|l| u32::from(lo[l]) | u32::from(hi[l]) << 16);
+            x.out32(&r);
+        }
+        O::VCvtF16U16 => {
+            let a = x.u16(0);
+            x.outf16(lanes(|l| d2h(f64::from(a[l]), false)), false);
+        }
+        O::VCvtF16I16 => {
+            let a = x.u16(0);
+            x.outf16(lanes(|l| d2h(f64::from(a[l] as i16), false)), false);
+        }
+        O::VCvtU16F16 => {
+            let a = x.h16(0);
+            let r: H16s = lanes(|l| h2d(a[l]) as u16);
+            x.out16(&r, false);
+        }
+        O::VCvtI16F16 => {
+            let a = x.h16(0);
+            let r: H16s = lanes(|l| h2d(a[l]) as i16 as u16);
+            x.out16(&r, false);
+        }
+        O::VCvtNormI16F16 => {
+            let a = x.h16(0);
+            let r: H16s = lanes(|l| snorm16(h2d(a[l])));
+            x.out16(&r, false);
+        }
+        O::VCvtNormU16F16 => {
+            let a = x.h16(0);
+            let r: H16s = lanes(|l| unorm16(h2d(a[l])));
+            x.out16(&r, false);
+        }
+        O::VCvtPknormI16F32 | O::VCvtPknormU16F32 => {
+            let a = x.f32(0);
+            let b = x.f32(1);
+            let f = if op == O::VCvtPknormI16F32 {
+                snorm16
+            } else {
+                unorm16
+            };
+            let r: VReg =
+                lanes(|l| u32::from(f(f64::from(a[l]))) | u32::from(f(f64::from(b[l]))) << 16);
+            x.out32(&r);
+        }
+        O::VCvtPknormI16F16 | O::VCvtPknormU16F16 => {
+            let a = x.h16(0);
+            let b = x.h16(1);
+            let f = if op == O::VCvtPknormI16F16 {
+                snorm16
+            } else {
+                unorm16
+            };
+            let r: VReg = lanes(|l| u32::from(f(h2d(a[l]))) | u32::from(f(h2d(b[l]))) << 16);
+            x.out32(&r);
+        }
+        O::VCvtPkU8F32 => {
+            let a = x.f32(0);
+            let s = x.u32(1);
+            let d = x.u32(2);
+            let r: VReg = lanes(|l| {
+                let v = if a[l].is_nan() {
+                    0
+                } else {
+                    a[l].round_ties_even().clamp(0.0, 255.0) as u32
+                };
+                let sh = 8 * (s[l] & 3);
+                (d[l] & !(0xFF << sh)) | v << sh
+            });
+            x.out32(&r);
+        }
+        O::VPackB32F16 => {
+            let a = x.h16_raw(0);
+            let b = x.h16_raw(1);
+            let r: VReg = lanes(|l| u32::from(a[l]) | u32::from(b[l]) << 16);
+            x.out32(&r);
+        }
+        // ---- f16 arithmetic ----------------------------------------------------------
+        O::VAddF16 => h2(x, false, |a, b| hop(a, b, |p, q| p + q)),
+        O::VSubF16 => h2(x, false, |a, b| hop(a, b, |p, q| p - q)),
+        O::VSubrevF16 => h2(x, false, |a, b| hop(a, b, |p, q| q - p)),
+        O::VMulF16 => h2(x, false, |a, b| hop(a, b, |p, q| p * q)),
+        O::VMaxF16 => h2(x, false, |a, b| hsel(a, b, |p, q| fmax(p, q, ieee))),
+        O::VMinF16 => h2(x, false, |a, b| hsel(a, b, |p, q| fmin(p, q, ieee))),
+        O::VMin3F16 => h3(x, true, |a, b, c| {
+            f2h(fmin(fmin(h2f(a), h2f(b), ieee), h2f(c), ieee), false)
+        }),
+        O::VMax3F16 => h3(x, true, |a, b, c| {
+            f2h(fmax(fmax(h2f(a), h2f(b), ieee), h2f(c), ieee), false)
+        }),
+        O::VMed3F16 => h3(x, true, |a, b, c| {
+            f2h(fmed3(h2f(a), h2f(b), h2f(c), ieee), false)
+        }),
+        O::VLdexpF16 => {
+            let a = x.h16(0);
+            let b = x.u32(1);
+            x.outf16(
+                lanes(|l| {
+                    let e = i32::from(b[l] as u16 as i16);
+                    let v = h2d(a[l]);
+                    if v.is_nan() {
+                        d2h(v, false)
+                    } else {
+                        d2h(fp::ldexp_f64(v, e), false)
+                    }
+                }),
+                false,
+            );
+        }
+        O::VMacF16 => {
+            let a = x.h16_raw(0);
+            let b = x.h16_raw(1);
+            let acc = x.dst_old(0);
+            let r: H16s = lanes(|l| mad16(a[l], b[l], acc[l] as u16));
+            x.outf16(r, true);
+        }
+        O::VMadF16 | O::VMadmkF16 | O::VMadakF16 | O::VMadLegacyF16 => {
+            let preserve = op != O::VMadLegacyF16;
+            let a = x.h16_raw(0);
+            let b = x.h16_raw(1);
+            let c = x.h16_raw(2);
+            let r: H16s = lanes(|l| mad16(a[l], b[l], c[l]));
+            x.outf16(r, preserve);
+        }
+        O::VFmaF16 | O::VFmaLegacyF16 => h3(x, op == O::VFmaF16, fma16),
+        O::VDivFixupF16 | O::VDivFixupLegacyF16 => h3(x, op == O::VDivFixupF16, fp::div_fixup16),
+        O::VRcpF16 => h1(x, false, |a| hfn(a, |v| 1.0 / v)),
+        O::VSqrtF16 => h1(x, false, |a| hfn(a, f64::sqrt)),
+        O::VRsqF16 => h1(x, false, |a| hfn(a, |v| 1.0 / v.sqrt())),
+        O::VLogF16 => h1(x, false, |a| hfn(a, f64::log2)),
+        O::VExpF16 => h1(x, false, |a| hfn(a, f64::exp2)),
+        O::VSinF16 => h1(x, false, |a| hfn(a, |v| sincos_rev(v, false))),
+        O::VCosF16 => h1(x, false, |a| hfn(a, |v| sincos_rev(v, true))),
+        O::VFloorF16 => h1(x, false, |a| hfn(a, f64::floor)),
+        O::VCeilF16 => h1(x, false, |a| hfn(a, f64::ceil)),
+        O::VTruncF16 => h1(x, false, |a| hfn(a, f64::trunc)),
+        O::VRndneF16 => h1(x, false, |a| hfn(a, f64::round_ties_even)),
+        O::VFractF16 => h1(x, false, |a| {
+            hfn(a, |v| fract(v - v.floor(), h2d(0x3BFF).to_bits()))
+        }),
+        O::VFrexpMantF16 => h1(x, false, |a| hfn(a, |v| frexp(v).0)),
+        O::VFrexpExpI16F16 => {
+            let a = x.h16(0);
+            let r: H16s = lanes(|l| frexp(h2d(a[l])).1 as i16 as u16);
+            x.out16(&r, false);
+        }
+        O::VExpLegacyF32 | O::VLogLegacyF32 => {
+            return Err(x.unsup("legacy exp/log precision rules are not executed"))
+        }
+        O::VScreenPartition4seB32 | O::VCvtPkaccumU8F32 => {
+            return Err(x.unsup("graphics-only operation is not executed"))
+        }
+        _ => return Err(x.unsup("this VALU instruction is not executed")),
+    }
+    Ok(())
+}
+
+/// `x − floor(x)` kept below 1.0 (`below_one` = bits of the largest value < 1); a NaN
+/// difference (x = ±∞ or NaN) stays NaN.
+fn fract<F: Fl>(d: F, below_one: u64) -> F {
+    let cap = F::of_bits(below_one);
+    if d > cap {
+        cap
+    } else {
+        d
+    }
+}
+
+/// Sign-extended `width`-bit field at bit `off`.
+fn sext_field(v: u32, off: u32, width: u32) -> i64 {
+    let f = (v >> off) & ((1u64 << width) - 1) as u32;
+    i64::from(((f << (32 - width)) as i32) >> (32 - width))
+}
+
+/// A lane mask of the lanes whose value satisfies `p`.
+fn mask_of<T: Copy>(v: &[T; WAVE_SIZE], p: impl Fn(T) -> bool) -> u64 {
+    let mut m = 0u64;
+    for l in 0..WAVE_SIZE {
+        m |= u64::from(p(v[l])) << l;
+    }
+    m
+}

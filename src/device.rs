@@ -1,0 +1,868 @@
+//! One GPU agent as an offload device (LLVM's `AMDGPUDeviceTy`): its memory
+//! pools and memory manager, HSA queues, signal / stream / event pools,
+//! loaded images with their kernels and globals, and the operations the
+//! entry points call: allocation, transfers, kernel launch.
+
+use crate::abi::{self, DeviceEnvironment, OffloadEntry, TargetTable};
+use crate::env;
+use crate::error::{Error, Result};
+use crate::hsa::Hsa;
+use crate::image::{self, ImageKind};
+use crate::launch::{self, ExecMode, GridValues, LaunchEnv, LaunchRequest};
+use crate::memory::{MemoryPool, PoolAllocator, PoolManager};
+use crate::memory_manager::{self, MemoryManager};
+use crate::plugin::HostDevice;
+use crate::queue::{Dispatch, Queue};
+use crate::signal::SignalPool;
+use crate::stream::{Event, Held, ManagedBlock, Stream};
+use hsa_sys::*;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Per-device settings read from the environment at `init_device` (spec §6).
+#[derive(Debug, Clone)]
+pub struct DeviceConfig {
+    /// `LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES` (4), capped by QUEUES_MAX.
+    pub num_queues: u32,
+    /// `LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE` (512), capped by QUEUE_MAX_SIZE.
+    pub queue_size: u32,
+    /// `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES` (1 MiB).
+    pub max_async_copy_bytes: usize,
+    /// `LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS` (64).
+    pub initial_signals: u32,
+    /// `LIBOMPTARGET_DEVICE_RTL_DEBUG` (0).
+    pub device_rtl_debug: u32,
+    /// `LIBOMPTARGET_SHARED_MEMORY_SIZE` (0 bytes).
+    pub shared_memory_size: u32,
+}
+
+impl DeviceConfig {
+    /// Reads the knobs (defaults as LLVM 16).
+    pub fn from_env() -> DeviceConfig {
+        DeviceConfig {
+            num_queues: env::u32_or(env::NUM_HSA_QUEUES, 4).max(1),
+            queue_size: env::u32_or(env::HSA_QUEUE_SIZE, 512),
+            max_async_copy_bytes: env::u32_or(env::MAX_ASYNC_COPY_BYTES, 1 << 20) as usize,
+            initial_signals: env::u32_or(env::NUM_INITIAL_HSA_SIGNALS, 64),
+            device_rtl_debug: env::i32_or(env::DEVICE_RTL_DEBUG, 0) as u32,
+            shared_memory_size: env::u32_or(env::SHARED_MEMORY_SIZE, 0),
+        }
+    }
+}
+
+/// A kernel of a loaded image; its address is the handle placed in the
+/// target table (`OffloadEntry::addr`) and passed back to `launch_kernel`.
+#[derive(Debug)]
+pub struct Kernel {
+    /// The kernel's name (without `.kd`).
+    pub name: String,
+    /// Address of the kernel descriptor (`KERNEL_OBJECT`).
+    pub kernel_object: u64,
+    /// `KERNARG_SEGMENT_SIZE` in bytes (8 per explicit argument for OpenMP).
+    pub kernarg_size: u32,
+    /// Static LDS bytes (`GROUP_SEGMENT_SIZE`).
+    pub group_size: u32,
+    /// Scratch bytes per work-item (`PRIVATE_SEGMENT_SIZE`).
+    pub private_size: u32,
+    /// From `<name>_exec_mode` (SPMD when absent, as LLVM 16).
+    pub exec_mode: ExecMode,
+    /// `.max_flat_workgroup_size` from the metadata, 0 when unknown.
+    pub max_threads: u32,
+}
+
+/// Owned storage of a target table: the entries and the table pointing at
+/// them. Both live until the device is torn down (libomptarget caches the
+/// table pointer and reads it at every launch).
+#[derive(Debug)]
+struct TableStorage {
+    _entries: Box<[OffloadEntry]>,
+    _table: Box<TargetTable>,
+}
+
+// SAFETY: the raw pointers inside are never dereferenced by the plugin after
+// the table was built; they are only handed back to libomptarget.
+unsafe impl Send for TableStorage {}
+// SAFETY: as above; the storage is immutable after construction.
+unsafe impl Sync for TableStorage {}
+
+/// A code object loaded on the device.
+#[derive(Debug)]
+struct LoadedImage {
+    executable: hsa_executable_t,
+    code_object: hsa_code_object_t,
+    tables: TableStorage,
+}
+
+/// One entry of an image's host entry table, read by `rtl` from the C side.
+#[derive(Debug, Clone)]
+pub struct EntryDesc {
+    /// The entry as libomptarget passed it (copied into the target table).
+    pub raw: OffloadEntry,
+    /// Its name (`raw.name` read as a C string).
+    pub name: String,
+}
+
+/// A HOST or SHARED allocation (fine-grained host memory).
+#[derive(Debug, Clone, Copy)]
+struct HostAlloc {
+    size: usize,
+}
+
+/// An initialised GPU device.
+#[derive(Debug)]
+pub struct Device {
+    /// Plugin-local device id.
+    pub id: i32,
+    /// Number of devices of the plugin (for the device environment).
+    pub num_devices: u32,
+    /// The GPU agent.
+    pub agent: hsa_agent_t,
+    hsa: Hsa,
+    host: Arc<HostDevice>,
+    /// The device's grid values (spec §5.2).
+    pub grid: GridValues,
+    /// Settings from the environment.
+    pub config: DeviceConfig,
+    /// Coarse-grained device memory (DEFAULT / DEVICE kinds).
+    pub coarse_pool: MemoryPool,
+    memory: Arc<PoolManager>,
+    queues: Vec<Arc<Queue>>,
+    next_queue: AtomicUsize,
+    signals: SignalPool,
+    idle_streams: Mutex<Vec<Arc<Stream>>>,
+    lent_streams: Mutex<HashMap<usize, Arc<Stream>>>,
+    events: Mutex<HashMap<usize, Arc<Event>>>,
+    images: Mutex<Vec<LoadedImage>>,
+    kernels: RwLock<HashMap<usize, Arc<Kernel>>>,
+    host_allocs: Mutex<HashMap<usize, HostAlloc>>,
+}
+
+impl Device {
+    /// Builds the device of `agent` (spec §2.1 `init_device`): pools, memory
+    /// manager, grid values, queues, signal pool.
+    ///
+    /// Errors: a failing HSA call; no coarse-grained pool; unusable grid
+    /// attributes (wavefront size not 32/64, zero limits).
+    pub fn new(
+        hsa: &Hsa,
+        host: Arc<HostDevice>,
+        id: i32,
+        num_devices: u32,
+        agent: hsa_agent_t,
+    ) -> Result<Device> {
+        let config = DeviceConfig::from_env();
+        let pools = MemoryPool::all_of(hsa, agent)?;
+        let coarse_pool = pools
+            .iter()
+            .find(|p| p.is_coarse_grained())
+            .cloned()
+            .ok_or(Error::MissingPool("coarse-grained device"))?;
+
+        let wave = hsa.agent_info::<u32>(agent, HSA_AGENT_INFO_WAVEFRONT_SIZE)?;
+        let wg_max = hsa.agent_info::<[u16; 3]>(agent, HSA_AGENT_INFO_WORKGROUP_MAX_DIM)?;
+        let grid_max = hsa.agent_info::<hsa_dim3_t>(agent, HSA_AGENT_INFO_GRID_MAX_DIM)?;
+        let cus = hsa.agent_info::<u32>(agent, HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT)?;
+        let grid = GridValues::from_agent(wave, wg_max[0], grid_max.x, cus, &LaunchEnv::from_env())
+            .ok_or_else(|| {
+                Error::Other(format!(
+                    "unusable grid attributes: wavefront {wave}, workgroup max {}, grid max {}",
+                    wg_max[0], grid_max.x
+                ))
+            })?;
+
+        let threshold = PoolManager::threshold_from_env(memory_manager::DEFAULT_THRESHOLD);
+        let memory = Arc::new(MemoryManager::new(
+            PoolAllocator::new(hsa, coarse_pool.raw, Vec::new()),
+            threshold.unwrap_or(0),
+        ));
+
+        let queues_max = hsa.agent_info::<u32>(agent, HSA_AGENT_INFO_QUEUES_MAX)?;
+        let queue_max_size = hsa.agent_info::<u32>(agent, HSA_AGENT_INFO_QUEUE_MAX_SIZE)?;
+        let queue_size = config.queue_size.min(queue_max_size).max(1);
+        let num_queues = config.num_queues.min(queues_max.max(1));
+        let mut queues = Vec::with_capacity(num_queues as usize);
+        for _ in 0..num_queues {
+            queues.push(Arc::new(Queue::new(hsa, agent, queue_size)?));
+        }
+        let signals = SignalPool::new(hsa, config.initial_signals as usize)?;
+
+        Ok(Device {
+            id,
+            num_devices,
+            agent,
+            hsa: hsa.clone(),
+            host,
+            grid,
+            config,
+            coarse_pool,
+            memory,
+            queues,
+            next_queue: AtomicUsize::new(0),
+            signals,
+            idle_streams: Mutex::new(Vec::new()),
+            lent_streams: Mutex::new(HashMap::new()),
+            events: Mutex::new(HashMap::new()),
+            images: Mutex::new(Vec::new()),
+            kernels: RwLock::new(HashMap::new()),
+            host_allocs: Mutex::new(HashMap::new()),
+        })
+    }
+
+    // ----- streams and events -----
+
+    fn new_stream(&self) -> Arc<Stream> {
+        let n = self.next_queue.fetch_add(1, Ordering::Relaxed) % self.queues.len().max(1);
+        Arc::new(Stream::new(
+            &self.hsa,
+            self.agent,
+            self.queues[n].clone(),
+            self.signals.clone(),
+        ))
+    }
+
+    /// The stream behind `info.queue`, taking one from the pool (and storing
+    /// its handle in `info.queue`) when it is NULL.
+    ///
+    /// Errors: `info.queue` is not a stream this device lent.
+    pub fn stream_for(&self, info: &mut abi::AsyncInfo) -> Result<Arc<Stream>> {
+        if info.queue.is_null() {
+            let stream = self
+                .idle_streams
+                .lock()
+                .pop()
+                .unwrap_or_else(|| self.new_stream());
+            let key = Arc::as_ptr(&stream) as usize;
+            self.lent_streams.lock().insert(key, stream.clone());
+            info.queue = key as *mut c_void;
+            return Ok(stream);
+        }
+        self.lent_stream(info.queue as usize)
+    }
+
+    fn lent_stream(&self, key: usize) -> Result<Arc<Stream>> {
+        self.lent_streams
+            .lock()
+            .get(&key)
+            .cloned()
+            .ok_or(Error::UnknownHandle {
+                what: "stream (__tgt_async_info::Queue)",
+                addr: key,
+            })
+    }
+
+    fn return_stream(&self, info: &mut abi::AsyncInfo) {
+        let key = info.queue as usize;
+        if let Some(stream) = self.lent_streams.lock().remove(&key) {
+            self.idle_streams.lock().push(stream);
+        }
+        info.queue = std::ptr::null_mut();
+    }
+
+    /// `synchronize`: waits for the stream of `info`, releases it and sets
+    /// `info.queue = NULL`. The stream is released even when an operation
+    /// failed (the failure is returned).
+    ///
+    /// Errors: `info.queue` NULL or unknown; a failed operation.
+    pub fn synchronize(&self, info: &mut abi::AsyncInfo) -> Result<()> {
+        if info.queue.is_null() {
+            return Err(Error::InvalidArgument(
+                "synchronize of an async info without a queue".into(),
+            ));
+        }
+        let stream = self.lent_stream(info.queue as usize)?;
+        let r = stream.synchronize();
+        self.return_stream(info);
+        r
+    }
+
+    /// `query_async`: like [`Device::synchronize`] when everything finished,
+    /// else leaves `info` untouched.
+    ///
+    /// Errors: as [`Device::synchronize`].
+    pub fn query(&self, info: &mut abi::AsyncInfo) -> Result<()> {
+        if info.queue.is_null() {
+            return Err(Error::InvalidArgument(
+                "query_async of an async info without a queue".into(),
+            ));
+        }
+        let stream = self.lent_stream(info.queue as usize)?;
+        match stream.query() {
+            Ok(true) => {
+                self.return_stream(info);
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(e) => {
+                self.return_stream(info);
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs `op` on a private async info and synchronizes it (the
+    /// synchronous entry points).
+    pub fn run_sync(&self, op: impl FnOnce(&mut abi::AsyncInfo) -> Result<()>) -> Result<()> {
+        let mut info = abi::AsyncInfo {
+            queue: std::ptr::null_mut(),
+        };
+        let r = op(&mut info);
+        if info.queue.is_null() {
+            return r;
+        }
+        let s = self.synchronize(&mut info);
+        r.and(s)
+    }
+
+    /// `create_event`: a new event handle.
+    pub fn create_event(&self) -> usize {
+        let ev = Arc::new(Event::default());
+        let key = Arc::as_ptr(&ev) as usize;
+        self.events.lock().insert(key, ev);
+        key
+    }
+
+    fn event(&self, key: usize) -> Result<Arc<Event>> {
+        self.events
+            .lock()
+            .get(&key)
+            .cloned()
+            .ok_or(Error::UnknownHandle {
+                what: "event",
+                addr: key,
+            })
+    }
+
+    /// `record_event`.
+    ///
+    /// Errors: unknown event or stream.
+    pub fn record_event(&self, key: usize, info: &mut abi::AsyncInfo) -> Result<()> {
+        let ev = self.event(key)?;
+        let stream = self.stream_for(info)?;
+        ev.record(&stream);
+        Ok(())
+    }
+
+    /// `wait_event`.
+    ///
+    /// Errors: unknown event or stream; the event was never recorded.
+    pub fn wait_event(&self, key: usize, info: &mut abi::AsyncInfo) -> Result<()> {
+        let ev = self.event(key)?;
+        let stream = self.stream_for(info)?;
+        ev.wait(&stream)
+    }
+
+    /// `sync_event`: blocks until the recorded point is reached.
+    ///
+    /// Errors: unknown event; the operation failed.
+    pub fn sync_event(&self, key: usize) -> Result<()> {
+        self.event(key)?.synchronize()
+    }
+
+    /// `destroy_event`.
+    ///
+    /// Errors: unknown event.
+    pub fn destroy_event(&self, key: usize) -> Result<()> {
+        self.events
+            .lock()
+            .remove(&key)
+            .map(|_| ())
+            .ok_or(Error::UnknownHandle {
+                what: "event",
+                addr: key,
+            })
+    }
+
+    // ----- memory -----
+
+    /// `data_alloc` (spec §2.1, §3.8): DEFAULT / DEVICE from the coarse pool
+    /// through the memory manager; HOST and SHARED from the host's
+    /// fine-grained pool, accessible to every GPU and recorded as pinned.
+    ///
+    /// Errors: size 0 or negative; unknown kind; allocation failure.
+    pub fn alloc(&self, size: i64, kind: i32) -> Result<u64> {
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|&s| s > 0)
+            .ok_or_else(|| Error::InvalidArgument(format!("allocation of {size} bytes")))?;
+        match kind {
+            abi::TARGET_ALLOC_DEFAULT | abi::TARGET_ALLOC_DEVICE => {
+                Ok(self.memory.allocate(size)?)
+            }
+            abi::TARGET_ALLOC_HOST | abi::TARGET_ALLOC_SHARED => {
+                let addr = self.host.allocate_fine(size)?;
+                self.host_allocs
+                    .lock()
+                    .insert(addr as usize, HostAlloc { size });
+                self.host.pinned.register_allocation(addr as usize, size);
+                Ok(addr)
+            }
+            other => Err(Error::InvalidArgument(format!("allocation kind {other}"))),
+        }
+    }
+
+    /// `data_delete`: frees what [`Device::alloc`] returned, whatever the
+    /// kind hint says.
+    ///
+    /// Errors: a pointer this device did not allocate (or freed twice).
+    pub fn free(&self, addr: u64, _kind: i32) -> Result<()> {
+        if let Some(a) = self.host_allocs.lock().remove(&(addr as usize)) {
+            self.host.pinned.unregister_allocation(addr as usize);
+            log::trace!("freeing {} bytes of host memory at {addr:#x}", a.size);
+            return self.host.free_fine(addr);
+        }
+        match self.memory.free(addr) {
+            Ok(()) => Ok(()),
+            Err(memory_manager::MemoryManagerError::UnknownPointer(p)) => {
+                Err(Error::UnknownHandle {
+                    what: "device pointer",
+                    addr: p as usize,
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Copies `size` bytes from host `src` to device `dst` on the stream of
+    /// `info` (spec §7.4): one DMA copy when `src` is pinned; locking `src`
+    /// for the transfer from `MAX_ASYNC_COPY_BYTES` on; else through a
+    /// staging buffer.
+    ///
+    /// # Safety
+    /// `src..src+size` must be readable host memory that stays valid until
+    /// `info` is synchronized.
+    ///
+    /// Errors: as the HSA calls; unknown stream.
+    pub unsafe fn submit(
+        &self,
+        dst: u64,
+        src: *const u8,
+        size: usize,
+        info: &mut abi::AsyncInfo,
+    ) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        let stream = self.stream_for(info)?;
+        if let Some(alias) = self.host.pinned.translate(src as usize, size) {
+            // SAFETY: the alias is device-accessible for the pinned range.
+            return unsafe { stream.push_copy(dst, alias as u64, size, Vec::new()) };
+        }
+        if size >= self.config.max_async_copy_bytes {
+            // SAFETY: the caller keeps `src` valid until synchronization,
+            // and the guard is held by the stream until then.
+            match unsafe { self.host.pinned.lock_temporarily(src as usize, size) } {
+                Ok((alias, guard)) => {
+                    // SAFETY: as above.
+                    return unsafe {
+                        stream.push_copy(
+                            dst,
+                            alias as u64,
+                            size,
+                            vec![Held::Other(Box::new(guard))],
+                        )
+                    };
+                }
+                Err(e) => log::debug!("cannot lock {size} bytes at {src:?} ({e}); staging instead"),
+            }
+        }
+        let staging = ManagedBlock::allocate(&self.host.staging, size)?;
+        // SAFETY: per the caller's contract; `staging` holds `size` bytes.
+        unsafe { stream.push_h2d_staged(dst, src, size, staging) }
+    }
+
+    /// Copies `size` bytes from device `src` to host `dst` on the stream of
+    /// `info`; same paths as [`Device::submit`].
+    ///
+    /// # Safety
+    /// `dst..dst+size` must be writable host memory that stays valid until
+    /// `info` is synchronized.
+    ///
+    /// Errors: as [`Device::submit`].
+    pub unsafe fn retrieve(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        size: usize,
+        info: &mut abi::AsyncInfo,
+    ) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        let stream = self.stream_for(info)?;
+        if let Some(alias) = self.host.pinned.translate(dst as usize, size) {
+            // SAFETY: the alias is device-accessible for the pinned range.
+            return unsafe { stream.push_copy(alias as u64, src, size, Vec::new()) };
+        }
+        if size >= self.config.max_async_copy_bytes {
+            // SAFETY: as in `submit`.
+            match unsafe { self.host.pinned.lock_temporarily(dst as usize, size) } {
+                Ok((alias, guard)) => {
+                    // SAFETY: as above.
+                    return unsafe {
+                        stream.push_copy(
+                            alias as u64,
+                            src,
+                            size,
+                            vec![Held::Other(Box::new(guard))],
+                        )
+                    };
+                }
+                Err(e) => log::debug!("cannot lock {size} bytes at {dst:?} ({e}); staging instead"),
+            }
+        }
+        let staging = ManagedBlock::allocate(&self.host.staging, size)?;
+        // SAFETY: per the caller's contract; `staging` holds `size` bytes.
+        unsafe { stream.push_d2h_staged(dst, src, size, staging) }
+    }
+
+    /// Copies `size` bytes from this device's `src` to `dst` on another
+    /// device (or this one), on this device's stream of `info`.
+    ///
+    /// # Safety
+    /// Both must be device ranges of at least `size` bytes, valid until
+    /// `info` is synchronized.
+    ///
+    /// Errors: as the HSA calls.
+    pub unsafe fn copy_device(
+        &self,
+        dst: u64,
+        src: u64,
+        size: usize,
+        info: &mut abi::AsyncInfo,
+    ) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        let stream = self.stream_for(info)?;
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { stream.push_copy(dst, src, size, Vec::new()) }
+    }
+
+    // ----- images -----
+
+    /// `load_binary` (spec §4): loads `bytes` through HSA, writes the device
+    /// environment, resolves every entry and returns the target table.
+    ///
+    /// Errors: not an AMDGPU ELF; HSA load failure; a kernel or global
+    /// missing or of the wrong type or size; a bad exec-mode byte.
+    pub fn load_binary(
+        &self,
+        bytes: &[u8],
+        entries: &[EntryDesc],
+        requires_usm: bool,
+    ) -> Result<*mut TargetTable> {
+        if image::classify(bytes) != ImageKind::AmdgpuElf {
+            return Err(Error::InvalidArgument(
+                "the image is not an AMDGPU ELF code object (bitcode images are not JIT-compiled by this plugin)".into(),
+            ));
+        }
+        let hsa = &self.hsa;
+        let code_object = hsa.code_object_deserialize(bytes)?;
+        let executable = match hsa.executable_create() {
+            Ok(e) => e,
+            Err(e) => {
+                let _ = hsa.code_object_destroy(code_object);
+                return Err(e.into());
+            }
+        };
+        // From here on, failures destroy both.
+        let cleanup = |err: Error| -> Error {
+            let _ = hsa.executable_destroy(executable);
+            let _ = hsa.code_object_destroy(code_object);
+            err
+        };
+        let loaded = (|| -> Result<Vec<OffloadEntry>> {
+            hsa.executable_load_code_object(executable, self.agent, code_object)?;
+            hsa.executable_freeze(executable)?;
+            let valid = hsa.executable_validate(executable)?;
+            if valid != 0 {
+                return Err(Error::Other(format!(
+                    "hsa_executable_validate reported {valid:#x}"
+                )));
+            }
+            self.write_device_environment(executable)?;
+            let metadata = image::kernel_metadata(bytes).unwrap_or_default();
+            let mut table = Vec::with_capacity(entries.len());
+            for e in entries {
+                table.push(self.resolve_entry(executable, bytes, &metadata, e, requires_usm)?);
+            }
+            Ok(table)
+        })();
+        let table_entries = loaded.map_err(cleanup)?;
+        if table_entries.is_empty() {
+            return Err(cleanup(Error::InvalidArgument(
+                "the image has no offload entries".into(),
+            )));
+        }
+        let mut entries_box: Box<[OffloadEntry]> = table_entries.into_boxed_slice();
+        let begin = entries_box.as_mut_ptr();
+        // SAFETY: one past the end of the boxed slice.
+        let end = unsafe { begin.add(entries_box.len()) };
+        let mut table = Box::new(TargetTable {
+            entries_begin: begin,
+            entries_end: end,
+        });
+        let table_ptr: *mut TargetTable = &mut *table;
+        self.images.lock().push(LoadedImage {
+            executable,
+            code_object,
+            tables: TableStorage {
+                _entries: entries_box,
+                _table: table,
+            },
+        });
+        Ok(table_ptr)
+    }
+
+    /// Writes the 16-byte device environment into
+    /// `__omp_rtl_device_environment` (spec §3.10); absent or mis-sized
+    /// symbol: nothing to do, as LLVM.
+    fn write_device_environment(&self, exe: hsa_executable_t) -> Result<()> {
+        let Ok(name) = CString::new(abi::DEVICE_ENVIRONMENT_SYMBOL) else {
+            return Ok(());
+        };
+        let Ok(sym) = self.hsa.executable_symbol(exe, &name, self.agent) else {
+            log::debug!("image has no {}", abi::DEVICE_ENVIRONMENT_SYMBOL);
+            return Ok(());
+        };
+        let addr = self
+            .hsa
+            .symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
+        let size = self
+            .hsa
+            .symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE)?;
+        if size != 16 {
+            log::debug!(
+                "{} has size {size}, not 16: not written",
+                abi::DEVICE_ENVIRONMENT_SYMBOL
+            );
+            return Ok(());
+        }
+        let env = DeviceEnvironment {
+            debug_kind: self.config.device_rtl_debug,
+            num_devices: self.num_devices,
+            device_num: self.id as u32,
+            dynamic_memory_size: self.config.shared_memory_size,
+        };
+        let bytes = env.to_bytes();
+        log::debug!(
+            "device {}: device environment {env:?} -> {addr:#x}",
+            self.id
+        );
+        self.run_sync(|info| {
+            // SAFETY: `bytes` lives until `run_sync` synchronized; `addr` is
+            // the 16-byte global's device address.
+            unsafe { self.submit(addr, bytes.as_ptr(), bytes.len(), info) }
+        })
+    }
+
+    fn resolve_entry(
+        &self,
+        exe: hsa_executable_t,
+        bytes: &[u8],
+        metadata: &[image::KernelInfo],
+        e: &EntryDesc,
+        requires_usm: bool,
+    ) -> Result<OffloadEntry> {
+        let hsa = &self.hsa;
+        let mut out = e.raw;
+        if e.raw.addr.is_null() {
+            return Err(Error::InvalidArgument(format!(
+                "offload entry {} has a NULL address",
+                e.name
+            )));
+        }
+        if e.raw.size == 0 {
+            let sym_name = CString::new(format!("{}.kd", e.name))
+                .map_err(|_| Error::InvalidArgument(format!("bad kernel name {:?}", e.name)))?;
+            let sym = hsa.executable_symbol(exe, &sym_name, self.agent)?;
+            let kind = hsa.symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_TYPE)?;
+            if kind != HSA_SYMBOL_KIND_KERNEL {
+                return Err(Error::Other(format!("{} is not a kernel symbol", e.name)));
+            }
+            let exec_mode = image::kernel_exec_mode(bytes, &e.name)?;
+            let max_threads = metadata
+                .iter()
+                .find(|k| k.name == e.name)
+                .map(|k| k.max_flat_workgroup_size)
+                .unwrap_or(0);
+            let kernel = Arc::new(Kernel {
+                name: e.name.clone(),
+                kernel_object: hsa
+                    .symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT)?,
+                kernarg_size: hsa.symbol_info::<u32>(
+                    sym,
+                    HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
+                )?,
+                group_size: hsa.symbol_info::<u32>(
+                    sym,
+                    HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+                )?,
+                private_size: hsa.symbol_info::<u32>(
+                    sym,
+                    HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
+                )?,
+                exec_mode,
+                max_threads,
+            });
+            log::debug!("device {}: kernel {kernel:?}", self.id);
+            let key = Arc::as_ptr(&kernel) as usize;
+            self.kernels.write().insert(key, kernel);
+            out.addr = key as *mut c_void;
+        } else {
+            let sym_name = CString::new(e.name.as_str())
+                .map_err(|_| Error::InvalidArgument(format!("bad global name {:?}", e.name)))?;
+            let sym = hsa.executable_symbol(exe, &sym_name, self.agent)?;
+            let addr = hsa.symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
+            let size = hsa.symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE)?;
+            if size as usize != e.raw.size {
+                return Err(Error::Other(format!(
+                    "global {} has {size} bytes on the device but {} on the host",
+                    e.name, e.raw.size
+                )));
+            }
+            if requires_usm {
+                let host = e.raw.addr as *const u8;
+                self.run_sync(|info| {
+                    // SAFETY: libomptarget's entry describes a host global of
+                    // `size` bytes; it outlives the synchronous copy.
+                    unsafe { self.submit(addr, host, e.raw.size, info) }
+                })?;
+            }
+            log::debug!(
+                "device {}: global {} -> {addr:#x} ({size} bytes)",
+                self.id,
+                e.name
+            );
+            out.addr = addr as *mut c_void;
+        }
+        Ok(out)
+    }
+
+    // ----- launch -----
+
+    /// The kernel behind a target-table handle.
+    ///
+    /// Errors: not a handle of this device.
+    pub fn kernel(&self, handle: usize) -> Result<Arc<Kernel>> {
+        self.kernels
+            .read()
+            .get(&handle)
+            .cloned()
+            .ok_or(Error::UnknownHandle {
+                what: "kernel handle",
+                addr: handle,
+            })
+    }
+
+    /// `launch_kernel` (spec §5): teams/threads from `kargs`, a kernarg block
+    /// with `args` (8 bytes each) followed by the 56-byte implicit block, and
+    /// an AQL dispatch on the stream of `info`. `info_flags` is the plugin's
+    /// `LIBOMPTARGET_INFO` mask.
+    ///
+    /// Errors: the kernel takes fewer kernarg bytes than `args` need; no
+    /// kernarg memory; the queue is broken.
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        args: &[u64],
+        kargs: &abi::KernelArgs,
+        info: &mut abi::AsyncInfo,
+        info_flags: u32,
+    ) -> Result<()> {
+        let explicit = args.len() * 8;
+        if (kernel.kernarg_size as usize) < explicit {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {} takes {} bytes of arguments, {} given",
+                kernel.name, kernel.kernarg_size, explicit
+            )));
+        }
+        let req = LaunchRequest {
+            num_teams: kargs.num_teams,
+            thread_limit: kargs.thread_limit,
+            loop_tripcount: kargs.tripcount,
+            mode: kernel.exec_mode,
+            kernel_max_threads: kernel.max_threads,
+        };
+        let geometry = launch::compute_launch(&req, &self.grid);
+        let grid_size = geometry
+            .num_teams
+            .checked_mul(geometry.num_threads)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{} teams of {} threads exceed the 32-bit grid",
+                    geometry.num_teams, geometry.num_threads
+                ))
+            })?;
+        if info_flags & abi::OMP_INFOTYPE_PLUGIN_KERNEL != 0 && env::i32_or(env::DEBUG, 0) <= 0 {
+            eprintln!(
+                "{}",
+                launch::launch_info_line(self.id, &kernel.name, &geometry, kernel.exec_mode)
+            );
+        }
+        log::debug!(
+            "device {}: launch {} ({:?}) with {} teams x {} threads, {} args",
+            self.id,
+            kernel.name,
+            kernel.exec_mode,
+            geometry.num_teams,
+            geometry.num_threads,
+            args.len()
+        );
+
+        // Kernarg block: explicit arguments, then the zeroed implicit block.
+        let block_size = (explicit + abi::IMPLICIT_ARGS_SIZE).max(kernel.kernarg_size as usize);
+        let kernarg = ManagedBlock::allocate(&self.host.kernargs, block_size)?;
+        let mut bytes = vec![0u8; block_size];
+        for (i, a) in args.iter().enumerate() {
+            bytes[i * 8..i * 8 + 8].copy_from_slice(&a.to_le_bytes());
+        }
+        // SAFETY: the block holds `block_size` host-accessible bytes (kernarg
+        // pool memory) and is not yet visible to any device.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), kernarg.addr() as *mut u8, block_size)
+        };
+
+        let dynamic = kargs.dyn_cgroup_mem.max(self.config.shared_memory_size);
+        let dispatch = Dispatch {
+            kernel_object: kernel.kernel_object,
+            kernarg: kernarg.addr(),
+            workgroup_size: u16::try_from(geometry.num_threads).unwrap_or(u16::MAX),
+            grid_size,
+            group_segment_size: kernel.group_size.saturating_add(dynamic),
+            private_segment_size: kernel.private_size,
+        };
+        let stream = self.stream_for(info)?;
+        stream.push_kernel(&dispatch, kernarg)
+    }
+
+    /// Releases everything the device holds (process teardown): streams and
+    /// events, loaded executables, device memory.
+    pub fn teardown(&self) {
+        for (_, s) in self.lent_streams.lock().drain() {
+            let _ = s.synchronize();
+        }
+        self.idle_streams.lock().clear();
+        self.events.lock().clear();
+        self.kernels.write().clear();
+        for img in self.images.lock().drain(..) {
+            let _ = self.hsa.executable_destroy(img.executable);
+            let _ = self.hsa.code_object_destroy(img.code_object);
+            drop(img.tables);
+        }
+        for (addr, _) in self.host_allocs.lock().drain() {
+            let _ = self.host.free_fine(addr as u64);
+        }
+        if let Err(e) = self.memory.release_all() {
+            log::debug!("device {}: releasing device memory: {e}", self.id);
+        }
+    }
+
+    /// Number of images loaded on the device.
+    pub fn image_count(&self) -> usize {
+        self.images.lock().len()
+    }
+}

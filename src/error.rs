@@ -1,0 +1,61 @@
+//! The crate's error type. Every failure an entry point can meet becomes one
+//! of these variants; `rtl` logs it (with the operation that failed) and
+//! returns `OFFLOAD_FAIL` / NULL as libomptarget expects.
+
+use crate::hsa::HsaError;
+
+/// Everything that can go wrong inside the plugin.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An HSA call failed: the call's name, status and status text.
+    #[error(transparent)]
+    Hsa(#[from] HsaError),
+    /// The HSA runtime library could not be opened or lacks a function.
+    #[error("cannot load the HSA runtime: {0}")]
+    Load(#[from] hsa_sys::LoadError),
+    /// A device image could not be parsed or does not fit the device.
+    #[error("bad device image: {0}")]
+    Image(#[from] crate::image::ImageError),
+    /// A memory manager (device memory, staging or kernarg blocks) failed.
+    #[error(transparent)]
+    Memory(#[from] crate::memory_manager::MemoryManagerError<HsaError>),
+    /// The plugin was not initialised, or found no HSA runtime / GPU.
+    #[error("the AMDGPU plugin has no HSA runtime (not initialised or no GPU)")]
+    NoRuntime,
+    /// A device id outside `0..number_of_devices()`.
+    #[error("device {id} does not exist (the plugin has {count} device(s))")]
+    NoSuchDevice {
+        /// The id passed in.
+        id: i32,
+        /// Number of devices of the plugin.
+        count: usize,
+    },
+    /// A device was used before `init_device` succeeded on it.
+    #[error("device {0} is not initialised")]
+    DeviceNotInitialized(i32),
+    /// A NULL or otherwise invalid argument of an entry point.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A pointer the plugin did not hand out (stream, event, kernel or
+    /// allocation handle).
+    #[error("unknown {what} {addr:#x}")]
+    UnknownHandle {
+        /// What kind of handle was expected.
+        what: &'static str,
+        /// The address passed in.
+        addr: usize,
+    },
+    /// A memory pool the device needs does not exist.
+    #[error("no {0} memory pool found")]
+    MissingPool(&'static str),
+    /// An asynchronous operation (copy, host step, kernel) ended with a
+    /// negative completion signal value.
+    #[error("an asynchronous {0} failed on the device")]
+    AsyncOperationFailed(&'static str),
+    /// Anything else, described in words.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Result type of the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

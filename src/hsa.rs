@@ -1,0 +1,718 @@
+//! The result layer over the dlopened HSA runtime: one small wrapper per HSA
+//! call the plugin makes, each turning the call's `hsa_status_t` into a
+//! `Result<_, HsaError>` (cudarc's "result" layer).
+//!
+//! The runtime is opened through [`hsa_sys::HsaApi`]: first the file named by
+//! `OMPTARGET_AMDGPU_HSA_LIBRARY` when set, then ROCm's `libhsa-runtime64.so.1`,
+//! then `libhsa-runtime64.so` (spec `hsa-api-subset.md` §1). Everything here
+//! follows the prototypes and behaviours of `hsa-api-subset.md` §6.
+//!
+//! Functions taking raw host or device addresses stay `unsafe` where the
+//! runtime dereferences them on our behalf (copies, locks, async handlers);
+//! the ones that only pass handles and plain values are safe.
+
+use hsa_sys::*;
+use std::ffi::{c_char, c_void, CStr, OsString};
+use std::fmt;
+
+/// Environment variable naming the HSA runtime library to open before the
+/// default names (ours; not one of LLVM's knobs).
+pub const HSA_LIBRARY_ENV: &str = "OMPTARGET_AMDGPU_HSA_LIBRARY";
+
+/// A failed HSA call: the function's name, its status and the runtime's
+/// description of that status (from `hsa_status_string`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HsaError {
+    /// The HSA function that failed, e.g. `"hsa_amd_memory_pool_allocate"`.
+    pub call: &'static str,
+    /// The status it returned (spec `hsa-api-subset.md` §4.1).
+    pub status: hsa_status_t,
+    /// `hsa_status_string`'s text for `status`, or a placeholder.
+    pub text: String,
+}
+
+impl fmt::Display for HsaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed with status {:#x} ({})",
+            self.call, self.status, self.text
+        )
+    }
+}
+
+impl std::error::Error for HsaError {}
+
+/// Result of an HSA call.
+pub type HsaResult<T> = Result<T, HsaError>;
+
+/// Values an `*_get_info` call may write: plain data for which every bit
+/// pattern is a valid value, so reading what the runtime wrote is sound.
+///
+/// # Safety
+/// Implement only for types without padding-sensitive invariants, for which
+/// any byte pattern of `size_of::<Self>()` bytes is a valid value.
+pub unsafe trait InfoValue: Copy {
+    /// The all-zero value the buffer starts as.
+    const ZERO: Self;
+}
+// SAFETY: integers accept every bit pattern.
+unsafe impl InfoValue for u8 {
+    const ZERO: Self = 0;
+}
+// SAFETY: as above.
+unsafe impl InfoValue for u16 {
+    const ZERO: Self = 0;
+}
+// SAFETY: as above.
+unsafe impl InfoValue for u32 {
+    const ZERO: Self = 0;
+}
+// SAFETY: as above.
+unsafe impl InfoValue for u64 {
+    const ZERO: Self = 0;
+}
+// SAFETY: as above.
+unsafe impl InfoValue for i32 {
+    const ZERO: Self = 0;
+}
+// SAFETY: as above.
+unsafe impl InfoValue for usize {
+    const ZERO: Self = 0;
+}
+// SAFETY: arrays of integers accept every bit pattern.
+unsafe impl InfoValue for [u16; 3] {
+    const ZERO: Self = [0; 3];
+}
+// SAFETY: as above.
+unsafe impl InfoValue for [u32; 4] {
+    const ZERO: Self = [0; 4];
+}
+// SAFETY: as above.
+unsafe impl InfoValue for [u8; 64] {
+    const ZERO: Self = [0; 64];
+}
+// SAFETY: three `u32`s, no padding.
+unsafe impl InfoValue for hsa_dim3_t {
+    const ZERO: Self = hsa_dim3_t { x: 0, y: 0, z: 0 };
+}
+// SAFETY: one `u64` handle.
+unsafe impl InfoValue for hsa_isa_t {
+    const ZERO: Self = hsa_isa_t { handle: 0 };
+}
+// SAFETY: one `u64` handle.
+unsafe impl InfoValue for hsa_agent_t {
+    const ZERO: Self = hsa_agent_t { handle: 0 };
+}
+
+/// The HSA runtime, opened and with its function table resolved.
+///
+/// Cloning is cheap (the library is shared through an `Arc`) and keeps the
+/// library loaded. Opening does not call `hsa_init`: see [`Hsa::init`].
+#[derive(Clone)]
+pub struct Hsa {
+    api: HsaApi,
+}
+
+impl fmt::Debug for Hsa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hsa")
+            .field("library", &self.api.library_name())
+            .finish()
+    }
+}
+
+/// Trampoline for iteration callbacks that collect handles into a `Vec<T>`.
+unsafe extern "C" fn collect<T>(item: T, data: *mut c_void) -> hsa_status_t {
+    // SAFETY: every caller passes `&mut Vec<T>` as `data`, alive for the
+    // duration of the synchronous iteration.
+    let out = unsafe { &mut *(data as *mut Vec<T>) };
+    out.push(item);
+    HSA_STATUS_SUCCESS
+}
+
+/// Reads `len` bytes at `buf` (written by the runtime) as a string, stopping
+/// at the first NUL.
+fn c_bytes_to_string(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl Hsa {
+    /// Opens the runtime: `$OMPTARGET_AMDGPU_HSA_LIBRARY` when set, then
+    /// `libhsa-runtime64.so.1`, then `libhsa-runtime64.so`.
+    ///
+    /// Errors: [`hsa_sys::LoadError`] when no candidate opens or the opened
+    /// library lacks a required function.
+    pub fn open() -> Result<Hsa, LoadError> {
+        let explicit: Option<OsString> = std::env::var_os(HSA_LIBRARY_ENV);
+        // SAFETY: the candidates are HSA runtime libraries by name (ROCm's
+        // or the virtual device); their exports have ROCm 5.2's prototypes.
+        let api = unsafe { HsaApi::load(explicit.as_deref())? };
+        Ok(Hsa { api })
+    }
+
+    /// The library name or path that was opened.
+    pub fn library_name(&self) -> String {
+        self.api.library_name().to_string_lossy().into_owned()
+    }
+
+    /// The runtime's description of `status` (`hsa_status_string`), or a
+    /// placeholder naming the number when the runtime has none.
+    pub fn status_text(&self, status: hsa_status_t) -> String {
+        let mut text: *const c_char = std::ptr::null();
+        // SAFETY: `text` is a valid out-pointer; the runtime stores a pointer
+        // to a static NUL-terminated string on success.
+        let rc = unsafe { (self.api.hsa_status_string)(status, &mut text) };
+        if rc != HSA_STATUS_SUCCESS || text.is_null() {
+            return format!("unknown HSA status {status:#x}");
+        }
+        // SAFETY: checked non-NULL; static string owned by the runtime.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Turns `status` of `call` into a `Result`. `HSA_STATUS_INFO_BREAK`
+    /// counts as success (an iteration stopped early on purpose).
+    pub fn check(&self, call: &'static str, status: hsa_status_t) -> HsaResult<()> {
+        if status == HSA_STATUS_SUCCESS || status == HSA_STATUS_INFO_BREAK {
+            Ok(())
+        } else {
+            Err(HsaError {
+                call,
+                status,
+                text: self.status_text(status),
+            })
+        }
+    }
+
+    // ----- init and system (§6.1) -----
+
+    /// `hsa_init`: opens the runtime (reference counted).
+    pub fn init(&self) -> HsaResult<()> {
+        // SAFETY: no arguments.
+        let s = unsafe { (self.api.hsa_init)() };
+        self.check("hsa_init", s)
+    }
+
+    /// `hsa_shut_down`: drops one `hsa_init` reference.
+    pub fn shut_down(&self) -> HsaResult<()> {
+        // SAFETY: no arguments.
+        let s = unsafe { (self.api.hsa_shut_down)() };
+        self.check("hsa_shut_down", s)
+    }
+
+    /// `hsa_system_get_info` for a `u16` attribute (e.g. the version).
+    pub fn system_info_u16(&self, attribute: hsa_system_info_t) -> HsaResult<u16> {
+        let mut v = 0u16;
+        // SAFETY: the attributes passed here are 2-byte values.
+        let s =
+            unsafe { (self.api.hsa_system_get_info)(attribute, &mut v as *mut u16 as *mut c_void) };
+        self.check("hsa_system_get_info", s).map(|()| v)
+    }
+
+    // ----- agents and ISAs (§6.2) -----
+
+    /// `hsa_iterate_agents`: every agent, in the runtime's order.
+    pub fn agents(&self) -> HsaResult<Vec<hsa_agent_t>> {
+        let mut out: Vec<hsa_agent_t> = Vec::new();
+        // SAFETY: `collect::<hsa_agent_t>` matches the callback type and
+        // receives `&mut out`, alive for the synchronous walk.
+        let s = unsafe {
+            (self.api.hsa_iterate_agents)(
+                Some(collect::<hsa_agent_t>),
+                &mut out as *mut Vec<hsa_agent_t> as *mut c_void,
+            )
+        };
+        self.check("hsa_iterate_agents", s).map(|()| out)
+    }
+
+    /// `hsa_agent_get_info` for an attribute whose C type is `T`
+    /// (attribute types: `hsa-api-subset.md` §4.4). The AMD attributes
+    /// (`HSA_AMD_AGENT_INFO_*`) go through the same call.
+    pub fn agent_info<T: InfoValue>(&self, agent: hsa_agent_t, attribute: u32) -> HsaResult<T> {
+        let mut v = T::ZERO;
+        // SAFETY: `v` is a writable `T`, and the caller names an attribute
+        // whose value type is `T` (the runtime writes exactly that size).
+        let s = unsafe {
+            (self.api.hsa_agent_get_info)(agent, attribute, &mut v as *mut T as *mut c_void)
+        };
+        self.check("hsa_agent_get_info", s).map(|()| v)
+    }
+
+    /// `hsa_agent_get_info` for a `bool` attribute (read as one byte).
+    pub fn agent_info_bool(&self, agent: hsa_agent_t, attribute: u32) -> HsaResult<bool> {
+        self.agent_info::<u8>(agent, attribute).map(|b| b != 0)
+    }
+
+    /// `hsa_agent_get_info` for a `char[64]` attribute (NAME, VENDOR_NAME,
+    /// PRODUCT_NAME), up to the first NUL.
+    pub fn agent_info_string(&self, agent: hsa_agent_t, attribute: u32) -> HsaResult<String> {
+        self.agent_info::<[u8; 64]>(agent, attribute)
+            .map(|buf| c_bytes_to_string(&buf))
+    }
+
+    /// `hsa_agent_iterate_isas`: the ISAs an agent supports.
+    pub fn agent_isas(&self, agent: hsa_agent_t) -> HsaResult<Vec<hsa_isa_t>> {
+        let mut out: Vec<hsa_isa_t> = Vec::new();
+        // SAFETY: as in `agents`.
+        let s = unsafe {
+            (self.api.hsa_agent_iterate_isas)(
+                agent,
+                Some(collect::<hsa_isa_t>),
+                &mut out as *mut Vec<hsa_isa_t> as *mut c_void,
+            )
+        };
+        self.check("hsa_agent_iterate_isas", s).map(|()| out)
+    }
+
+    /// The ISA's name (`hsa_isa_get_info_alt` NAME_LENGTH, which counts the
+    /// NUL, then NAME), e.g. `amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`.
+    pub fn isa_name(&self, isa: hsa_isa_t) -> HsaResult<String> {
+        let mut len = 0u32;
+        // SAFETY: NAME_LENGTH is a u32.
+        let s = unsafe {
+            (self.api.hsa_isa_get_info_alt)(
+                isa,
+                HSA_ISA_INFO_NAME_LENGTH,
+                &mut len as *mut u32 as *mut c_void,
+            )
+        };
+        self.check("hsa_isa_get_info_alt", s)?;
+        // One spare byte in case a runtime excludes the NUL from the length.
+        let mut buf = vec![0u8; len as usize + 1];
+        // SAFETY: `buf` holds NAME_LENGTH bytes plus one.
+        let s = unsafe {
+            (self.api.hsa_isa_get_info_alt)(isa, HSA_ISA_INFO_NAME, buf.as_mut_ptr() as *mut c_void)
+        };
+        self.check("hsa_isa_get_info_alt", s)?;
+        Ok(c_bytes_to_string(&buf))
+    }
+
+    // ----- memory pools and memory (§6.5) -----
+
+    /// `hsa_amd_agent_iterate_memory_pools`: the pools an agent lists.
+    pub fn memory_pools(&self, agent: hsa_agent_t) -> HsaResult<Vec<hsa_amd_memory_pool_t>> {
+        let mut out: Vec<hsa_amd_memory_pool_t> = Vec::new();
+        // SAFETY: as in `agents`.
+        let s = unsafe {
+            (self.api.hsa_amd_agent_iterate_memory_pools)(
+                agent,
+                Some(collect::<hsa_amd_memory_pool_t>),
+                &mut out as *mut Vec<hsa_amd_memory_pool_t> as *mut c_void,
+            )
+        };
+        self.check("hsa_amd_agent_iterate_memory_pools", s)
+            .map(|()| out)
+    }
+
+    /// `hsa_amd_memory_pool_get_info` for an attribute whose C type is `T`
+    /// (§4.8).
+    pub fn pool_info<T: InfoValue>(
+        &self,
+        pool: hsa_amd_memory_pool_t,
+        attribute: hsa_amd_memory_pool_info_t,
+    ) -> HsaResult<T> {
+        let mut v = T::ZERO;
+        // SAFETY: `v` is a writable `T` of the attribute's type.
+        let s = unsafe {
+            (self.api.hsa_amd_memory_pool_get_info)(
+                pool,
+                attribute,
+                &mut v as *mut T as *mut c_void,
+            )
+        };
+        self.check("hsa_amd_memory_pool_get_info", s).map(|()| v)
+    }
+
+    /// `hsa_amd_memory_pool_allocate(pool, size, 0)`: the new block's
+    /// address. Errors as the runtime reports them (INVALID_ALLOCATION for a
+    /// size above the pool's maximum, OUT_OF_RESOURCES, ...).
+    pub fn pool_allocate(
+        &self,
+        pool: hsa_amd_memory_pool_t,
+        size: usize,
+    ) -> HsaResult<*mut c_void> {
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `ptr` is a valid out-pointer; flags must be 0.
+        let s = unsafe { (self.api.hsa_amd_memory_pool_allocate)(pool, size, 0, &mut ptr) };
+        self.check("hsa_amd_memory_pool_allocate", s)?;
+        if ptr.is_null() {
+            return Err(HsaError {
+                call: "hsa_amd_memory_pool_allocate",
+                status: HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+                text: "the runtime returned a NULL block".into(),
+            });
+        }
+        Ok(ptr)
+    }
+
+    /// `hsa_amd_memory_pool_free`. The runtime checks that `ptr` is the base
+    /// of one of its allocations (INVALID_ALLOCATION otherwise).
+    pub fn pool_free(&self, addr: u64) -> HsaResult<()> {
+        // SAFETY: the runtime validates the address against its allocation
+        // table; it never dereferences an unknown one.
+        let s = unsafe { (self.api.hsa_amd_memory_pool_free)(addr as *mut c_void) };
+        self.check("hsa_amd_memory_pool_free", s)
+    }
+
+    /// `hsa_amd_agents_allow_access(agents, NULL flags, addr)`; `addr` must
+    /// be the base of a runtime allocation (the runtime checks it).
+    pub fn allow_access(&self, agents: &[hsa_agent_t], addr: u64) -> HsaResult<()> {
+        if agents.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `agents` is a live slice of `agents.len()` handles; the
+        // runtime looks `ptr` up in its allocation table.
+        let s = unsafe {
+            (self.api.hsa_amd_agents_allow_access)(
+                agents.len() as u32,
+                agents.as_ptr(),
+                std::ptr::null(),
+                addr as *const c_void,
+            )
+        };
+        self.check("hsa_amd_agents_allow_access", s)
+    }
+
+    /// `hsa_amd_memory_lock(host, size, NULL, 0)`: pins host memory for
+    /// every GPU agent and returns the address agents must use.
+    ///
+    /// # Safety
+    /// `[host, host + size)` must be memory of this process that stays
+    /// mapped until [`Hsa::memory_unlock`].
+    pub unsafe fn memory_lock(&self, host: *mut c_void, size: usize) -> HsaResult<*mut c_void> {
+        let mut agent_ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the caller vouches for the range; NULL agents with count 0
+        // means "all GPU agents".
+        let s = unsafe {
+            (self.api.hsa_amd_memory_lock)(host, size, std::ptr::null_mut(), 0, &mut agent_ptr)
+        };
+        self.check("hsa_amd_memory_lock", s)?;
+        Ok(agent_ptr)
+    }
+
+    /// `hsa_amd_memory_unlock(host)`.
+    pub fn memory_unlock(&self, host: usize) -> HsaResult<()> {
+        // SAFETY: unlocking only drops the runtime's record of the range.
+        let s = unsafe { (self.api.hsa_amd_memory_unlock)(host as *mut c_void) };
+        self.check("hsa_amd_memory_unlock", s)
+    }
+
+    /// `hsa_amd_memory_async_copy(dst, agent, src, agent, size, deps,
+    /// completion)`: the copy runs once every dependency is 0, then the
+    /// runtime subtracts 1 from `completion` (§7.4).
+    ///
+    /// # Safety
+    /// Both ranges must be valid device-accessible memory (pool memory or
+    /// locked host memory) that stays valid until `completion` reaches 0.
+    pub unsafe fn async_copy(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        agent: hsa_agent_t,
+        deps: &[hsa_signal_t],
+        completion: hsa_signal_t,
+    ) -> HsaResult<()> {
+        let dep_ptr = if deps.is_empty() {
+            std::ptr::null()
+        } else {
+            deps.as_ptr()
+        };
+        // SAFETY: ranges per the caller's contract; `deps` is a live slice.
+        let s = unsafe {
+            (self.api.hsa_amd_memory_async_copy)(
+                dst,
+                agent,
+                src,
+                agent,
+                size,
+                deps.len() as u32,
+                dep_ptr,
+                completion,
+            )
+        };
+        self.check("hsa_amd_memory_async_copy", s)
+    }
+
+    /// `hsa_amd_register_system_event_handler`.
+    ///
+    /// # Safety
+    /// `callback` must stay callable for the life of the process, and `data`
+    /// must be valid for it whenever it runs.
+    pub unsafe fn register_system_event_handler(
+        &self,
+        callback: hsa_amd_system_event_callback_t,
+        data: *mut c_void,
+    ) -> HsaResult<()> {
+        // SAFETY: forwarded from the caller's contract.
+        let s = unsafe { (self.api.hsa_amd_register_system_event_handler)(callback, data) };
+        self.check("hsa_amd_register_system_event_handler", s)
+    }
+
+    // ----- signals (§6.3) -----
+
+    /// `hsa_amd_signal_create(initial, 0, NULL, 0)`.
+    pub fn signal_create(&self, initial: hsa_signal_value_t) -> HsaResult<hsa_signal_t> {
+        let mut sig = hsa_signal_t { handle: 0 };
+        // SAFETY: no consumers; `sig` is a valid out-pointer.
+        let s =
+            unsafe { (self.api.hsa_amd_signal_create)(initial, 0, std::ptr::null(), 0, &mut sig) };
+        self.check("hsa_amd_signal_create", s).map(|()| sig)
+    }
+
+    /// `hsa_signal_destroy`.
+    pub fn signal_destroy(&self, signal: hsa_signal_t) -> HsaResult<()> {
+        // SAFETY: handle-only call.
+        let s = unsafe { (self.api.hsa_signal_destroy)(signal) };
+        self.check("hsa_signal_destroy", s)
+    }
+
+    /// `hsa_signal_load_scacquire`. `signal` must be a live signal of this
+    /// runtime (callers only pass signals they own).
+    pub fn signal_load(&self, signal: hsa_signal_t) -> hsa_signal_value_t {
+        // SAFETY: value operations take a handle the plugin owns.
+        unsafe { (self.api.hsa_signal_load_scacquire)(signal) }
+    }
+
+    /// `hsa_signal_store_screlease`.
+    pub fn signal_store(&self, signal: hsa_signal_t, value: hsa_signal_value_t) {
+        // SAFETY: as `signal_load`.
+        unsafe { (self.api.hsa_signal_store_screlease)(signal, value) }
+    }
+
+    /// `hsa_signal_store_relaxed` (used to ring doorbells).
+    pub fn signal_store_relaxed(&self, signal: hsa_signal_t, value: hsa_signal_value_t) {
+        // SAFETY: as `signal_load`.
+        unsafe { (self.api.hsa_signal_store_relaxed)(signal, value) }
+    }
+
+    /// `hsa_signal_subtract_screlease`.
+    pub fn signal_subtract(&self, signal: hsa_signal_t, value: hsa_signal_value_t) {
+        // SAFETY: as `signal_load`.
+        unsafe { (self.api.hsa_signal_subtract_screlease)(signal, value) }
+    }
+
+    /// `hsa_signal_wait_scacquire(signal, LT, 1, UINT64_MAX, BLOCKED)` in a
+    /// loop until the value is below 1: 0 means the operation completed, a
+    /// negative value that it failed (the runtime's convention for copies,
+    /// and ours for host steps). Returns the final value.
+    pub fn signal_wait_done(&self, signal: hsa_signal_t) -> hsa_signal_value_t {
+        loop {
+            // SAFETY: as `signal_load`.
+            let v = unsafe {
+                (self.api.hsa_signal_wait_scacquire)(
+                    signal,
+                    HSA_SIGNAL_CONDITION_LT,
+                    1,
+                    u64::MAX,
+                    HSA_WAIT_STATE_BLOCKED,
+                )
+            };
+            if v < 1 {
+                return v;
+            }
+        }
+    }
+
+    /// `hsa_amd_signal_async_handler(signal, cond, value, handler, arg)`.
+    ///
+    /// # Safety
+    /// `handler` must accept `arg` whenever the runtime calls it (on its own
+    /// thread, once the condition holds), and `arg` must stay valid until the
+    /// handler has run and returned `false`.
+    pub unsafe fn signal_async_handler(
+        &self,
+        signal: hsa_signal_t,
+        cond: hsa_signal_condition_t,
+        value: hsa_signal_value_t,
+        handler: hsa_amd_signal_handler,
+        arg: *mut c_void,
+    ) -> HsaResult<()> {
+        // SAFETY: forwarded from the caller's contract.
+        let s =
+            unsafe { (self.api.hsa_amd_signal_async_handler)(signal, cond, value, handler, arg) };
+        self.check("hsa_amd_signal_async_handler", s)
+    }
+
+    // ----- queues (§6.4) -----
+
+    /// `hsa_queue_create(agent, size, MULTI, callback, data, UINT32_MAX,
+    /// UINT32_MAX)`.
+    ///
+    /// # Safety
+    /// `callback` must accept `data` whenever the runtime reports a queue
+    /// error, for as long as the queue exists.
+    pub unsafe fn queue_create(
+        &self,
+        agent: hsa_agent_t,
+        size: u32,
+        callback: Option<unsafe extern "C" fn(hsa_status_t, *mut hsa_queue_t, *mut c_void)>,
+        data: *mut c_void,
+    ) -> HsaResult<*mut hsa_queue_t> {
+        let mut q: *mut hsa_queue_t = std::ptr::null_mut();
+        // SAFETY: `q` is a valid out-pointer; callback per the contract.
+        let s = unsafe {
+            (self.api.hsa_queue_create)(
+                agent,
+                size,
+                HSA_QUEUE_TYPE_MULTI,
+                callback,
+                data,
+                u32::MAX,
+                u32::MAX,
+                &mut q,
+            )
+        };
+        self.check("hsa_queue_create", s)?;
+        if q.is_null() {
+            return Err(HsaError {
+                call: "hsa_queue_create",
+                status: HSA_STATUS_ERROR,
+                text: "the runtime returned a NULL queue".into(),
+            });
+        }
+        Ok(q)
+    }
+
+    /// `hsa_queue_destroy`.
+    ///
+    /// # Safety
+    /// `queue` must come from [`Hsa::queue_create`] and not be used again.
+    pub unsafe fn queue_destroy(&self, queue: *mut hsa_queue_t) -> HsaResult<()> {
+        // SAFETY: forwarded from the caller's contract.
+        let s = unsafe { (self.api.hsa_queue_destroy)(queue) };
+        self.check("hsa_queue_destroy", s)
+    }
+
+    /// `hsa_queue_add_write_index_relaxed(queue, n)`: the previous index.
+    ///
+    /// # Safety
+    /// `queue` must be a live queue of this runtime.
+    pub unsafe fn queue_add_write_index(&self, queue: *mut hsa_queue_t, n: u64) -> u64 {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { (self.api.hsa_queue_add_write_index_relaxed)(queue, n) }
+    }
+
+    /// `hsa_queue_load_read_index_scacquire(queue)`.
+    ///
+    /// # Safety
+    /// `queue` must be a live queue of this runtime.
+    pub unsafe fn queue_load_read_index(&self, queue: *mut hsa_queue_t) -> u64 {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { (self.api.hsa_queue_load_read_index_scacquire)(queue) }
+    }
+
+    // ----- code objects and executables (§6.6, §7.7) -----
+
+    /// `hsa_code_object_deserialize(bytes, len, "")`: the runtime copies the
+    /// bytes.
+    pub fn code_object_deserialize(&self, bytes: &[u8]) -> HsaResult<hsa_code_object_t> {
+        let mut co = hsa_code_object_t { handle: 0 };
+        // SAFETY: `bytes` is a live slice the runtime only reads (it copies
+        // it before returning); options "" is a static C string.
+        let s = unsafe {
+            (self.api.hsa_code_object_deserialize)(
+                bytes.as_ptr() as *mut c_void,
+                bytes.len(),
+                c"".as_ptr(),
+                &mut co,
+            )
+        };
+        self.check("hsa_code_object_deserialize", s).map(|()| co)
+    }
+
+    /// `hsa_code_object_destroy`.
+    pub fn code_object_destroy(&self, co: hsa_code_object_t) -> HsaResult<()> {
+        // SAFETY: handle-only call.
+        let s = unsafe { (self.api.hsa_code_object_destroy)(co) };
+        self.check("hsa_code_object_destroy", s)
+    }
+
+    /// `hsa_executable_create_alt(FULL, rounding ZERO, "")`.
+    pub fn executable_create(&self) -> HsaResult<hsa_executable_t> {
+        let mut exe = hsa_executable_t { handle: 0 };
+        // SAFETY: valid out-pointer and static options string.
+        let s = unsafe {
+            (self.api.hsa_executable_create_alt)(
+                HSA_PROFILE_FULL,
+                HSA_DEFAULT_FLOAT_ROUNDING_MODE_ZERO,
+                c"".as_ptr(),
+                &mut exe,
+            )
+        };
+        self.check("hsa_executable_create_alt", s).map(|()| exe)
+    }
+
+    /// `hsa_executable_load_code_object(exe, agent, co, "")`.
+    pub fn executable_load_code_object(
+        &self,
+        exe: hsa_executable_t,
+        agent: hsa_agent_t,
+        co: hsa_code_object_t,
+    ) -> HsaResult<()> {
+        // SAFETY: handles plus a static options string.
+        let s = unsafe { (self.api.hsa_executable_load_code_object)(exe, agent, co, c"".as_ptr()) };
+        self.check("hsa_executable_load_code_object", s)
+    }
+
+    /// `hsa_executable_freeze(exe, "")`.
+    pub fn executable_freeze(&self, exe: hsa_executable_t) -> HsaResult<()> {
+        // SAFETY: handle plus a static options string.
+        let s = unsafe { (self.api.hsa_executable_freeze)(exe, c"".as_ptr()) };
+        self.check("hsa_executable_freeze", s)
+    }
+
+    /// `hsa_executable_validate`: 0 means valid.
+    pub fn executable_validate(&self, exe: hsa_executable_t) -> HsaResult<u32> {
+        let mut r = 0u32;
+        // SAFETY: valid out-pointer.
+        let s = unsafe { (self.api.hsa_executable_validate)(exe, &mut r) };
+        self.check("hsa_executable_validate", s).map(|()| r)
+    }
+
+    /// `hsa_executable_destroy`.
+    pub fn executable_destroy(&self, exe: hsa_executable_t) -> HsaResult<()> {
+        // SAFETY: handle-only call.
+        let s = unsafe { (self.api.hsa_executable_destroy)(exe) };
+        self.check("hsa_executable_destroy", s)
+    }
+
+    /// `hsa_executable_get_symbol_by_name(exe, name, &agent)`.
+    /// INVALID_SYMBOL_NAME when absent.
+    pub fn executable_symbol(
+        &self,
+        exe: hsa_executable_t,
+        name: &CStr,
+        agent: hsa_agent_t,
+    ) -> HsaResult<hsa_executable_symbol_t> {
+        let mut sym = hsa_executable_symbol_t { handle: 0 };
+        // SAFETY: `name` is NUL-terminated; `agent` and `sym` are locals.
+        let s = unsafe {
+            (self.api.hsa_executable_get_symbol_by_name)(exe, name.as_ptr(), &agent, &mut sym)
+        };
+        self.check("hsa_executable_get_symbol_by_name", s)
+            .map(|()| sym)
+    }
+
+    /// `hsa_executable_symbol_get_info` for an attribute whose C type is `T`
+    /// (§4.9).
+    pub fn symbol_info<T: InfoValue>(
+        &self,
+        sym: hsa_executable_symbol_t,
+        attribute: hsa_executable_symbol_info_t,
+    ) -> HsaResult<T> {
+        let mut v = T::ZERO;
+        // SAFETY: `v` is a writable `T` of the attribute's type.
+        let s = unsafe {
+            (self.api.hsa_executable_symbol_get_info)(
+                sym,
+                attribute,
+                &mut v as *mut T as *mut c_void,
+            )
+        };
+        self.check("hsa_executable_symbol_get_info", s).map(|()| v)
+    }
+}

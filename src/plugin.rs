@@ -1,0 +1,418 @@
+//! The process-wide plugin (LLVM's `AMDGPUPluginTy`): the opened HSA
+//! runtime, the GPU agents and their target IDs, the host device and the
+//! devices; plus its creation by `__tgt_rtl_init_plugin` and its teardown at
+//! process exit.
+//!
+//! Lifetime: libomptarget calls `deinit_plugin` once per unregistered
+//! library, possibly while other libraries still launch work, so it must not
+//! tear anything down. The real teardown (devices, host pools,
+//! `hsa_shut_down`) runs from an `atexit` handler registered when the plugin
+//! is created; it runs after the program's own exit handlers (which call
+//! `__tgt_unregister_lib`) because it was registered before them, and before
+//! the HSA library's ELF destructors.
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::hsa::Hsa;
+use crate::memory::{MemoryPool, PoolAllocator, PoolManager};
+use crate::memory_manager::{BlockAllocator, MemoryManager};
+use crate::pinned::PinnedTable;
+use hsa_sys::*;
+use parking_lot::{Mutex, RwLock};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Caching threshold of the host-side managers (staging buffers and kernarg
+/// blocks): LLVM's AMDGPU memory managers cache up to 1 GiB.
+const HOST_CACHE_THRESHOLD: usize = 1 << 30;
+
+/// The CPU side (LLVM's `AMDHostDeviceTy`): the fine-grained host pool used
+/// for staging and for HOST / SHARED allocations, the kernarg pool, their
+/// memory managers, and the table of pinned host ranges.
+#[derive(Debug)]
+pub struct HostDevice {
+    hsa: Hsa,
+    /// The CPU agents.
+    pub cpu_agents: Vec<hsa_agent_t>,
+    /// The first fine-grained global pool of the CPU agents.
+    pub fine_pool: MemoryPool,
+    /// The first fine-grained pool with KERNARG_INIT.
+    pub kernarg_pool: MemoryPool,
+    /// Staging buffers (fine-grained pool, accessible to every GPU).
+    pub staging: Arc<PoolManager>,
+    /// Kernarg blocks (kernarg pool, accessible to every GPU).
+    pub kernargs: Arc<PoolManager>,
+    /// Direct allocations of HOST / SHARED memory (not cached).
+    fine_alloc: PoolAllocator,
+    /// Pinned host ranges (locks and fine-grained allocations).
+    pub pinned: Arc<PinnedTable>,
+}
+
+impl HostDevice {
+    /// Finds the host pools of `cpu_agents` and builds the managers; every
+    /// block is made accessible to `gpu_agents`.
+    ///
+    /// Errors: a failing HSA call; no fine-grained or kernarg pool.
+    pub fn new(
+        hsa: &Hsa,
+        cpu_agents: Vec<hsa_agent_t>,
+        gpu_agents: &[hsa_agent_t],
+    ) -> Result<Self> {
+        let mut pools = Vec::new();
+        for &a in &cpu_agents {
+            pools.extend(MemoryPool::all_of(hsa, a)?);
+        }
+        let fine_pool = pools
+            .iter()
+            .find(|p| p.is_fine_grained())
+            .cloned()
+            .ok_or(Error::MissingPool("fine-grained host"))?;
+        let kernarg_pool = pools
+            .iter()
+            .find(|p| p.is_fine_grained() && p.is_kernarg())
+            .cloned()
+            .ok_or(Error::MissingPool("kernarg"))?;
+        let gpus = gpu_agents.to_vec();
+        Ok(HostDevice {
+            hsa: hsa.clone(),
+            cpu_agents,
+            staging: Arc::new(MemoryManager::new(
+                PoolAllocator::new(hsa, fine_pool.raw, gpus.clone()),
+                HOST_CACHE_THRESHOLD,
+            )),
+            kernargs: Arc::new(MemoryManager::new(
+                PoolAllocator::new(hsa, kernarg_pool.raw, gpus.clone()),
+                HOST_CACHE_THRESHOLD,
+            )),
+            fine_alloc: PoolAllocator::new(hsa, fine_pool.raw, gpus),
+            fine_pool,
+            kernarg_pool,
+            pinned: Arc::new(PinnedTable::new(hsa)),
+        })
+    }
+
+    /// Allocates `size` bytes of fine-grained host memory every GPU can
+    /// reach (HOST / SHARED kinds).
+    ///
+    /// Errors: the pool's failure.
+    pub fn allocate_fine(&self, size: usize) -> Result<u64> {
+        Ok(self.fine_alloc.allocate(size)?)
+    }
+
+    /// Frees a block of [`HostDevice::allocate_fine`].
+    ///
+    /// Errors: the pool's failure.
+    pub fn free_fine(&self, addr: u64) -> Result<()> {
+        Ok(self.fine_alloc.free(addr)?)
+    }
+
+    fn teardown(&self) {
+        let _ = self.staging.release_all();
+        let _ = self.kernargs.release_all();
+        let _ = &self.hsa;
+    }
+}
+
+/// The GPU agents and the host side, present only when the HSA runtime
+/// initialised and reported at least one GPU.
+#[derive(Debug)]
+pub struct Runtime {
+    /// The opened HSA library.
+    pub hsa: Hsa,
+    /// GPU agents with KERNEL_DISPATCH, in `hsa_iterate_agents` order: device
+    /// id = index.
+    pub gpu_agents: Vec<hsa_agent_t>,
+    /// Each GPU agent's target ID string (its ISA name without the
+    /// `amdgcn-amd-amdhsa--` prefix; empty when unknown), same order.
+    pub target_ids: Vec<String>,
+    /// The host side.
+    pub host: Arc<HostDevice>,
+    /// Initialised devices (`None` until `init_device`).
+    pub devices: Vec<RwLock<Option<Arc<Device>>>>,
+    /// Serializes `init_device` per device.
+    init_locks: Vec<Mutex<()>>,
+}
+
+/// The plugin (one per process).
+#[derive(Debug)]
+pub struct Plugin {
+    /// `None` when no HSA runtime or no GPU: zero devices.
+    pub runtime: Option<Runtime>,
+    /// Flags from `init_requires` (spec §3.9).
+    pub requires: AtomicI64,
+    /// Info mask (`LIBOMPTARGET_INFO`, updated by `set_info_flag`).
+    pub info_flags: AtomicU32,
+}
+
+/// Strips the `amdgcn-amd-amdhsa` prefix and the dashes after it from an
+/// ISA name: `amdgcn-amd-amdhsa--gfx90a:xnack-` → `gfx90a:xnack-` (spec §4.1).
+pub fn target_id_of_isa(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("amdgcn-amd-amdhsa")?;
+    Some(rest.trim_start_matches('-'))
+}
+
+impl Runtime {
+    /// Opens HSA, initialises it and discovers agents.
+    ///
+    /// Errors: no library, `hsa_init` failure, no GPU agent, missing host
+    /// pools. On error after `hsa_init`, `hsa_shut_down` has been called.
+    fn open() -> Result<Runtime> {
+        let hsa = Hsa::open()?;
+        log::debug!("HSA runtime opened from {}", hsa.library_name());
+        hsa.init()?;
+        match Self::discover(&hsa) {
+            Ok(rt) => Ok(rt),
+            Err(e) => {
+                let _ = hsa.shut_down();
+                Err(e)
+            }
+        }
+    }
+
+    fn discover(hsa: &Hsa) -> Result<Runtime> {
+        let mut cpus = Vec::new();
+        let mut gpus = Vec::new();
+        for a in hsa.agents()? {
+            let kind = hsa.agent_info::<u32>(a, HSA_AGENT_INFO_DEVICE)?;
+            if kind == HSA_DEVICE_TYPE_CPU {
+                cpus.push(a);
+            } else if kind == HSA_DEVICE_TYPE_GPU {
+                let features = hsa.agent_info::<u32>(a, HSA_AGENT_INFO_FEATURE)?;
+                if features & HSA_AGENT_FEATURE_KERNEL_DISPATCH != 0 {
+                    gpus.push(a);
+                }
+            }
+        }
+        if gpus.is_empty() {
+            return Err(Error::Other("the HSA runtime reports no GPU agent".into()));
+        }
+        if cpus.is_empty() {
+            return Err(Error::Other("the HSA runtime reports no CPU agent".into()));
+        }
+        let mut target_ids = Vec::with_capacity(gpus.len());
+        for &g in &gpus {
+            // The last ISA with the amdhsa prefix wins, as in LLVM.
+            let mut id = String::new();
+            for isa in hsa.agent_isas(g)? {
+                let name = hsa.isa_name(isa)?;
+                if let Some(t) = target_id_of_isa(&name) {
+                    id = t.to_string();
+                }
+            }
+            target_ids.push(id);
+        }
+        let host = Arc::new(HostDevice::new(hsa, cpus, &gpus)?);
+        let registered =
+            // SAFETY: the handler is a plain function that only logs; it needs
+            // no data and stays valid for the life of the process (the plugin
+            // is never unloaded).
+            unsafe { hsa.register_system_event_handler(Some(system_event), std::ptr::null_mut()) };
+        if let Err(e) = registered {
+            log::debug!("no system event handler: {e}");
+        }
+        let n = gpus.len();
+        Ok(Runtime {
+            hsa: hsa.clone(),
+            gpu_agents: gpus,
+            target_ids,
+            host,
+            devices: (0..n).map(|_| RwLock::new(None)).collect(),
+            init_locks: (0..n).map(|_| Mutex::new(())).collect(),
+        })
+    }
+
+    /// The initialised device `id`.
+    ///
+    /// Errors: no such device, or not initialised.
+    pub fn device(&self, id: i32) -> Result<Arc<Device>> {
+        let slot = self.slot(id)?;
+        slot.read().clone().ok_or(Error::DeviceNotInitialized(id))
+    }
+
+    fn slot(&self, id: i32) -> Result<&RwLock<Option<Arc<Device>>>> {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.devices.get(i))
+            .ok_or(Error::NoSuchDevice {
+                id,
+                count: self.devices.len(),
+            })
+    }
+
+    /// The GPU agent of device `id` (initialised or not).
+    ///
+    /// Errors: no such device.
+    pub fn agent(&self, id: i32) -> Result<hsa_agent_t> {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.gpu_agents.get(i).copied())
+            .ok_or(Error::NoSuchDevice {
+                id,
+                count: self.gpu_agents.len(),
+            })
+    }
+
+    /// `init_device`: builds device `id` once; later calls succeed at once.
+    ///
+    /// Errors: as [`Device::new`].
+    pub fn init_device(&self, id: i32) -> Result<()> {
+        let slot = self.slot(id)?;
+        let agent = self.agent(id)?;
+        let idx = id as usize;
+        let _serial = self.init_locks[idx].lock();
+        if slot.read().is_some() {
+            return Ok(());
+        }
+        let dev = Device::new(
+            &self.hsa,
+            self.host.clone(),
+            id,
+            self.gpu_agents.len() as u32,
+            agent,
+        )?;
+        *slot.write() = Some(Arc::new(dev));
+        Ok(())
+    }
+
+    /// `deinit_device`: releases device `id`'s resources; a later
+    /// `init_device` builds it anew.
+    ///
+    /// Errors: no such device, or not initialised.
+    pub fn deinit_device(&self, id: i32) -> Result<()> {
+        let slot = self.slot(id)?;
+        let dev = slot.write().take().ok_or(Error::DeviceNotInitialized(id))?;
+        dev.teardown();
+        Ok(())
+    }
+
+    fn teardown(&self) {
+        for slot in &self.devices {
+            if let Some(dev) = slot.write().take() {
+                dev.teardown();
+            }
+        }
+        self.host.teardown();
+        if let Err(e) = self.hsa.shut_down() {
+            log::debug!("at exit: {e}");
+        }
+    }
+}
+
+/// System event handler: reports GPU memory faults (spec §7.9). Returns
+/// SUCCESS so the runtime does not abort the process; the faulting queue's
+/// error callback then fails the pending operations, and the entry point
+/// waiting for them reports the failure.
+unsafe extern "C" fn system_event(
+    event: *const hsa_amd_event_t,
+    _data: *mut c_void,
+) -> hsa_status_t {
+    if event.is_null() {
+        return HSA_STATUS_SUCCESS;
+    }
+    // SAFETY: the runtime passes a valid event for the duration of the call.
+    let ev = unsafe { &*event };
+    if ev.event_type == HSA_AMD_GPU_MEMORY_FAULT_EVENT {
+        // SAFETY: `memory_fault` is the union's member for this event type.
+        let fault = unsafe { ev.__bindgen_anon_1.memory_fault };
+        log::error!(
+            "memory access fault on the GPU at address {:#x} (reason bits {:#x})",
+            fault.virtual_address,
+            fault.fault_reason_mask
+        );
+    }
+    HSA_STATUS_SUCCESS
+}
+
+/// The process-wide plugin; `None` before `init_plugin` and after teardown.
+static PLUGIN: RwLock<Option<Arc<Plugin>>> = RwLock::new(None);
+/// Serializes creation.
+static CREATE: Mutex<bool> = Mutex::new(false);
+
+impl Plugin {
+    /// Creates the plugin once (later calls do nothing). Never fails: any
+    /// problem leaves a plugin with zero devices (libomptarget then skips it).
+    pub fn create() {
+        let mut created = CREATE.lock();
+        if *created {
+            return;
+        }
+        *created = true;
+        crate::logging::init();
+        let runtime = match Runtime::open() {
+            Ok(rt) => {
+                log::debug!(
+                    "omptarget-amdgpu (Rust AMDGPU plugin): {} GPU agent(s)",
+                    rt.gpu_agents.len()
+                );
+                Some(rt)
+            }
+            Err(e) => {
+                log::debug!("omptarget-amdgpu (Rust AMDGPU plugin): no devices: {e}");
+                None
+            }
+        };
+        let info = crate::env::u32_or(crate::env::INFO, 0);
+        *PLUGIN.write() = Some(Arc::new(Plugin {
+            runtime,
+            requires: AtomicI64::new(0),
+            info_flags: AtomicU32::new(info),
+        }));
+        // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
+        // library, which is never unloaded (libomptarget never dlcloses).
+        if unsafe { libc::atexit(teardown_at_exit) } != 0 {
+            log::debug!("atexit refused: no teardown at exit");
+        }
+    }
+
+    /// The plugin, if created.
+    pub fn get() -> Option<Arc<Plugin>> {
+        PLUGIN.read().clone()
+    }
+
+    /// Number of devices (GPU agents), 0 without runtime.
+    pub fn device_count(&self) -> usize {
+        self.runtime.as_ref().map_or(0, |r| r.gpu_agents.len())
+    }
+
+    /// The runtime.
+    ///
+    /// Errors: [`Error::NoRuntime`].
+    pub fn rt(&self) -> Result<&Runtime> {
+        self.runtime.as_ref().ok_or(Error::NoRuntime)
+    }
+
+    /// Current info mask.
+    pub fn info(&self) -> u32 {
+        self.info_flags.load(Ordering::Relaxed)
+    }
+}
+
+/// Tears the plugin down at process exit (see the module docs).
+extern "C" fn teardown_at_exit() {
+    let taken = PLUGIN.write().take();
+    if let Some(plugin) = taken {
+        if let Some(rt) = &plugin.runtime {
+            // Teardown must never unwind into libc's exit path.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.teardown()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn isa_names_lose_their_prefix() {
+        assert_eq!(
+            target_id_of_isa("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"),
+            Some("gfx90a:sramecc+:xnack-")
+        );
+        assert_eq!(
+            target_id_of_isa("amdgcn-amd-amdhsa--gfx90a"),
+            Some("gfx90a")
+        );
+        assert_eq!(target_id_of_isa("x86_64-unknown"), None);
+    }
+}

@@ -1,0 +1,538 @@
+//! Streams and events: the asynchronous heart of the plugin (spec §7.2,
+//! §7.3; LLVM's `AMDGPUStreamTy` / `AMDGPUEventTy`).
+//!
+//! # The slot chain
+//!
+//! A [`Stream`] is what libomptarget's `__tgt_async_info::Queue` points to:
+//! an ordered list of asynchronous operations on one device. Every operation
+//! appended to it takes one *slot*. A slot owns the operation's completion
+//! signal (set to 1, brought to 0 by whoever finishes the operation) and the
+//! resources that must outlive the operation (a kernarg block, a staging
+//! buffer, a temporarily locked host range, another stream's signal).
+//!
+//! Ordering comes from chaining: when an operation is appended, the signal of
+//! the slot before it becomes its *input dependency*, so operation n starts
+//! only after operation n-1 finished. How the dependency is expressed depends
+//! on who executes the operation:
+//!
+//! - a kernel goes to the stream's HSA queue behind a barrier-AND packet that
+//!   waits on the input signal (the queue does not start later packets while
+//!   a barrier waits, spec `hsa-api-subset.md` §7.3.1);
+//! - a DMA copy passes the input signal in `hsa_amd_memory_async_copy`'s
+//!   dependency list, so the copy engine starts it once the signal is 0;
+//! - a host step (a `memcpy` between a user's pageable buffer and a pinned
+//!   staging buffer) is registered with `hsa_amd_signal_async_handler` on the
+//!   input signal: the runtime's handler thread runs it once the signal
+//!   drops below 1, and it then completes its own slot's signal.
+//!
+//! An input whose signal is already 0 is dropped (no barrier, no dependency,
+//! and a host step runs at once on the calling thread). Nothing here blocks
+//! the caller: only [`Stream::synchronize`] waits, on the last slot's signal,
+//! which by the chain implies all earlier ones. Completion (`synchronize`,
+//! or a [`Stream::query`] that finds the last signal at 0) then releases each
+//! slot's resources (the "post actions": staging buffers and kernarg blocks go
+//! back to their memory managers, locked ranges are unlocked, signals return
+//! to the pool), empties the stream and starts a new *sync cycle*.
+//!
+//! Failure travels the same chain: a copy whose dependency goes negative
+//! fails and stores -1 in its own signal, a host step whose input is negative
+//! skips its copy and stores -1, and a queue that stops on an error fails
+//! every signal it still owed (see `queue.rs`). The last signal is then
+//! negative and `synchronize` reports the failure instead of hanging.
+//!
+//! # Events
+//!
+//! An [`Event`] records the last slot's signal of a stream (an `Arc`, so the
+//! signal cannot be recycled under it). Another stream waits for it with a
+//! barrier-AND on two signals: its own last one and the recorded one.
+
+use crate::error::{Error, Result};
+use crate::hsa::Hsa;
+use crate::memory::PoolManager;
+use crate::queue::{Dispatch, Queue};
+use crate::signal::{Signal, SignalPool};
+use hsa_sys::{hsa_agent_t, hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT};
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// A block of a memory manager, returned to it when dropped (a kernarg
+/// block, a staging buffer, a HOST allocation's bookkeeping).
+#[derive(Debug)]
+pub struct ManagedBlock {
+    manager: Arc<PoolManager>,
+    addr: u64,
+}
+
+impl ManagedBlock {
+    /// Allocates `size` bytes from `manager`.
+    ///
+    /// Errors: the manager's failure (pool exhausted, HSA error).
+    pub fn allocate(manager: &Arc<PoolManager>, size: usize) -> Result<ManagedBlock> {
+        let addr = manager.allocate(size)?;
+        Ok(ManagedBlock {
+            manager: manager.clone(),
+            addr,
+        })
+    }
+
+    /// The block's address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+}
+
+impl Drop for ManagedBlock {
+    fn drop(&mut self) {
+        if let Err(e) = self.manager.free(self.addr) {
+            log::error!("releasing block {:#x}: {e}", self.addr);
+        }
+    }
+}
+
+/// Something a slot keeps alive until its stream completes.
+#[derive(Debug)]
+pub enum Held {
+    /// A memory-manager block (kernarg block, staging buffer).
+    Block(ManagedBlock),
+    /// A signal of another stream this one waits on.
+    Signal(Arc<Signal>),
+    /// Anything else with a `Drop` that releases it (a lock guard).
+    Other(Box<dyn std::fmt::Debug + Send>),
+}
+
+/// One operation of a stream: its completion signal and what it holds.
+#[derive(Debug)]
+struct Slot {
+    signal: Arc<Signal>,
+    /// Released (dropped) when the stream completes.
+    _held: Vec<Held>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    slots: Vec<Slot>,
+    cycle: u64,
+}
+
+impl State {
+    /// Appends a slot completing `signal`; returns the input dependency: the
+    /// previous slot's signal, unless that operation already completed
+    /// successfully (a failed one stays, to pass its failure on).
+    fn consume(&mut self, signal: Arc<Signal>, held: Vec<Held>) -> Option<Arc<Signal>> {
+        let input = self
+            .slots
+            .last()
+            .map(|s| s.signal.clone())
+            .filter(|s| !s.is_complete());
+        self.slots.push(Slot {
+            signal,
+            _held: held,
+        });
+        input
+    }
+
+    fn last_signal(&self) -> Option<Arc<Signal>> {
+        self.slots.last().map(|s| s.signal.clone())
+    }
+}
+
+/// Arguments of a host step run by the runtime's async-handler thread.
+struct HostStep {
+    dst: *mut u8,
+    src: *const u8,
+    size: usize,
+    /// Kept so the watched signal cannot return to the pool before we ran.
+    _input: Arc<Signal>,
+    output: Arc<Signal>,
+}
+
+/// The async handler: `arg` is a `Box<HostStep>` leaked by
+/// [`Stream::push_host_step`]; it runs once and unregisters (returns false).
+unsafe extern "C" fn run_host_step(value: hsa_signal_value_t, arg: *mut c_void) -> bool {
+    if arg.is_null() {
+        return false;
+    }
+    // SAFETY: `arg` is the `Box<HostStep>` given to the runtime for exactly
+    // this one call (the handler unregisters by returning false).
+    let step = unsafe { Box::from_raw(arg as *mut HostStep) };
+    if value < 0 {
+        step.output.fail();
+        return false;
+    }
+    // SAFETY: the pointers and size were checked when the step was queued;
+    // libomptarget keeps the user's buffer alive until the async info is
+    // synchronized, and the staging buffer is held by the stream slot.
+    unsafe { std::ptr::copy_nonoverlapping(step.src, step.dst, step.size) };
+    step.output.complete();
+    false
+}
+
+/// An ordered chain of asynchronous operations on one device; see the
+/// module docs.
+#[derive(Debug)]
+pub struct Stream {
+    hsa: Hsa,
+    agent: hsa_agent_t,
+    queue: Arc<Queue>,
+    signals: SignalPool,
+    state: Mutex<State>,
+}
+
+impl Stream {
+    /// An empty stream of `agent` whose kernels go to `queue`.
+    pub fn new(hsa: &Hsa, agent: hsa_agent_t, queue: Arc<Queue>, signals: SignalPool) -> Stream {
+        Stream {
+            hsa: hsa.clone(),
+            agent,
+            queue,
+            signals,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Number of operations since the last completion.
+    pub fn len(&self) -> usize {
+        self.state.lock().slots.len()
+    }
+
+    /// Whether the stream holds no operation.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends a kernel dispatch; the kernarg block is released when the
+    /// stream completes.
+    ///
+    /// Errors: no signal available; the queue is broken.
+    pub fn push_kernel(&self, d: &Dispatch, kernarg: ManagedBlock) -> Result<()> {
+        let out = self.signals.get()?;
+        let mut st = self.state.lock();
+        let input = st.consume(out.clone(), vec![Held::Block(kernarg)]);
+        self.queue.push_kernel(d, &out, input.as_ref())
+    }
+
+    /// Appends a DMA copy of `size` bytes between two device-accessible
+    /// ranges (device memory, pinned or locked host memory). `held` is kept
+    /// until the stream completes.
+    ///
+    /// # Safety
+    /// Both ranges must stay valid until the stream completes (libomptarget
+    /// guarantees it for its buffers until it synchronizes the async info).
+    ///
+    /// Errors: no signal available; `hsa_amd_memory_async_copy` refused.
+    pub unsafe fn push_copy(&self, dst: u64, src: u64, size: usize, held: Vec<Held>) -> Result<()> {
+        let out = self.signals.get()?;
+        let mut st = self.state.lock();
+        let input = st.consume(out.clone(), held);
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.issue_copy(dst, src, size, input.as_deref(), &out) }
+    }
+
+    /// Issues one DMA copy completing `out`, after `input` when given.
+    ///
+    /// # Safety
+    /// As [`Stream::push_copy`].
+    unsafe fn issue_copy(
+        &self,
+        dst: u64,
+        src: u64,
+        size: usize,
+        input: Option<&Signal>,
+        out: &Arc<Signal>,
+    ) -> Result<()> {
+        let deps: Vec<hsa_signal_t> = input.map(|s| s.raw()).into_iter().collect();
+        // SAFETY: forwarded from the caller's contract.
+        let r = unsafe {
+            self.hsa.async_copy(
+                dst as *mut c_void,
+                src as *const c_void,
+                size,
+                self.agent,
+                &deps,
+                out.raw(),
+            )
+        };
+        if let Err(e) = r {
+            // The runtime will never complete `out`: mark it failed so the
+            // stream's synchronization reports the error instead of hanging.
+            out.fail();
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Appends a host `memcpy` of `size` bytes run after the previous
+    /// operation; at once on this thread when the stream is idle.
+    ///
+    /// # Safety
+    /// Both ranges must be host-accessible, not overlap, and stay valid until
+    /// the stream completes.
+    ///
+    /// Errors: no signal available; `hsa_amd_signal_async_handler` refused.
+    pub unsafe fn push_host_step(
+        &self,
+        dst: *mut u8,
+        src: *const u8,
+        size: usize,
+        held: Vec<Held>,
+    ) -> Result<()> {
+        let mut st = self.state.lock();
+        // SAFETY: forwarded.
+        unsafe { self.host_step_locked(&mut st, dst, src, size, held) }
+    }
+
+    /// Host step under the stream lock; see [`Stream::push_host_step`].
+    ///
+    /// # Safety
+    /// As [`Stream::push_host_step`].
+    unsafe fn host_step_locked(
+        &self,
+        st: &mut State,
+        dst: *mut u8,
+        src: *const u8,
+        size: usize,
+        held: Vec<Held>,
+    ) -> Result<()> {
+        let pending = st
+            .slots
+            .last()
+            .map(|s| s.signal.clone())
+            .filter(|s| !s.is_complete());
+        match pending {
+            None => {
+                // Everything before completed successfully: copy now.
+                // SAFETY: forwarded from the caller's contract.
+                unsafe { std::ptr::copy_nonoverlapping(src, dst, size) };
+                for h in held {
+                    drop(h);
+                }
+                Ok(())
+            }
+            Some(input) => {
+                let out = self.signals.get()?;
+                st.consume(out.clone(), held);
+                let step = Box::new(HostStep {
+                    dst,
+                    src,
+                    size,
+                    _input: input.clone(),
+                    output: out.clone(),
+                });
+                let arg = Box::into_raw(step) as *mut c_void;
+                // SAFETY: `run_host_step` takes back exactly this box, once.
+                let r = unsafe {
+                    self.hsa.signal_async_handler(
+                        input.raw(),
+                        HSA_SIGNAL_CONDITION_LT,
+                        1,
+                        Some(run_host_step),
+                        arg,
+                    )
+                };
+                if let Err(e) = r {
+                    // The handler will never run: reclaim the box and fail
+                    // the slot so synchronization reports it.
+                    // SAFETY: the runtime refused the registration and kept
+                    // no copy of `arg`.
+                    drop(unsafe { Box::from_raw(arg as *mut HostStep) });
+                    out.fail();
+                    return Err(e.into());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Host → device through a pinned staging buffer: a host step copies the
+    /// user's bytes into `staging` (after the previous operation), then a DMA
+    /// copy moves them to `dst`. `staging` returns to its manager when the
+    /// stream completes.
+    ///
+    /// # Safety
+    /// `src..src+size` must be readable host memory valid until the stream
+    /// completes; `dst` a device range of at least `size` bytes.
+    pub unsafe fn push_h2d_staged(
+        &self,
+        dst: u64,
+        src: *const u8,
+        size: usize,
+        staging: ManagedBlock,
+    ) -> Result<()> {
+        let inter = staging.addr();
+        let mut st = self.state.lock();
+        // SAFETY: the staging block holds `size` bytes; `src` per contract.
+        unsafe { self.host_step_locked(&mut st, inter as *mut u8, src, size, Vec::new())? };
+        let out = self.signals.get()?;
+        let input = st.consume(out.clone(), vec![Held::Block(staging)]);
+        // SAFETY: `inter` is held by the slot; `dst` per contract.
+        unsafe { self.issue_copy(dst, inter, size, input.as_deref(), &out) }
+    }
+
+    /// Device → host through a pinned staging buffer: a DMA copy into
+    /// `staging`, then a host step copying into the user's buffer.
+    ///
+    /// # Safety
+    /// `dst..dst+size` must be writable host memory valid until the stream
+    /// completes; `src` a device range of at least `size` bytes.
+    pub unsafe fn push_d2h_staged(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        size: usize,
+        staging: ManagedBlock,
+    ) -> Result<()> {
+        let inter = staging.addr();
+        let mut st = self.state.lock();
+        let out = self.signals.get()?;
+        let input = st.consume(out.clone(), Vec::new());
+        // SAFETY: `inter` holds `size` bytes; `src` per contract.
+        unsafe { self.issue_copy(inter, src, size, input.as_deref(), &out)? };
+        // The staging buffer must live until the host step ran: hold it in
+        // the host step's slot (or drop it right after an immediate copy).
+        // SAFETY: as above.
+        unsafe {
+            self.host_step_locked(
+                &mut st,
+                dst,
+                inter as *const u8,
+                size,
+                vec![Held::Block(staging)],
+            )
+        }
+    }
+
+    /// Makes this stream wait for `other` (a signal of another stream,
+    /// recorded by an event): a barrier-AND on the stream's last signal and
+    /// `other`. The other signal is held until this stream completes.
+    ///
+    /// Errors: no signal available; the queue is broken.
+    pub fn wait_for(&self, other: Arc<Signal>) -> Result<()> {
+        if other.is_complete() {
+            return Ok(());
+        }
+        let out = self.signals.get()?;
+        let mut st = self.state.lock();
+        let other_raw = other.raw();
+        let input = st.consume(out.clone(), vec![Held::Signal(other)]);
+        let mut deps = vec![other_raw];
+        if let Some(i) = &input {
+            deps.push(i.raw());
+        }
+        self.queue.push_barrier(&deps, &out)
+    }
+
+    /// The last operation's signal (None when empty), for events.
+    pub fn last_signal(&self) -> Option<Arc<Signal>> {
+        self.state.lock().last_signal()
+    }
+
+    /// Releases every slot's resources, empties the stream and starts a new
+    /// sync cycle. Caller holds the lock and knows the last operation ended.
+    fn complete(st: &mut State) {
+        st.slots.clear();
+        st.cycle += 1;
+    }
+
+    /// Blocks until every operation finished, then completes the stream.
+    ///
+    /// Errors: [`Error::AsyncOperationFailed`] when an operation failed (its
+    /// failure reached the last signal); the stream is completed anyway.
+    pub fn synchronize(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        let Some(last) = st.last_signal() else {
+            return Ok(());
+        };
+        let v = last.wait();
+        Self::complete(&mut st);
+        if v < 0 {
+            return Err(Error::AsyncOperationFailed("stream operation"));
+        }
+        Ok(())
+    }
+
+    /// Non-blocking: completes the stream and returns `true` when every
+    /// operation finished, else `false` and leaves it untouched.
+    ///
+    /// Errors: as [`Stream::synchronize`].
+    pub fn query(&self) -> Result<bool> {
+        let mut st = self.state.lock();
+        let Some(last) = st.last_signal() else {
+            return Ok(true);
+        };
+        let v = last.load();
+        if v > 0 {
+            return Ok(false);
+        }
+        Self::complete(&mut st);
+        if v < 0 {
+            return Err(Error::AsyncOperationFailed("stream operation"));
+        }
+        Ok(true)
+    }
+}
+
+/// A recorded point of a stream that other streams can wait for.
+#[derive(Debug, Default)]
+pub struct Event {
+    state: Mutex<EventState>,
+}
+
+#[derive(Debug, Default)]
+enum EventState {
+    /// Never recorded: waiting on it is an error (as LLVM).
+    #[default]
+    Unrecorded,
+    /// Recorded on a stream (identified by address) at its last signal, or
+    /// `None` when that stream was empty (nothing to wait for).
+    Recorded {
+        stream: usize,
+        signal: Option<Arc<Signal>>,
+    },
+}
+
+impl Event {
+    /// Records the current end of `stream`.
+    pub fn record(&self, stream: &Arc<Stream>) {
+        let signal = stream.last_signal().filter(|s| !s.is_complete());
+        *self.state.lock() = EventState::Recorded {
+            stream: Arc::as_ptr(stream) as usize,
+            signal,
+        };
+    }
+
+    /// Makes `stream` wait for the recorded point. Nothing to do when the
+    /// point is already reached or was recorded on `stream` itself.
+    ///
+    /// Errors: the event was never recorded; as [`Stream::wait_for`].
+    pub fn wait(&self, stream: &Arc<Stream>) -> Result<()> {
+        let (recorded_on, signal) = match &*self.state.lock() {
+            EventState::Unrecorded => {
+                return Err(Error::InvalidArgument(
+                    "wait on an event that was never recorded".into(),
+                ))
+            }
+            EventState::Recorded { stream, signal } => (*stream, signal.clone()),
+        };
+        match signal {
+            Some(sig) if recorded_on != Arc::as_ptr(stream) as usize => stream.wait_for(sig),
+            _ => Ok(()),
+        }
+    }
+
+    /// Blocks until the recorded point is reached.
+    ///
+    /// Errors: the recorded operation failed.
+    pub fn synchronize(&self) -> Result<()> {
+        let signal = match &*self.state.lock() {
+            EventState::Recorded {
+                signal: Some(s), ..
+            } => s.clone(),
+            _ => return Ok(()),
+        };
+        if signal.wait() < 0 {
+            return Err(Error::AsyncOperationFailed("recorded operation"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,522 @@
+//! The entry points called directly, as libomptarget would, with the
+//! virtual device as HSA runtime (two GPUs of 64 MiB each): data paths,
+//! streams, events, locks, and the failures bad arguments must produce.
+//!
+//! Expected values are the host's own bytes: what goes in must come back.
+#![allow(clippy::undocumented_unsafe_blocks)]
+
+mod common;
+
+use omptarget_amdgpu::abi::*;
+use omptarget_amdgpu::rtl::*;
+use std::ffi::c_void;
+use std::sync::Once;
+
+const FAIL: i32 = OFFLOAD_FAIL;
+const OK: i32 = OFFLOAD_SUCCESS;
+
+/// Points the plugin at the virtual device and initialises both devices.
+fn setup() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var("OMPTARGET_AMDGPU_HSA_LIBRARY", common::sim_library());
+        std::env::set_var("HSA_SIM_GPUS", "2");
+        std::env::set_var("HSA_SIM_DEVICE_MEMORY", "64M");
+        assert_eq!(__tgt_rtl_init_plugin(), 0);
+        assert_eq!(__tgt_rtl_number_of_devices(), 2);
+        assert_eq!(__tgt_rtl_init_device(0), OK);
+        assert_eq!(__tgt_rtl_init_device(1), OK);
+    });
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[1] ^ seed)
+        .collect()
+}
+
+fn alloc(dev: i32, n: usize, kind: i32) -> *mut c_void {
+    let p = __tgt_rtl_data_alloc(dev, n as i64, std::ptr::null_mut(), kind);
+    assert!(
+        !p.is_null(),
+        "allocation of {n} bytes (kind {kind}) on device {dev}"
+    );
+    p
+}
+
+#[test]
+fn synchronous_round_trips_through_every_transfer_path() {
+    setup();
+    // 100 B and 64 KiB: staging buffer; 3 MiB: above MAX_ASYNC_COPY_BYTES,
+    // the host buffer is locked for the transfer.
+    for &n in &[1usize, 100, 65536, 3 << 20] {
+        let src = pattern(n, n as u8);
+        let d0 = alloc(0, n, TARGET_ALLOC_DEFAULT);
+        let d1 = alloc(1, n, TARGET_ALLOC_DEVICE);
+        unsafe {
+            assert_eq!(
+                __tgt_rtl_data_submit(0, d0, src.as_ptr() as *mut c_void, n as i64),
+                OK
+            );
+            // Device 0 → device 1, then back to the host from device 1.
+            assert_eq!(__tgt_rtl_is_data_exchangable(0, 1), 1);
+            assert_eq!(__tgt_rtl_data_exchange(0, d0, 1, d1, n as i64), OK);
+            let mut back = vec![0u8; n];
+            assert_eq!(
+                __tgt_rtl_data_retrieve(1, back.as_mut_ptr() as *mut c_void, d1, n as i64),
+                OK
+            );
+            assert!(back == src, "{n} bytes came back different");
+        }
+        assert_eq!(__tgt_rtl_data_delete(0, d0, TARGET_ALLOC_DEFAULT), OK);
+        assert_eq!(__tgt_rtl_data_delete(1, d1, TARGET_ALLOC_DEVICE), OK);
+    }
+}
+
+#[test]
+fn pinned_host_memory_and_locked_ranges_are_copied_directly() {
+    setup();
+    let n = 10_000;
+    // HOST allocation: host-accessible, device-accessible.
+    let h = alloc(0, n, TARGET_ALLOC_HOST) as *mut u8;
+    let src = pattern(n, 7);
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), h, n) };
+    let d = alloc(0, n, TARGET_ALLOC_DEFAULT);
+    let mut locked_buf = vec![0u8; n];
+    let mut alias: *mut c_void = std::ptr::null_mut();
+    unsafe {
+        assert_eq!(__tgt_rtl_data_submit(0, d, h as *mut c_void, n as i64), OK);
+        assert_eq!(
+            __tgt_rtl_data_lock(
+                0,
+                locked_buf.as_mut_ptr() as *mut c_void,
+                n as i64,
+                &mut alias
+            ),
+            OK
+        );
+        assert!(!alias.is_null());
+        assert_eq!(
+            __tgt_rtl_data_retrieve(0, locked_buf.as_mut_ptr() as *mut c_void, d, n as i64),
+            OK
+        );
+    }
+    assert!(locked_buf == src);
+    assert_eq!(
+        __tgt_rtl_data_unlock(0, locked_buf.as_mut_ptr() as *mut c_void),
+        OK
+    );
+    // A second unlock of the same range has nothing to release.
+    assert_eq!(
+        __tgt_rtl_data_unlock(0, locked_buf.as_mut_ptr() as *mut c_void),
+        FAIL
+    );
+    // SHARED: fine-grained memory every device reaches.
+    let s = alloc(1, 64, TARGET_ALLOC_SHARED);
+    assert_eq!(__tgt_rtl_data_delete(1, s, TARGET_ALLOC_SHARED), OK);
+    assert_eq!(
+        __tgt_rtl_data_delete(0, h as *mut c_void, TARGET_ALLOC_HOST),
+        OK
+    );
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
+}
+
+#[test]
+fn async_chain_keeps_order_and_releases_the_queue() {
+    setup();
+    let n = 4096usize;
+    let parts = 8;
+    let src = pattern(n * parts, 3);
+    let d = alloc(0, n * parts, TARGET_ALLOC_DEFAULT);
+    let mut back = vec![0u8; n * parts];
+    let mut info = AsyncInfo {
+        queue: std::ptr::null_mut(),
+    };
+    unsafe {
+        for i in 0..parts {
+            let off = i * n;
+            assert_eq!(
+                __tgt_rtl_data_submit_async(
+                    0,
+                    (d as *mut u8).add(off) as *mut c_void,
+                    src.as_ptr().add(off) as *mut c_void,
+                    n as i64,
+                    &mut info
+                ),
+                OK
+            );
+            assert!(!info.queue.is_null(), "the first operation binds a stream");
+        }
+        // Same stream: the retrieve is ordered after every submit.
+        assert_eq!(
+            __tgt_rtl_data_retrieve_async(
+                0,
+                back.as_mut_ptr() as *mut c_void,
+                d,
+                (n * parts) as i64,
+                &mut info
+            ),
+            OK
+        );
+        // Poll like libomptarget does for nowait regions.
+        let mut polls = 0;
+        while !info.queue.is_null() {
+            assert_eq!(__tgt_rtl_query_async(0, &mut info), OK);
+            polls += 1;
+            assert!(polls < 10_000_000, "query_async never completed");
+            std::thread::yield_now();
+        }
+        // Synchronize without a queue is the caller's error.
+        assert_eq!(__tgt_rtl_synchronize(0, &mut info), FAIL);
+    }
+    assert!(back == src);
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
+}
+
+#[test]
+fn events_order_two_streams() {
+    setup();
+    let n = 200_000usize;
+    let src = pattern(n, 11);
+    let d = alloc(0, n, TARGET_ALLOC_DEFAULT);
+    let mut back = vec![0u8; n];
+    let mut a = AsyncInfo {
+        queue: std::ptr::null_mut(),
+    };
+    let mut b = AsyncInfo {
+        queue: std::ptr::null_mut(),
+    };
+    let mut ev: *mut c_void = std::ptr::null_mut();
+    unsafe {
+        assert_eq!(__tgt_rtl_create_event(0, &mut ev), OK);
+        // Waiting on an event nobody recorded is an error.
+        assert_eq!(__tgt_rtl_wait_event(0, ev, &mut b), FAIL);
+        assert_eq!(
+            __tgt_rtl_data_submit_async(0, d, src.as_ptr() as *mut c_void, n as i64, &mut a),
+            OK
+        );
+        assert_eq!(__tgt_rtl_record_event(0, ev, &mut a), OK);
+        assert_eq!(__tgt_rtl_wait_event(0, ev, &mut b), OK);
+        assert_eq!(
+            __tgt_rtl_data_retrieve_async(0, back.as_mut_ptr() as *mut c_void, d, n as i64, &mut b),
+            OK
+        );
+        assert_eq!(__tgt_rtl_synchronize(0, &mut b), OK);
+        assert!(b.queue.is_null());
+        assert_eq!(__tgt_rtl_synchronize(0, &mut a), OK);
+        assert!(a.queue.is_null());
+        assert_eq!(__tgt_rtl_sync_event(0, ev), OK);
+        assert_eq!(__tgt_rtl_destroy_event(0, ev), OK);
+        assert_eq!(__tgt_rtl_destroy_event(0, ev), FAIL);
+    }
+    assert!(back == src);
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
+}
+
+#[test]
+fn bad_arguments_fail_cleanly() {
+    setup();
+    let mut host = vec![0u8; 16];
+    let hp = host.as_mut_ptr() as *mut c_void;
+    // Allocation: zero bytes, more than the device has, a bad kind, a bad device.
+    assert!(__tgt_rtl_data_alloc(0, 0, std::ptr::null_mut(), TARGET_ALLOC_DEFAULT).is_null());
+    assert!(__tgt_rtl_data_alloc(0, 1 << 30, std::ptr::null_mut(), TARGET_ALLOC_DEFAULT).is_null());
+    assert!(__tgt_rtl_data_alloc(0, 16, std::ptr::null_mut(), 42).is_null());
+    assert!(__tgt_rtl_data_alloc(7, 16, std::ptr::null_mut(), TARGET_ALLOC_DEFAULT).is_null());
+    // Free: NULL is fine, an unknown pointer and a double free are not.
+    assert_eq!(
+        __tgt_rtl_data_delete(0, std::ptr::null_mut(), TARGET_ALLOC_DEFAULT),
+        OK
+    );
+    assert_eq!(
+        __tgt_rtl_data_delete(0, 0x1234_5000 as *mut c_void, TARGET_ALLOC_DEFAULT),
+        FAIL
+    );
+    let d = alloc(0, 16, TARGET_ALLOC_DEFAULT);
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), FAIL);
+    unsafe {
+        // Transfers with NULL or unknown device pointers.
+        assert_eq!(__tgt_rtl_data_submit(0, std::ptr::null_mut(), hp, 16), FAIL);
+        assert_eq!(
+            __tgt_rtl_data_submit(0, 0x10 as *mut c_void, std::ptr::null_mut(), 16),
+            FAIL
+        );
+        assert_eq!(
+            __tgt_rtl_data_submit(0, 0x1234_5000 as *mut c_void, hp, 16),
+            FAIL
+        );
+        assert_eq!(
+            __tgt_rtl_data_retrieve(0, hp, 0x1234_5000 as *mut c_void, 16),
+            FAIL
+        );
+        assert_eq!(__tgt_rtl_data_submit(0, 0x10 as *mut c_void, hp, -1), FAIL);
+        // A forged async info queue.
+        let mut forged = AsyncInfo {
+            queue: 0x4000 as *mut c_void,
+        };
+        assert_eq!(__tgt_rtl_synchronize(0, &mut forged), FAIL);
+        assert_eq!(__tgt_rtl_synchronize(0, std::ptr::null_mut()), FAIL);
+        // Launch of a handle that is not one of our kernels.
+        let mut kargs: KernelArgs = std::mem::zeroed();
+        kargs.num_teams = [1, 0, 0];
+        kargs.thread_limit = [1, 0, 0];
+        assert_eq!(
+            __tgt_rtl_launch_kernel(
+                0,
+                0x9999 as *mut c_void,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut kargs,
+                std::ptr::null_mut()
+            ),
+            FAIL
+        );
+        // Images: garbage, and this test's own x86-64 executable.
+        let mut garbage = vec![0x7fu8, b'E', b'L', b'F', 2, 1, 1, 0];
+        garbage.extend(std::iter::repeat_n(0xAB, 120));
+        let mut img = DeviceImage {
+            image_start: garbage.as_mut_ptr() as *mut c_void,
+            image_end: garbage.as_mut_ptr().add(garbage.len()) as *mut c_void,
+            entries_begin: std::ptr::null_mut(),
+            entries_end: std::ptr::null_mut(),
+        };
+        assert_eq!(__tgt_rtl_is_valid_binary(&mut img), 0);
+        assert!(__tgt_rtl_load_binary(0, &mut img).is_null());
+        let mut own = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let mut img = DeviceImage {
+            image_start: own.as_mut_ptr() as *mut c_void,
+            image_end: own.as_mut_ptr().add(own.len()) as *mut c_void,
+            entries_begin: std::ptr::null_mut(),
+            entries_end: std::ptr::null_mut(),
+        };
+        assert_eq!(__tgt_rtl_is_valid_binary(&mut img), 0);
+        assert_eq!(__tgt_rtl_is_valid_binary(std::ptr::null_mut()), 0);
+        assert!(__tgt_rtl_load_binary(0, std::ptr::null_mut()).is_null());
+    }
+    // The device still works after all that.
+    let d = alloc(0, 16, TARGET_ALLOC_DEFAULT);
+    host.copy_from_slice(&pattern(16, 1));
+    let mut back = vec![0u8; 16];
+    unsafe {
+        assert_eq!(__tgt_rtl_data_submit(0, d, hp, 16), OK);
+        assert_eq!(
+            __tgt_rtl_data_retrieve(0, back.as_mut_ptr() as *mut c_void, d, 16),
+            OK
+        );
+    }
+    assert_eq!(back, host);
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
+}
+
+#[test]
+fn small_queries_answer_as_documented() {
+    setup();
+    assert_eq!(__tgt_rtl_supports_empty_images(), 0);
+    assert_eq!(__tgt_rtl_init_requires(OMP_REQ_NONE), OMP_REQ_NONE);
+    assert_eq!(__tgt_rtl_is_data_exchangable(0, 2), 0);
+    assert_eq!(__tgt_rtl_deinit_plugin(), OK);
+    assert_eq!(__tgt_rtl_deinit_plugin(), OK);
+    // Still usable after deinit_plugin (other libraries may still run).
+    assert_eq!(__tgt_rtl_number_of_devices(), 2);
+    let mut out: *mut AsyncInfo = std::ptr::null_mut();
+    unsafe {
+        assert_eq!(__tgt_rtl_init_async_info(0, &mut out), OK);
+        assert!(!out.is_null() && (*out).queue.is_null());
+        drop(Box::from_raw(out));
+        let mut di = DeviceInfo {
+            context: std::ptr::dangling_mut::<c_void>(),
+            device: std::ptr::null_mut(),
+        };
+        let mut err: *const std::ffi::c_char = std::ptr::null();
+        assert_eq!(__tgt_rtl_init_device_info(1, &mut di, &mut err), OK);
+        assert!(di.context.is_null() && !di.device.is_null() && !err.is_null());
+        assert_eq!(__tgt_rtl_init_device(5), FAIL);
+    }
+}
+
+/// The gfx90a code object embedded in a host executable built by clang-16
+/// (found by its ELF header: machine 224, size from the section headers).
+fn device_elf(exe: &std::path::Path) -> Vec<u8> {
+    let bytes = std::fs::read(exe).unwrap();
+    let mut at = 1;
+    while let Some(pos) = bytes[at..].windows(4).position(|w| w == b"\x7fELF") {
+        let start = at + pos;
+        let h = &bytes[start..];
+        let u16_at = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]) as usize;
+        if h.len() > 64 && u16_at(18) == 224 {
+            let shoff = u64::from_le_bytes(h[40..48].try_into().unwrap()) as usize;
+            let end = shoff + u16_at(58) * u16_at(60);
+            return h[..end].to_vec();
+        }
+        at = start + 1;
+    }
+    panic!("no AMDGPU ELF inside {}", exe.display());
+}
+
+struct LoadedImage {
+    bytes: Vec<u8>,
+    _names: Vec<std::ffi::CString>,
+    entries: Vec<OffloadEntry>,
+    _host_globals: Box<[i32; 4]>,
+}
+
+/// `kernels.c`'s device image with a host entry table built from its
+/// kernel metadata plus the `table` global.
+fn kernels_image() -> LoadedImage {
+    let exe = common::compile("kernels.c", false, &[]);
+    let bytes = device_elf(&exe);
+    let kernels = omptarget_amdgpu::image::kernel_metadata(&bytes).unwrap();
+    assert_eq!(kernels.len(), 1, "{kernels:?}");
+    let mut host_globals = Box::new([0i32; 4]);
+    let names = vec![
+        std::ffi::CString::new(kernels[0].name.clone()).unwrap(),
+        std::ffi::CString::new("table").unwrap(),
+    ];
+    let entries = vec![
+        OffloadEntry {
+            addr: std::ptr::dangling_mut::<c_void>(),
+            name: names[0].as_ptr() as *mut _,
+            size: 0,
+            flags: 0,
+            reserved: 0,
+        },
+        OffloadEntry {
+            addr: host_globals.as_mut_ptr() as *mut c_void,
+            name: names[1].as_ptr() as *mut _,
+            size: 16,
+            flags: 0,
+            reserved: 0,
+        },
+    ];
+    LoadedImage {
+        bytes,
+        _names: names,
+        entries,
+        _host_globals: host_globals,
+    }
+}
+
+fn device_image(img: &mut LoadedImage) -> DeviceImage {
+    let range = img.bytes.as_mut_ptr_range();
+    let entries = img.entries.as_mut_ptr_range();
+    DeviceImage {
+        image_start: range.start as *mut c_void,
+        image_end: range.end as *mut c_void,
+        entries_begin: entries.start,
+        entries_end: entries.end,
+    }
+}
+
+#[test]
+fn load_binary_resolves_entries_and_a_kernel_runs() {
+    setup();
+    let mut img = kernels_image();
+    let mut di = device_image(&mut img);
+    unsafe {
+        assert_eq!(__tgt_rtl_is_valid_binary(&mut di), 1);
+        let gfx = c"gfx90a";
+        let mut info = ImageInfo { arch: gfx.as_ptr() };
+        assert_eq!(__tgt_rtl_is_valid_binary_info(&mut di, &mut info), 1);
+        let other = c"gfx1030";
+        let mut info = ImageInfo {
+            arch: other.as_ptr(),
+        };
+        assert_eq!(__tgt_rtl_is_valid_binary_info(&mut di, &mut info), 0);
+
+        let table = __tgt_rtl_load_binary(1, &mut di);
+        assert!(!table.is_null());
+        let t = &*table;
+        let n = t.entries_end.offset_from(t.entries_begin);
+        assert_eq!(n, 2, "one table entry per host entry");
+        let kernel = *t.entries_begin;
+        let global = *t.entries_begin.add(1);
+        assert_eq!(kernel.name, img.entries[0].name);
+        assert_eq!((kernel.size, global.size), (0, 16));
+        assert!(!kernel.addr.is_null() && kernel.addr != img.entries[0].addr);
+        // The global's device address holds the image's initializer.
+        let mut init = [0i32; 4];
+        assert_eq!(
+            __tgt_rtl_data_retrieve(1, init.as_mut_ptr() as *mut c_void, global.addr, 16),
+            OK
+        );
+        assert_eq!(init, [10, 20, 30, 40]);
+        // Change the global on the device; the kernel must see it.
+        let new_table = [1i32, 2, 3, 4];
+        assert_eq!(
+            __tgt_rtl_data_submit(1, global.addr, new_table.as_ptr() as *mut c_void, 16),
+            OK
+        );
+
+        let out = alloc(1, 256 * 4, TARGET_ALLOC_DEFAULT);
+        let mut args = [out];
+        let mut offsets = [0isize];
+        let mut kargs: KernelArgs = std::mem::zeroed();
+        kargs.version = 2;
+        kargs.num_args = 1;
+        kargs.tripcount = 256;
+        let before = kargs;
+        let mut ai = AsyncInfo {
+            queue: std::ptr::null_mut(),
+        };
+        assert_eq!(
+            __tgt_rtl_launch_kernel(
+                1,
+                kernel.addr,
+                args.as_mut_ptr(),
+                offsets.as_mut_ptr(),
+                &mut kargs,
+                &mut ai
+            ),
+            OK
+        );
+        // The caller's KernelArgs is never written.
+        assert_eq!(format!("{before:?}"), format!("{kargs:?}"));
+        let mut back = [0i32; 256];
+        assert_eq!(
+            __tgt_rtl_data_retrieve_async(1, back.as_mut_ptr() as *mut c_void, out, 1024, &mut ai),
+            OK
+        );
+        assert_eq!(__tgt_rtl_synchronize(1, &mut ai), OK);
+        for (i, v) in back.iter().enumerate() {
+            assert_eq!(*v, 3 * i as i32 + new_table[i % 4], "element {i}");
+        }
+        assert_eq!(__tgt_rtl_data_delete(1, out, TARGET_ALLOC_DEFAULT), OK);
+        // Too few kernarg bytes for the arguments passed: refused.
+        kargs.num_args = 9;
+        let mut nine = [out; 9];
+        let mut nine_off = [0isize; 9];
+        assert_eq!(
+            __tgt_rtl_launch_kernel(
+                1,
+                kernel.addr,
+                nine.as_mut_ptr(),
+                nine_off.as_mut_ptr(),
+                &mut kargs,
+                std::ptr::null_mut()
+            ),
+            FAIL
+        );
+    }
+}
+
+#[test]
+fn corrupt_and_foreign_code_objects_are_refused() {
+    setup();
+    let mut img = kernels_image();
+    // Another GPU: e_flags machine field set to gfx1030 (0x036).
+    let flags = u32::from_le_bytes(img.bytes[48..52].try_into().unwrap());
+    let mut foreign = img.bytes.clone();
+    foreign[48..52].copy_from_slice(&((flags & !0xff) | 0x36).to_le_bytes());
+    // Corrupt: program headers pointing past the end of the file.
+    let mut corrupt = img.bytes.clone();
+    corrupt[32..40].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+    for bytes in [foreign, corrupt] {
+        img.bytes = bytes;
+        let mut di = device_image(&mut img);
+        unsafe {
+            assert_eq!(__tgt_rtl_is_valid_binary(&mut di), 0);
+            assert!(__tgt_rtl_load_binary(0, &mut di).is_null());
+        }
+    }
+}
