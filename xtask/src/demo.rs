@@ -90,19 +90,24 @@ fn parse_info(stderr: &str) -> Report {
 
 fn device_description() -> String {
     let tool = std::path::Path::new(LLVM_BIN).join("llvm-omp-device-info");
+    // LLVM 16's x86_64 nextgen plugin crashes in print_device_info, so let
+    // libomptarget load the legacy plugins (ours answers as libomptarget.rtl.amdgpu.so).
+    let env = [("LIBOMPTARGET_NEXTGEN_PLUGINS", "0")];
     let out = match run_captured(
         &tool,
         &[],
         Mode::Offload(Plugin::Ours, Device::Virtual),
-        &[],
+        &env,
     ) {
         Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
         Err(e) => return format!("(llvm-omp-device-info failed: {e})"),
     };
+    // Matched case-insensitively (LLVM's legacy plugin capitalises the field names).
     let get = |key: &str| {
         out.lines()
-            .find(|l| l.trim_start().starts_with(key))
-            .map(|l| l.trim_start()[key.len()..].trim().to_string())
+            .map(str::trim_start)
+            .find(|l| l.to_lowercase().starts_with(&key.to_lowercase()))
+            .map(|l| l[key.len()..].trim().to_string())
     };
     match (
         get("Device Name:"),

@@ -79,5 +79,10 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     if let Some(a) = args.first() {
         return Err(format!("setup takes no arguments (got {a:?})"));
     }
-    ensure_packages()
+    ensure_packages()?;
+    eprintln!(
+        "setup: all {} system packages are installed",
+        PACKAGES.len()
+    );
+    Ok(())
 }

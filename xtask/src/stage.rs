@@ -50,7 +50,15 @@ pub fn stage() -> Result<Staged, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(workspace_root())
-        .args(["build", "--release", "-p", "omptarget-amdgpu", "-p", "sim"])
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "omptarget-amdgpu",
+            "-p",
+            "sim",
+        ])
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
