@@ -8,14 +8,14 @@ use isa::Operand;
 
 /// VALU opcodes deliberately left unsupported, with the reason (see the report).
 const UNSUPPORTED: [&str; 8] = [
-    "v_cubeid_f32",        // graphics cube-map ops
+    "v_cubeid_f32", // graphics cube-map ops
     "v_cubesc_f32",
     "v_cubetc_f32",
     "v_cubema_f32",
-    "v_exp_legacy_f32",    // legacy precision rules not documented for gfx90a
+    "v_exp_legacy_f32", // legacy precision rules not documented for gfx90a
     "v_log_legacy_f32",
     "v_screen_partition_4se_b32", // graphics
-    "v_cvt_pkaccum_u8_f32", // deprecated graphics op
+    "v_cvt_pkaccum_u8_f32",       // deprecated graphics op
 ];
 
 fn vop3(op: VopOp) -> Instruction {
@@ -66,7 +66,10 @@ fn every_valu_opcode_executes_except_the_documented_ones() {
         if !ok {
             match isa::support::probe(&inst) {
                 Some(isa::Fault::Unsupported { mnemonic, .. }) => {
-                    assert!(mnemonic.starts_with(op.mnemonic()), "{mnemonic} names the op")
+                    assert!(
+                        mnemonic.starts_with(op.mnemonic()),
+                        "{mnemonic} names the op"
+                    )
                 }
                 other => panic!("{}: {other:?}", op.mnemonic()),
             }
@@ -83,7 +86,11 @@ fn every_vop3p_opcode_but_mfma_executes() {
         let inst = Instruction::Vop3p(Vop3p {
             op,
             vdst: (wd > 0).then(|| v(20, wd)),
-            src: [(w0 > 0).then(|| v(0, w0)), (w1 > 0).then(|| v(4, w1)), (w2 > 0).then(|| v(8, w2))],
+            src: [
+                (w0 > 0).then(|| v(0, w0)),
+                (w1 > 0).then(|| v(4, w1)),
+                (w2 > 0).then(|| v(8, w2)),
+            ],
             op_sel: 0,
             op_sel_hi: 7,
             neg_lo: 0,

@@ -19,7 +19,11 @@ fn src_lane(ctrl: &str, l: usize) -> Option<usize> {
     let i = l % 16;
     let num = |p: &str| ctrl.strip_prefix(p).and_then(|s| s.parse::<usize>().ok());
     if let Some(sel) = ctrl.strip_prefix("quad_perm:[") {
-        let v: Vec<usize> = sel.trim_end_matches(']').split(',').map(|x| x.parse().unwrap()).collect();
+        let v: Vec<usize> = sel
+            .trim_end_matches(']')
+            .split(',')
+            .map(|x| x.parse().unwrap())
+            .collect();
         return Some(l / 4 * 4 + v[l % 4]);
     }
     if let Some(n) = num("row_shl:") {
@@ -78,7 +82,12 @@ fn check_dpp(row_mask: u8, bank_mask: u8, bound_ctrl: bool, exec: u64) {
     let src: String = ctrls
         .iter()
         .enumerate()
-        .map(|(k, c)| format!("v_mov_b32_dpp v{}, v1 {c} row_mask:{row_mask:#x} bank_mask:{bank_mask:#x}{bc}\n", 10 + k))
+        .map(|(k, c)| {
+            format!(
+                "v_mov_b32_dpp v{}, v1 {c} row_mask:{row_mask:#x} bank_mask:{bank_mask:#x}{bc}\n",
+                10 + k
+            )
+        })
         .collect();
     let v1: [u32; 64] = lanes(|l| 100 + l as u32);
     let w = run(&src, MODE_IEEE, |w| {
@@ -90,7 +99,9 @@ fn check_dpp(row_mask: u8, bank_mask: u8, bound_ctrl: bool, exec: u64) {
     });
     for (k, c) in ctrls.iter().enumerate() {
         for l in 0..64 {
-            let enabled = (exec >> l) & 1 == 1 && (row_mask >> (l / 16)) & 1 == 1 && (bank_mask >> (l % 16 / 4)) & 1 == 1;
+            let enabled = (exec >> l) & 1 == 1
+                && (row_mask >> (l / 16)) & 1 == 1
+                && (bank_mask >> (l % 16 / 4)) & 1 == 1;
             let s = src_lane(c, l).filter(|&s| (exec >> s) & 1 == 1);
             let want = match (enabled, s, bound_ctrl) {
                 (false, _, _) => SENT,
@@ -98,7 +109,11 @@ fn check_dpp(row_mask: u8, bank_mask: u8, bound_ctrl: bool, exec: u64) {
                 (true, None, true) => 0,
                 (true, None, false) => SENT,
             };
-            assert_eq!(w.vgpr[10 + k][l], want, "{c} lane {l} rm {row_mask:#x} bm {bank_mask:#x} bc {bound_ctrl}");
+            assert_eq!(
+                w.vgpr[10 + k][l],
+                want,
+                "{c} lane {l} rm {row_mask:#x} bm {bank_mask:#x} bc {bound_ctrl}"
+            );
         }
     }
 }
@@ -153,13 +168,24 @@ v_mac_f32_dpp v16, v1, v2 row_ror:4 row_mask:0xf bank_mask:0xf";
         let want = a + f(f2[l]).abs();
         assert_eq!(w.vgpr[10][l], want.to_bits(), "add_f32 dpp lane {l}");
         let want11 = if l >= 32 { i3[31] + i4[l] } else { SENT };
-        assert_eq!(w.vgpr[11][l], want11, "row_bcast:31 with row_mask 0xc lane {l}");
+        assert_eq!(
+            w.vgpr[11][l], want11,
+            "row_bcast:31 with row_mask 0xc lane {l}"
+        );
         assert_eq!(w.vgpr[12][l], i3[l / 4 * 4 + 3].wrapping_sub(i4[l]));
         let d = f64::from_bits(d6[src_lane("row_newbcast:5", l).unwrap()]).ceil();
-        assert_eq!(pair(&w, 14, l), d.to_bits(), "64-bit DPP permutes both dwords");
+        assert_eq!(
+            pair(&w, 14, l),
+            d.to_bits(),
+            "64-bit DPP permutes both dwords"
+        );
         let sr = src_lane("row_ror:4", l).unwrap();
         let mac = f(f1[sr]) * f(f2[l]) + f(f2[l]);
-        assert_eq!(w.vgpr[16][l], mac.to_bits(), "mac dpp reads the accumulator in its own lane");
+        assert_eq!(
+            w.vgpr[16][l],
+            mac.to_bits(),
+            "mac dpp reads the accumulator in its own lane"
+        );
     }
 }
 
@@ -179,8 +205,10 @@ v_mul_u32_u24_sdwa v16, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYT
     let b: [u32; 64] = std::array::from_fn(|_| r.u32());
     let fa: [u32; 64] = std::array::from_fn(|l| ((l as f32 - 20.0) / 16.0).to_bits());
     let fb: [u32; 64] = std::array::from_fn(|l| ((l as f32) / 40.0 - 0.6).to_bits());
-    let h5: [u32; 64] = std::array::from_fn(|l| (u32::from(d2h_ref(l as f64 * 0.75)) << 16) | 0x1234);
-    let h6: [u32; 64] = std::array::from_fn(|l| 0xFFFF_0000 | u32::from(d2h_ref(3.0 - l as f64 / 8.0)));
+    let h5: [u32; 64] =
+        std::array::from_fn(|l| (u32::from(d2h_ref(l as f64 * 0.75)) << 16) | 0x1234);
+    let h6: [u32; 64] =
+        std::array::from_fn(|l| 0xFFFF_0000 | u32::from(d2h_ref(3.0 - l as f64 / 8.0)));
     let exec = 0xFFFF_FFFF_0FFF_FFFFu64;
     let old = 0x89AB_CDEFu32;
     let w = run(src, MODE_IEEE, |w| {
@@ -217,9 +245,17 @@ v_mul_u32_u24_sdwa v16, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYT
         let sum = sx8(x).wrapping_add(sx16(b[l] >> 16)) & 0xFFFF;
         assert_eq!(w.vgpr[13][l], sx16(sum), "UNUSED_SEXT sign-extends word 0");
         let fs = -f32::from_bits(fa[l]) + f32::from_bits(fb[l]).abs();
-        assert_eq!(w.vgpr[14][l], fs.clamp(0.0, 1.0).to_bits(), "f32 sdwa neg/abs/clamp");
+        assert_eq!(
+            w.vgpr[14][l],
+            fs.clamp(0.0, 1.0).to_bits(),
+            "f32 sdwa neg/abs/clamp"
+        );
         let hs = d2h_ref(h2d((h5[l] >> 16) as u16) + h2d(h6[l] as u16));
-        assert_eq!(w.vgpr[15][l], (old & 0xFFFF) | u32::from(hs) << 16, "f16 sdwa word selects");
+        assert_eq!(
+            w.vgpr[15][l],
+            (old & 0xFFFF) | u32::from(hs) << 16,
+            "f16 sdwa word selects"
+        );
         if (sx8(x) as i32) > (b[l] >> 16) as i32 {
             m4 |= 1 << l;
         }
@@ -229,6 +265,14 @@ v_mul_u32_u24_sdwa v16, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYT
         let p = ((x >> 16) & 0xFF) * (b[l] & 0xFF);
         assert_eq!(w.vgpr[16][l], (p & 0xFFFF) << 16, "mul_u24 sdwa");
     }
-    assert_eq!(u64::from(w.sgpr[4]) | u64::from(w.sgpr[5]) << 32, m4, "VOPC sdwa to SGPR pair");
-    assert_eq!(w.vcc(), mvcc, "VOPC sdwa with a scalar src1 and BYTE_1 select");
+    assert_eq!(
+        u64::from(w.sgpr[4]) | u64::from(w.sgpr[5]) << 32,
+        m4,
+        "VOPC sdwa to SGPR pair"
+    );
+    assert_eq!(
+        w.vcc(),
+        mvcc,
+        "VOPC sdwa with a scalar src1 and BYTE_1 select"
+    );
 }

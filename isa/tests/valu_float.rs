@@ -531,7 +531,7 @@ fn f16_arithmetic_rounds_once() {
         u32::from(lo) | 0xABCD_0000
     });
     let b: [u32; 64] = std::array::from_fn(|l| {
-        u32::from(if l < 24 && l >= 12 {
+        u32::from(if (12..24).contains(&l) {
             edges[l - 12]
         } else {
             h16_mid(&mut r)

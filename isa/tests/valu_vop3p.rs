@@ -18,7 +18,9 @@ fn f(b: u32) -> f32 {
 #[test]
 fn packed_f32_ops() {
     let mut r = Rng(21);
-    let regs: Vec<[u32; 64]> = (0..6).map(|_| std::array::from_fn(|_| r.f32_mid())).collect();
+    let regs: Vec<[u32; 64]> = (0..6)
+        .map(|_| std::array::from_fn(|_| r.f32_mid()))
+        .collect();
     let src = "v_pk_fma_f32 v[10:11], v[2:3], v[4:5], v[6:7]
 v_pk_mul_f32 v[12:13], v[2:3], v[4:5] op_sel:[1,0] op_sel_hi:[0,1]
 v_pk_add_f32 v[14:15], v[2:3], v[4:5] neg_lo:[1,0] neg_hi:[0,1]
@@ -45,7 +47,9 @@ v_pk_fma_f32 v[22:23], v[2:3], v[4:5], v[6:7] op_sel:[0,1,1] op_sel_hi:[1,0,0] n
             continue;
         }
         let v = |k: usize| f(regs[k - 2][l]);
-        let chk = |reg: usize, want: f32, what: &str| assert_eq!(w.vgpr[reg][l], want.to_bits(), "{what} lane {l}");
+        let chk = |reg: usize, want: f32, what: &str| {
+            assert_eq!(w.vgpr[reg][l], want.to_bits(), "{what} lane {l}")
+        };
         chk(10, v(2).mul_add(v(4), v(6)), "pk_fma lo");
         chk(11, v(3).mul_add(v(5), v(7)), "pk_fma hi");
         chk(12, v(3) * v(4), "pk_mul op_sel lo");
@@ -66,8 +70,20 @@ v_pk_fma_f32 v[22:23], v[2:3], v[4:5], v[6:7] op_sel:[0,1,1] op_sel_hi:[1,0,0] n
 #[test]
 fn packed_16_bit_integer_ops() {
     let mut r = Rng(5);
-    let a: [u32; 64] = std::array::from_fn(|l| if l < 4 { [0x7FFF_8000, 0xFFFF_0001, 0x8000_7FFF, 0][l] } else { r.u32() });
-    let b: [u32; 64] = std::array::from_fn(|l| if l < 4 { [0x0001_FFFF, 0x0001_FFFF, 0xFFFF_0001, 0][l] } else { r.u32() });
+    let a: [u32; 64] = std::array::from_fn(|l| {
+        if l < 4 {
+            [0x7FFF_8000, 0xFFFF_0001, 0x8000_7FFF, 0][l]
+        } else {
+            r.u32()
+        }
+    });
+    let b: [u32; 64] = std::array::from_fn(|l| {
+        if l < 4 {
+            [0x0001_FFFF, 0x0001_FFFF, 0xFFFF_0001, 0][l]
+        } else {
+            r.u32()
+        }
+    });
     let c: [u32; 64] = std::array::from_fn(|_| r.u32());
     let src = "v_pk_add_u16 v10, v1, v2
 v_pk_add_i16 v11, v1, v2 clamp
@@ -89,16 +105,34 @@ v_pk_sub_i16 v19, v1, v2";
     let pk = |l: u16, h: u16| u32::from(l) | u32::from(h) << 16;
     for l in 0..64 {
         let (x, y, z) = (a[l], b[l], c[l]);
-        let both = |f: &dyn Fn(u16, u16, u16) -> u16| pk(f(lo(x), lo(y), lo(z)), f(hi(x), hi(y), hi(z)));
+        let both =
+            |f: &dyn Fn(u16, u16, u16) -> u16| pk(f(lo(x), lo(y), lo(z)), f(hi(x), hi(y), hi(z)));
         assert_eq!(w.vgpr[10][l], both(&|p, q, _| p.wrapping_add(q)));
-        assert_eq!(w.vgpr[11][l], both(&|p, q, _| (p as i16).saturating_add(q as i16) as u16), "lane {l}");
+        assert_eq!(
+            w.vgpr[11][l],
+            both(&|p, q, _| (p as i16).saturating_add(q as i16) as u16),
+            "lane {l}"
+        );
         assert_eq!(w.vgpr[12][l], both(&|p, q, _| p.saturating_sub(q)));
         assert_eq!(w.vgpr[13][l], both(&|p, q, _| p.wrapping_mul(q)));
-        assert_eq!(w.vgpr[14][l], both(&|p, q, r| (p as i16).wrapping_mul(q as i16).wrapping_add(r as i16) as u16));
+        assert_eq!(
+            w.vgpr[14][l],
+            both(&|p, q, r| (p as i16).wrapping_mul(q as i16).wrapping_add(r as i16) as u16)
+        );
         assert_eq!(w.vgpr[15][l], both(&|p, q, _| q << (p & 15)));
-        assert_eq!(w.vgpr[16][l], both(&|p, q, _| ((q as i16) >> (p & 15)) as u16));
-        assert_eq!(w.vgpr[17][l], both(&|p, q, _| (p as i16).max(q as i16) as u16));
-        assert_eq!(w.vgpr[18][l], pk(hi(x).min(lo(y)), lo(x).min(hi(y))), "op_sel picks halves");
+        assert_eq!(
+            w.vgpr[16][l],
+            both(&|p, q, _| ((q as i16) >> (p & 15)) as u16)
+        );
+        assert_eq!(
+            w.vgpr[17][l],
+            both(&|p, q, _| (p as i16).max(q as i16) as u16)
+        );
+        assert_eq!(
+            w.vgpr[18][l],
+            pk(hi(x).min(lo(y)), lo(x).min(hi(y))),
+            "op_sel picks halves"
+        );
         assert_eq!(w.vgpr[19][l], both(&|p, q, _| p.wrapping_sub(q)));
     }
 }
@@ -144,28 +178,63 @@ v_pk_add_f16 v21, v1, 1.0 op_sel_hi:[1,0]";
     let pk = |l: f64, h: f64| u32::from(d2h_ref(l)) | u32::from(d2h_ref(h)) << 16;
     for l in 0..64 {
         let (x, y, z) = (a[l], b[l], c[l]);
-        assert_eq!(w.vgpr[10][l], pk(lo(x) + lo(y), hi(x) + hi(y)), "pk_add_f16 lane {l}");
-        assert_eq!(w.vgpr[11][l], pk(-lo(x) * lo(y), hi(x) * -hi(y)), "pk_mul_f16 neg");
-        assert_eq!(w.vgpr[12][l], pk(lo(x) * lo(y) + lo(z), hi(x) * hi(y) + hi(z)), "pk_fma_f16");
-        assert_eq!(w.vgpr[13][l], pk(lo(x).max(lo(y)), hi(x).max(hi(y))), "pk_max_f16");
+        assert_eq!(
+            w.vgpr[10][l],
+            pk(lo(x) + lo(y), hi(x) + hi(y)),
+            "pk_add_f16 lane {l}"
+        );
+        assert_eq!(
+            w.vgpr[11][l],
+            pk(-lo(x) * lo(y), hi(x) * -hi(y)),
+            "pk_mul_f16 neg"
+        );
+        assert_eq!(
+            w.vgpr[12][l],
+            pk(lo(x) * lo(y) + lo(z), hi(x) * hi(y) + hi(z)),
+            "pk_fma_f16"
+        );
+        assert_eq!(
+            w.vgpr[13][l],
+            pk(lo(x).max(lo(y)), hi(x).max(hi(y))),
+            "pk_max_f16"
+        );
         let m = (lo(x) * lo(y) + f64::from(f(fc[l]))) as f32;
-        assert_eq!(w.vgpr[14][l], m.to_bits(), "fma_mix_f32 (exact product, one rounding)");
+        assert_eq!(
+            w.vgpr[14][l],
+            m.to_bits(),
+            "fma_mix_f32 (exact product, one rounding)"
+        );
         let mlo = d2h_ref(hi(x) * lo(y) + lo(z));
-        assert_eq!(w.vgpr[15][l], (SENT & 0xFFFF_0000) | u32::from(mlo), "fma_mixlo keeps the high half");
+        assert_eq!(
+            w.vgpr[15][l],
+            (SENT & 0xFFFF_0000) | u32::from(mlo),
+            "fma_mixlo keeps the high half"
+        );
         let exact = lo(x) * f64::from(f(fc[l])) + lo(z);
-        assert_eq!(w.vgpr[16][l] >> 16, u32::from(d2h_ref(exact)), "fma_mixhi with an f32 src1");
+        assert_eq!(
+            w.vgpr[16][l] >> 16,
+            u32::from(d2h_ref(exact)),
+            "fma_mixhi with an f32 src1"
+        );
         assert_eq!(w.vgpr[16][l] & 0xFFFF, SENT & 0xFFFF);
         let dot = (lo(x) * lo(y) + hi(x) * hi(y) + f64::from(f(fc[l]))) as f32;
         assert!(ulp32(f(w.vgpr[17][l]), dot) <= 1, "dot2_f32_f16 lane {l}");
         let i16s = |v: u32, k: u32| i64::from((v >> (16 * k)) as u16 as i16);
         let d2 = i16s(x, 0) * i16s(y, 0) + i16s(x, 1) * i16s(y, 1) + i64::from(z as i32);
         assert_eq!(w.vgpr[18][l], d2 as u32, "dot2_i32_i16");
-        let d4: u64 = (0..4).map(|k| u64::from((x >> (8 * k)) & 0xFF) * u64::from((y >> (8 * k)) & 0xFF)).sum::<u64>() + u64::from(z);
+        let d4: u64 = (0..4)
+            .map(|k| u64::from((x >> (8 * k)) & 0xFF) * u64::from((y >> (8 * k)) & 0xFF))
+            .sum::<u64>()
+            + u64::from(z);
         assert_eq!(w.vgpr[19][l], d4 as u32, "dot4_u32_u8");
         let n4 = |v: u32, k: u32| i64::from((((v >> (4 * k)) & 0xF) << 28) as i32 >> 28);
         let d8: i64 = (0..8).map(|k| n4(x, k) * n4(y, k)).sum::<i64>() + i64::from(z as i32);
         assert_eq!(w.vgpr[20][l], d8 as u32, "dot8_i32_i4");
-        assert_eq!(w.vgpr[21][l], pk(lo(x) + 1.0, hi(x) + 1.0), "f16 inline constant, op_sel_hi 0");
+        assert_eq!(
+            w.vgpr[21][l],
+            pk(lo(x) + 1.0, hi(x) + 1.0),
+            "f16 inline constant, op_sel_hi 0"
+        );
     }
 }
 

@@ -18,19 +18,22 @@ use super::Exe;
 #[inline]
 #[allow(clippy::nonminimal_bool, clippy::neg_cmp_op_on_partial_ord)]
 fn fcmp<F: PartialOrd + Copy>(a: F, b: F, c: u32) -> bool {
-    let unordered = a.partial_cmp(&b).is_none();
+    let ord = a.partial_cmp(&b);
+    let unordered = ord.is_none();
+    // Ordered and not equal (false for NaN operands, unlike `!=`).
+    let lg = ord.is_some_and(|o| o != std::cmp::Ordering::Equal);
     match c {
         0 => false,
         1 => a < b,
         2 => a == b,
         3 => a <= b,
         4 => a > b,
-        5 => a < b || a > b,
+        5 => lg,
         6 => a >= b,
         7 => !unordered,
         8 => unordered,
         9 => !(a >= b),
-        10 => !(a < b || a > b),
+        10 => !lg,
         11 => !(a > b),
         12 => !(a <= b),
         13 => !(a == b),

@@ -230,9 +230,8 @@ pub(crate) fn fmax<F: Fl>(a: F, b: F, ieee: bool) -> F {
     }
     if a > b {
         a
-    } else if b > a {
-        b
-    } else if a.neg_sign() {
+    } else if b > a || a.neg_sign() {
+        // Larger, or equal with `a` = −0 (+0 orders above −0).
         b
     } else {
         a
