@@ -16,7 +16,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 use common::*;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -24,126 +24,30 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
-fn empty_kernel(gpu: hsa_agent_t) -> (u64, u32, u32, u32) {
+fn empty_kernel(gpu: hsa_agent_t) -> KernelObject {
     let dir = scratch_dir("bench");
     let src = dir.join("empty.c");
-    std::fs::write(
-        &src,
-        "__attribute__((visibility(\"protected\"), amdgpu_kernel)) void empty(void) {}\n",
-    )
-    .unwrap();
+    std::fs::write(&src, "__attribute__((visibility(\"protected\"), amdgpu_kernel)) void empty(void) {}\n").unwrap();
     let out = dir.join("empty.co");
-    clang(&[
-        "--target=amdgcn-amd-amdhsa",
-        "-mcpu=gfx90a",
-        "-nogpulib",
-        "-O2",
-        "-x",
-        "c",
-        src.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let image = std::fs::read(&out).unwrap();
-    let mut r = hsa_code_object_reader_t { handle: 0 };
-    let mut exe = hsa_executable_t { handle: 0 };
-    let name = CString::new("empty.kd").unwrap();
-    let mut sym = hsa_executable_symbol_t { handle: 0 };
-    let (mut kd, mut kernarg, mut group, mut private) = (0u64, 0u32, 0u32, 0u32);
-    unsafe {
-        assert_eq!(
-            hsa_code_object_reader_create_from_memory(
-                image.as_ptr() as *const c_void,
-                image.len(),
-                &mut r
-            ),
-            0
-        );
-        assert_eq!(
-            hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe),
-            0
-        );
-        assert_eq!(
-            hsa_executable_load_agent_code_object(
-                exe,
-                gpu,
-                r,
-                std::ptr::null(),
-                std::ptr::null_mut()
-            ),
-            0
-        );
-        assert_eq!(hsa_executable_freeze(exe, std::ptr::null()), 0);
-        assert_eq!(
-            hsa_executable_get_symbol_by_name(exe, name.as_ptr(), &gpu, &mut sym),
-            0
-        );
-        hsa_executable_symbol_get_info(
-            sym,
-            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
-            &mut kd as *mut _ as *mut c_void,
-        );
-        hsa_executable_symbol_get_info(
-            sym,
-            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
-            &mut kernarg as *mut _ as *mut c_void,
-        );
-        hsa_executable_symbol_get_info(
-            sym,
-            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
-            &mut group as *mut _ as *mut c_void,
-        );
-        hsa_executable_symbol_get_info(
-            sym,
-            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
-            &mut private as *mut _ as *mut c_void,
-        );
-    }
-    (kd, kernarg, group, private)
+    clang(&["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib", "-O2", "-x", "c", src.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let exe = load_executable(gpu, &std::fs::read(&out).unwrap());
+    kernel_object(exe, gpu, "empty")
 }
 
 fn dispatch_round_trip(gpu: hsa_agent_t) -> Vec<f64> {
-    let (kd, kernarg_size, group, private) = empty_kernel(gpu);
+    let k = empty_kernel(gpu);
     let kernarg_pool = pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT);
-    let kernarg = alloc(kernarg_pool, kernarg_size.max(64) as usize);
-    assert_eq!(
-        unsafe { hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void) },
-        0
-    );
+    let kernarg = alloc(kernarg_pool, k.kernarg_size.max(64) as usize);
+    assert_eq!(unsafe { hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void) }, 0);
     let q = queue(gpu, 64);
     let done = signal(1);
-    let mut p = [0u64; 8];
-    // workgroup 64x1x1 (bits 32..) | grid 64 @12, 1 @16, 1 @20
-    p[0] = (64u64 << 32) | (1u64 << 48);
-    p[1] = 1 << 32; // workgroup_size_z = 1, reserved0 = 0 ; grid_size_x at 12
-    let mut bytes = [0u8; 64];
-    bytes[4..6].copy_from_slice(&64u16.to_le_bytes());
-    bytes[6..8].copy_from_slice(&1u16.to_le_bytes());
-    bytes[8..10].copy_from_slice(&1u16.to_le_bytes());
-    bytes[12..16].copy_from_slice(&64u32.to_le_bytes());
-    bytes[16..20].copy_from_slice(&1u32.to_le_bytes());
-    bytes[20..24].copy_from_slice(&1u32.to_le_bytes());
-    bytes[24..28].copy_from_slice(&private.to_le_bytes());
-    bytes[28..32].copy_from_slice(&group.to_le_bytes());
-    bytes[32..40].copy_from_slice(&kd.to_le_bytes());
-    bytes[40..48].copy_from_slice(&(kernarg as u64).to_le_bytes());
-    bytes[56..64].copy_from_slice(&done.handle.to_le_bytes());
-    for (i, w) in p.iter_mut().enumerate() {
-        *w = u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
-    }
+    let p = dispatch_packet(&k, 64, 64, kernarg, done);
     let mut samples = Vec::new();
     for i in 0..3000 {
         hsa_signal_store_relaxed(done, 1);
         let t0 = Instant::now();
-        submit(q, p, 0x0001_1402);
-        while hsa_signal_wait_scacquire(
-            done,
-            HSA_SIGNAL_CONDITION_EQ,
-            0,
-            u64::MAX,
-            HSA_WAIT_STATE_BLOCKED,
-        ) != 0
-        {}
+        submit(q, p, KERNEL_HEADER);
+        while hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_EQ, 0, u64::MAX, HSA_WAIT_STATE_BLOCKED) != 0 {}
         let dt = t0.elapsed();
         if i >= 200 {
             samples.push(dt.as_secs_f64() * 1e6);

@@ -9,7 +9,7 @@
 
 mod common;
 use common::*;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -49,107 +49,13 @@ fn image() -> Vec<u8> {
     bytes
 }
 
-struct Kernel {
-    object: u64,
-    group: u32,
-    private: u32,
-}
-
 fn load_kernels(gpu: hsa_agent_t) -> hsa_executable_t {
-    let image = image();
-    let mut r = hsa_code_object_reader_t { handle: 0 };
-    let mut exe = hsa_executable_t { handle: 0 };
-    unsafe {
-        assert_eq!(
-            hsa_code_object_reader_create_from_memory(
-                image.as_ptr() as *const c_void,
-                image.len(),
-                &mut r
-            ),
-            0
-        );
-        assert_eq!(
-            hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe),
-            0
-        );
-        assert_eq!(
-            hsa_executable_load_agent_code_object(
-                exe,
-                gpu,
-                r,
-                std::ptr::null(),
-                std::ptr::null_mut()
-            ),
-            0
-        );
-        assert_eq!(hsa_executable_freeze(exe, std::ptr::null()), 0);
-        assert_eq!(hsa_code_object_reader_destroy(r), 0);
-    }
-    exe
+    load_executable(gpu, &image())
 }
 
-fn kernel(exe: hsa_executable_t, gpu: hsa_agent_t, name: &str) -> Kernel {
-    let n = CString::new(format!("{name}.kd")).unwrap();
-    let mut sym = hsa_executable_symbol_t { handle: 0 };
-    let (mut object, mut group, mut private) = (0u64, 0u32, 0u32);
-    unsafe {
-        assert_eq!(
-            hsa_executable_get_symbol_by_name(exe, n.as_ptr(), &gpu, &mut sym),
-            0,
-            "{name}"
-        );
-        hsa_executable_symbol_get_info(
-            sym,
-            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
-            &mut object as *mut _ as *mut c_void,
-        );
-        hsa_executable_symbol_get_info(
-            sym,
-            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
-            &mut group as *mut _ as *mut c_void,
-        );
-        hsa_executable_symbol_get_info(
-            sym,
-            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
-            &mut private as *mut _ as *mut c_void,
-        );
-    }
-    Kernel {
-        object,
-        group,
-        private,
-    }
+fn kernel(exe: hsa_executable_t, gpu: hsa_agent_t, name: &str) -> KernelObject {
+    kernel_object(exe, gpu, name)
 }
-
-/// A 1-D kernel dispatch packet (header written separately).
-fn dispatch_packet(
-    k: &Kernel,
-    workgroup: u16,
-    grid: u32,
-    kernarg: *mut u8,
-    completion: hsa_signal_t,
-) -> [u64; 8] {
-    let mut b = [0u8; 64];
-    b[4..6].copy_from_slice(&workgroup.to_le_bytes());
-    b[6..8].copy_from_slice(&1u16.to_le_bytes());
-    b[8..10].copy_from_slice(&1u16.to_le_bytes());
-    b[12..16].copy_from_slice(&grid.to_le_bytes());
-    b[16..20].copy_from_slice(&1u32.to_le_bytes());
-    b[20..24].copy_from_slice(&1u32.to_le_bytes());
-    b[24..28].copy_from_slice(&k.private.to_le_bytes());
-    b[28..32].copy_from_slice(&k.group.to_le_bytes());
-    b[32..40].copy_from_slice(&k.object.to_le_bytes());
-    b[40..48].copy_from_slice(&(kernarg as u64).to_le_bytes());
-    b[56..64].copy_from_slice(&completion.handle.to_le_bytes());
-    let mut p = [0u64; 8];
-    for (i, w) in p.iter_mut().enumerate() {
-        *w = u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    }
-    p
-}
-
-/// Kernel packet header word: KERNEL_DISPATCH, system acquire/release, 1 dimension.
-const KERNEL_HEADER: u32 = 0x0001_1402;
 
 fn timestamp() -> u64 {
     let mut t = 0u64;
@@ -337,7 +243,7 @@ unsafe extern "C" fn on_queue_error(status: hsa_status_t, q: *mut hsa_queue_t, d
 
 fn faulting_dispatch(
     gpu: hsa_agent_t,
-    k: &Kernel,
+    k: &KernelObject,
     kernarg: *mut u8,
 ) -> (u32, hsa_signal_t, *mut hsa_queue_t, Box<Seen>) {
     let seen = Box::new(Seen {
@@ -438,8 +344,9 @@ fn kernel_faults_are_reported_and_the_host_survives() {
     assert_eq!(status, HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION);
     assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
     // A kernel object that is not a kernel descriptor.
-    let bogus = Kernel {
+    let bogus = KernelObject {
         object: 0x10,
+        kernarg_size: 0,
         group: 0,
         private: 0,
     };
