@@ -198,15 +198,11 @@ fn chained_kernels_and_copies_on_two_queues() {
     hsa_signal_store_screlease(gate, 0);
     wait_eq(copied, 0);
     let b = unsafe { std::slice::from_raw_parts(out_b as *const u32, 1024) };
-    for i in 0..512 {
-        assert_eq!(b[i], i as u32);
+    for (i, &w) in b[..512].iter().enumerate() {
+        assert_eq!(w, i as u32);
     }
-    for i in 0..256 {
-        assert_eq!(
-            b[512 + i],
-            i as u32,
-            "copied after the second kernel, not before"
-        );
+    for (i, &w) in b[512..768].iter().enumerate() {
+        assert_eq!(w, i as u32, "copied after the second kernel, not before");
     }
     for q in [q1, q2] {
         assert_eq!(unsafe { hsa_queue_destroy(q) }, 0);
