@@ -6,6 +6,9 @@
 use crate::abi::{self, DeviceEnvironment, OffloadEntry, TargetTable};
 use crate::env;
 use crate::error::{Error, Result};
+// FxHash: a fast, non-cryptographic hash for address-keyed maps (SipHash
+// dominated the launch path); keys are not attacker-chosen.
+use rustc_hash::FxHashMap as AddrMap;
 use crate::hsa::Hsa;
 use crate::image::{self, ImageKind};
 use crate::launch::{self, ExecMode, GridValues, LaunchEnv, LaunchRequest};
@@ -17,7 +20,6 @@ use crate::signal::SignalPool;
 use crate::stream::{Event, Held, ManagedBlock, Stream};
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -133,11 +135,11 @@ pub struct Device {
     next_queue: AtomicUsize,
     signals: SignalPool,
     idle_streams: Mutex<Vec<Arc<Stream>>>,
-    lent_streams: Mutex<HashMap<usize, Arc<Stream>>>,
-    events: Mutex<HashMap<usize, Arc<Event>>>,
+    lent_streams: Mutex<AddrMap<usize, Arc<Stream>>>,
+    events: Mutex<AddrMap<usize, Arc<Event>>>,
     images: Mutex<Vec<LoadedImage>>,
-    kernels: RwLock<HashMap<usize, Arc<Kernel>>>,
-    host_allocs: Mutex<HashMap<usize, HostAlloc>>,
+    kernels: RwLock<AddrMap<usize, Arc<Kernel>>>,
+    host_allocs: Mutex<AddrMap<usize, HostAlloc>>,
 }
 
 impl Device {
@@ -203,11 +205,11 @@ impl Device {
             next_queue: AtomicUsize::new(0),
             signals,
             idle_streams: Mutex::new(Vec::new()),
-            lent_streams: Mutex::new(HashMap::new()),
-            events: Mutex::new(HashMap::new()),
+            lent_streams: Mutex::new(AddrMap::default()),
+            events: Mutex::new(AddrMap::default()),
             images: Mutex::new(Vec::new()),
-            kernels: RwLock::new(HashMap::new()),
-            host_allocs: Mutex::new(HashMap::new()),
+            kernels: RwLock::new(AddrMap::default()),
+            host_allocs: Mutex::new(AddrMap::default()),
         })
     }
 
@@ -243,14 +245,15 @@ impl Device {
     }
 
     fn lent_stream(&self, key: usize) -> Result<Arc<Stream>> {
-        self.lent_streams
-            .lock()
-            .get(&key)
-            .cloned()
-            .ok_or(Error::UnknownHandle {
+        // A `match`, not `ok_or`: the error is built only when needed (this
+        // runs on every launch and synchronization).
+        match self.lent_streams.lock().get(&key) {
+            Some(s) => Ok(s.clone()),
+            None => Err(Error::UnknownHandle {
                 what: "stream (__tgt_async_info::Queue)",
                 addr: key,
-            })
+            }),
+        }
     }
 
     fn return_stream(&self, info: &mut abi::AsyncInfo) {
@@ -748,14 +751,14 @@ impl Device {
     ///
     /// Errors: not a handle of this device.
     pub fn kernel(&self, handle: usize) -> Result<Arc<Kernel>> {
-        self.kernels
-            .read()
-            .get(&handle)
-            .cloned()
-            .ok_or(Error::UnknownHandle {
+        // A `match`, not `ok_or`: built only on failure (hot path).
+        match self.kernels.read().get(&handle) {
+            Some(k) => Ok(k.clone()),
+            None => Err(Error::UnknownHandle {
                 what: "kernel handle",
                 addr: handle,
-            })
+            }),
+        }
     }
 
     /// `launch_kernel` (spec §5): teams/threads from `kargs`, a kernarg block
@@ -816,15 +819,17 @@ impl Device {
         // Kernarg block: explicit arguments, then the zeroed implicit block.
         let block_size = (explicit + abi::IMPLICIT_ARGS_SIZE).max(kernel.kernarg_size as usize);
         let kernarg = ManagedBlock::allocate(&self.host.kernargs, block_size)?;
-        let mut bytes = vec![0u8; block_size];
-        for (i, a) in args.iter().enumerate() {
-            bytes[i * 8..i * 8 + 8].copy_from_slice(&a.to_le_bytes());
-        }
+        let base = kernarg.addr() as *mut u8;
         // SAFETY: the block holds `block_size` host-accessible bytes (kernarg
-        // pool memory) and is not yet visible to any device.
+        // pool memory), not yet visible to any device; the explicit
+        // arguments fill its first `explicit <= block_size` bytes and the
+        // rest (the implicit block and padding) is zeroed.
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), kernarg.addr() as *mut u8, block_size)
-        };
+            for (i, a) in args.iter().enumerate() {
+                std::ptr::copy_nonoverlapping(a.to_le_bytes().as_ptr(), base.add(i * 8), 8);
+            }
+            std::ptr::write_bytes(base.add(explicit), 0, block_size - explicit);
+        }
 
         let dynamic = kargs.dyn_cgroup_mem.max(self.config.shared_memory_size);
         let dispatch = Dispatch {

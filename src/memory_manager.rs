@@ -22,7 +22,9 @@
 //! to the allocator blindly. A caller that wants LLVM's fall-through (free
 //! unknown pointers on the pool directly) can do so on that error.
 
-use std::collections::HashMap;
+// FxHash: a fast, non-cryptographic hash for address-keyed maps (SipHash
+// dominated the launch path); keys are not attacker-chosen.
+use rustc_hash::FxHashMap as AddrMap;
 use std::fmt;
 
 use parking_lot::Mutex;
@@ -83,9 +85,9 @@ pub struct MemoryManager<A: BlockAllocator> {
     /// Blocks of at most this many bytes are cached when freed; 0 = no caching.
     threshold: usize,
     /// Every block handed out and not yet returned to the allocator.
-    blocks: Mutex<HashMap<u64, Block>>,
+    blocks: Mutex<AddrMap<u64, Block>>,
     /// Free lists per size class: exact size → cached addresses.
-    buckets: [Mutex<HashMap<usize, Vec<u64>>>; NUM_BUCKETS],
+    buckets: [Mutex<AddrMap<usize, Vec<u64>>>; NUM_BUCKETS],
 }
 
 impl<A: BlockAllocator> fmt::Debug for MemoryManager<A> {
@@ -129,8 +131,8 @@ impl<A: BlockAllocator> MemoryManager<A> {
         MemoryManager {
             allocator,
             threshold,
-            blocks: Mutex::new(HashMap::new()),
-            buckets: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            blocks: Mutex::new(AddrMap::default()),
+            buckets: std::array::from_fn(|_| Mutex::new(AddrMap::default())),
         }
     }
 
@@ -185,12 +187,12 @@ impl<A: BlockAllocator> MemoryManager<A> {
         }
         if size <= self.threshold {
             let reused = {
-                let mut bucket = self.buckets[bucket_of(size)].lock();
-                let ptr = bucket.get_mut(&size).and_then(Vec::pop);
-                if bucket.get(&size).is_some_and(Vec::is_empty) {
-                    bucket.remove(&size);
-                }
-                ptr
+                // An emptied list stays in its bucket, so that the next
+                // `free` of this size does not allocate a new one.
+                self.buckets[bucket_of(size)]
+                    .lock()
+                    .get_mut(&size)
+                    .and_then(Vec::pop)
             };
             if let Some(ptr) = reused {
                 if let Some(block) = self.blocks.lock().get_mut(&ptr) {

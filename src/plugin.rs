@@ -227,17 +227,23 @@ impl Runtime {
     /// Errors: no such device, or not initialised.
     pub fn device(&self, id: i32) -> Result<Arc<Device>> {
         let slot = self.slot(id)?;
-        slot.read().clone().ok_or(Error::DeviceNotInitialized(id))
+        let device = slot.read().clone();
+        match device {
+            Some(d) => Ok(d),
+            None => Err(Error::DeviceNotInitialized(id)),
+        }
     }
 
     fn slot(&self, id: i32) -> Result<&RwLock<Option<Arc<Device>>>> {
-        usize::try_from(id)
-            .ok()
-            .and_then(|i| self.devices.get(i))
-            .ok_or(Error::NoSuchDevice {
+        // `match`, not `ok_or`: building (and dropping) the error on every
+        // call showed up in the launch path's instruction count.
+        match usize::try_from(id).ok().and_then(|i| self.devices.get(i)) {
+            Some(slot) => Ok(slot),
+            None => Err(Error::NoSuchDevice {
                 id,
                 count: self.devices.len(),
-            })
+            }),
+        }
     }
 
     /// The GPU agent of device `id` (initialised or not).
@@ -379,7 +385,10 @@ impl Plugin {
     ///
     /// Errors: [`Error::NoRuntime`].
     pub fn rt(&self) -> Result<&Runtime> {
-        self.runtime.as_ref().ok_or(Error::NoRuntime)
+        match &self.runtime {
+            Some(rt) => Ok(rt),
+            None => Err(Error::NoRuntime),
+        }
     }
 
     /// Current info mask.

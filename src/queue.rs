@@ -94,6 +94,10 @@ unsafe impl Sync for Queue {}
 
 /// Header word of a kernel dispatch: type KERNEL_DISPATCH, no barrier bit,
 /// acquire and release fence scope SYSTEM (0x1402), setup = 1 dimension.
+/// Length of the in-flight list from which `track` also asks the runtime
+/// whether its oldest entry is done.
+const TRACK_CHECK_LEN: usize = 256;
+
 const KERNEL_HEADER_WORD: u32 = header(HSA_PACKET_TYPE_KERNEL_DISPATCH) | (1 << 16);
 /// Header word of a barrier-AND: type BARRIER_AND, system scopes (0x1403).
 const BARRIER_AND_HEADER_WORD: u32 = header(HSA_PACKET_TYPE_BARRIER_AND);
@@ -212,7 +216,18 @@ impl Queue {
 
     fn track(&self, signal: &Arc<Signal>) {
         let mut in_flight = self.shared.in_flight.lock();
-        while in_flight.front().is_some_and(|s| s.is_done()) {
+        // A signal only this list still holds belongs to an operation its
+        // stream already saw finish (streams release their slots after
+        // completion): forget it without asking the runtime. Past
+        // `TRACK_CHECK_LEN` entries the runtime is asked too (one
+        // `hsa_signal_load`), as before, so that operations nobody
+        // synchronizes yet cannot grow the list without bound.
+        while let Some(front) = in_flight.front() {
+            let finished = Arc::strong_count(front) == 1
+                || (in_flight.len() >= TRACK_CHECK_LEN && front.is_done());
+            if !finished {
+                break;
+            }
             in_flight.pop_front();
         }
         in_flight.push_back(signal.clone());

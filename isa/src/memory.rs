@@ -58,6 +58,7 @@ pub(crate) struct HostSpan<'a> {
 
 impl HostSpan<'_> {
     /// Loads `N` bytes at byte offset `off` (must satisfy `off + N <= len`).
+    #[inline]
     pub(crate) fn load<const N: usize>(&self, off: usize) -> [u8; N] {
         let mut out = [0u8; N];
         if off + N > self.len {
@@ -81,6 +82,7 @@ impl HostSpan<'_> {
     }
 
     /// Stores `bytes` at byte offset `off` (must satisfy `off + bytes.len() <= len`).
+    #[inline]
     pub(crate) fn store(&self, off: usize, bytes: &[u8]) {
         if off + bytes.len() > self.len {
             return;
@@ -132,6 +134,17 @@ impl RegionCache {
         Self::default()
     }
 
+    /// Sets the private regions, keeping the recently used shared ones (for the next
+    /// wave of the same dispatch: the regions it reaches are the same).
+    pub fn set_private(&mut self, private: &[Arc<dyn MemoryRegion>]) {
+        self.private.clear();
+        self.private.extend(private.iter().map(|r| Cached {
+            base: r.device_base(),
+            end: r.device_base().saturating_add(r.len()),
+            region: r.clone(),
+        }));
+    }
+
     /// Forgets every cached region (dropping the `Arc`s) and sets the private regions.
     pub fn reset(&mut self, private: &[Arc<dyn MemoryRegion>]) {
         self.recent.clear();
@@ -144,12 +157,55 @@ impl RegionCache {
         }));
     }
 
+    #[inline]
     fn find(&self, addr: u64, size: u64) -> Option<&Cached> {
         let end = addr.checked_add(size)?;
         self.private
             .iter()
             .chain(self.recent.iter())
             .find(|c| addr >= c.base && end <= c.end)
+    }
+
+    /// Makes sure a region containing `[addr, addr+size)` is cached (asking `mem` on
+    /// a miss); false if no single region the agent may access contains the range.
+    #[inline]
+    pub(crate) fn ensure(&mut self, mem: &dyn GlobalMemory, addr: u64, size: u64) -> bool {
+        if self.find(addr, size).is_some() {
+            return true;
+        }
+        let Some(region) = mem.region(addr) else {
+            return false;
+        };
+        let base = region.device_base();
+        let entry = Cached {
+            base,
+            end: base.saturating_add(region.len()),
+            region,
+        };
+        if self.recent.len() < RECENT {
+            self.recent.push(entry);
+        } else {
+            self.recent[self.next_victim] = entry;
+            self.next_victim = (self.next_victim + 1) % RECENT;
+        }
+        self.find(addr, size).is_some()
+    }
+
+    /// The host location of `[addr, addr+size)` if a cached region contains it (see
+    /// [`ensure`](Self::ensure)).
+    #[inline]
+    pub(crate) fn cached(&self, addr: u64, size: u64) -> Option<HostSpan<'_>> {
+        let c = self.find(addr, size)?;
+        let off = (addr - c.base) as usize;
+        // SAFETY: off + size <= region len (checked by `find`), so the pointer stays in
+        // the region's host allocation, which the cached Arc keeps alive while the
+        // span borrows the cache.
+        let ptr = unsafe { c.region.host_ptr().add(off) };
+        Some(HostSpan {
+            ptr,
+            len: size as usize,
+            _alive: PhantomData,
+        })
     }
 
     /// Checks `[addr, addr+size)` and returns its host location.
@@ -164,38 +220,17 @@ impl RegionCache {
         write: bool,
         pc: u64,
     ) -> Result<HostSpan<'_>, Fault> {
-        let fault = Fault::Memory {
+        let fault = || Fault::Memory {
             address: addr,
             size,
             write,
             pc,
             lane: None,
         };
-        if self.find(addr, size).is_none() {
-            let region = mem.region(addr).ok_or(fault.clone())?;
-            let base = region.device_base();
-            let entry = Cached {
-                base,
-                end: base.saturating_add(region.len()),
-                region,
-            };
-            if self.recent.len() < RECENT {
-                self.recent.push(entry);
-            } else {
-                self.recent[self.next_victim] = entry;
-                self.next_victim = (self.next_victim + 1) % RECENT;
-            }
+        if !self.ensure(mem, addr, size) {
+            return Err(fault());
         }
-        let c = self.find(addr, size).ok_or(fault)?;
-        let off = (addr - c.base) as usize;
-        // SAFETY: off + size <= region len (checked by `find`), so the pointer stays in
-        // the region's host allocation, which the cached Arc keeps alive.
-        let ptr = unsafe { c.region.host_ptr().add(off) };
-        Ok(HostSpan {
-            ptr,
-            len: size as usize,
-            _alive: PhantomData,
-        })
+        self.cached(addr, size).ok_or_else(fault)
     }
 
     /// As `translate`, for an atomic of `size` (4 or 8) bytes: the device address must

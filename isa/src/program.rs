@@ -7,12 +7,14 @@ use crate::decode::decode;
 use crate::error::{DecodeError, Fault};
 use crate::inst::Instruction;
 use crate::memory::{read_region_dwords, MemoryRegion};
+use crate::valu::Plan;
 
 /// Dwords per lazily allocated page of decode slots.
 const PAGE_DWORDS: usize = 1024;
 
-/// One decode slot: the instruction starting at that dword and its length in dwords.
-type Slot = Result<(Instruction, u8), DecodeError>;
+/// One decode slot: the instruction starting at that dword, its length in dwords and
+/// its pre-resolved execution plan (for the forms that have one).
+type Slot = Result<(Instruction, u8, Option<Plan>), DecodeError>;
 /// A lazily allocated page of `PAGE_DWORDS` decode slots.
 type Page = Box<[OnceLock<Slot>]>;
 
@@ -74,6 +76,12 @@ impl Program {
     /// gone); [`Fault::Illegal`] if the words there do not decode.
     #[inline]
     pub fn fetch(&self, pc: u64) -> Result<(&Instruction, u64), Fault> {
+        self.fetch_planned(pc).map(|(i, len, _)| (i, len))
+    }
+
+    /// As [`fetch`](Self::fetch), with the instruction's execution plan, if any.
+    #[inline]
+    pub(crate) fn fetch_planned(&self, pc: u64) -> Result<(&Instruction, u64, Option<&Plan>), Fault> {
         let off = pc.wrapping_sub(self.base);
         if off >= self.len || off & 3 != 0 {
             return Err(Fault::BadPc { pc });
@@ -83,7 +91,7 @@ impl Program {
             .get_or_init(|| (0..PAGE_DWORDS).map(|_| OnceLock::new()).collect());
         let slot = page[idx % PAGE_DWORDS].get_or_init(|| self.decode_at(pc, off));
         match slot {
-            Ok((inst, len)) => Ok((inst, u64::from(*len) * 4)),
+            Ok((inst, len, plan)) => Ok((inst, u64::from(*len) * 4, plan.as_ref())),
             Err(e) => Err(Fault::Illegal(e.clone())),
         }
     }
@@ -104,6 +112,9 @@ impl Program {
         } else {
             0
         };
-        decode(&words[..avail], pc).map(|(i, n)| (i, n as u8))
+        decode(&words[..avail], pc).map(|(i, n)| {
+            let plan = Plan::of(&i);
+            (i, n as u8, plan)
+        })
     }
 }

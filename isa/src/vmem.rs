@@ -13,6 +13,7 @@ use crate::error::Fault;
 use crate::generated::opcodes::{DsOp, FlatOp, MubufOp};
 use crate::inst::{Ds, Flat, Instruction, Mubuf, Segment};
 use crate::operand::Operand;
+use crate::valu::Src;
 use crate::wave::{unsupported, VReg, Wave, WaveContext, WAVE_SIZE};
 
 /// Where one lane's access goes.
@@ -1003,6 +1004,103 @@ impl Wave {
         Ok(())
     }
 
+    /// Plain global loads and stores (no atomics, no D16 loads) whose active lanes all
+    /// fall inside one region: one region check for the whole wave, then each lane's
+    /// access in lane order, exactly as the per-lane path makes them. Returns false
+    /// (having done nothing) when the lanes' range is not inside one region, so that
+    /// the per-lane path runs and reports the faulting lane.
+    fn global_fast(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        access: Access,
+        addrs: &[u64; WAVE_SIZE],
+        exec: u64,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        let (bytes, load, signed, hi16) = match access {
+            Access::Load { bytes, signed } => (bytes as usize, true, signed, false),
+            Access::Store { bytes, hi16 } => (bytes as usize, false, false, hi16),
+            _ => return false,
+        };
+        if exec == 0 || bytes == 0 || bytes > 16 {
+            return false;
+        }
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        for l in 0..WAVE_SIZE {
+            let on = (exec >> l) & 1 == 1;
+            lo = if on { lo.min(addrs[l]) } else { lo };
+            hi = if on { hi.max(addrs[l]) } else { hi };
+        }
+        let Some(size) = (hi - lo).checked_add(bytes as u64) else {
+            return false;
+        };
+        if !self.regions.ensure(ctx.memory, lo, size) {
+            return false;
+        }
+        let nd = bytes.div_ceil(4);
+        if load {
+            let Some(d) = vdst else { return true };
+            for k in 0..nd {
+                let mut out = [0u32; WAVE_SIZE];
+                {
+                    let Some(span) = self.regions.cached(lo, size) else {
+                        return false;
+                    };
+                    for l in 0..WAVE_SIZE {
+                        if (exec >> l) & 1 == 0 {
+                            continue;
+                        }
+                        let off = (addrs[l] - lo) as usize;
+                        out[l] = match (bytes, signed) {
+                            (1, true) => span.load::<1>(off)[0] as i8 as i32 as u32,
+                            (1, false) => u32::from(span.load::<1>(off)[0]),
+                            (2, _) => {
+                                let b = [span.load::<1>(off)[0], span.load::<1>(off + 1)[0]];
+                                if signed {
+                                    i16::from_le_bytes(b) as i32 as u32
+                                } else {
+                                    u32::from(u16::from_le_bytes(b))
+                                }
+                            }
+                            _ => u32::from_le_bytes(span.load::<4>(off + 4 * k)),
+                        };
+                    }
+                }
+                self.vwrite(&d, k, &out, exec);
+            }
+            return true;
+        }
+        let none = Operand::Const { code: 128, value: 0 };
+        let op = data.unwrap_or(none);
+        let src: [Src<'_>; 4] = std::array::from_fn(|k| {
+            if data.is_some() && k < nd {
+                self.vsrc(&op, k, ctx)
+            } else {
+                Src::Splat(0)
+            }
+        });
+        let Some(span) = self.regions.cached(lo, size) else {
+            return false;
+        };
+        for l in 0..WAVE_SIZE {
+            if (exec >> l) & 1 == 0 {
+                continue;
+            }
+            let off = (addrs[l] - lo) as usize;
+            if bytes <= 4 {
+                let w = if hi16 { src[0].at(l) >> 16 } else { src[0].at(l) };
+                span.store(off, &w.to_le_bytes()[..bytes]);
+            } else {
+                for (k, s) in src.iter().enumerate().take(nd) {
+                    let n = (bytes - 4 * k).min(4);
+                    span.store(off + 4 * k, &s.at(l).to_le_bytes()[..n]);
+                }
+            }
+        }
+        true
+    }
+
     pub(crate) fn exec_flat(
         &mut self,
         i: &Flat,
@@ -1024,29 +1122,49 @@ impl Wave {
         let mut targets = [None; WAVE_SIZE];
         match i.seg {
             Segment::Flat | Segment::Global => {
-                let base: [u64; WAVE_SIZE] = match (&i.saddr, &i.vaddr) {
+                let addrs: [u64; WAVE_SIZE] = match (&i.saddr, &i.vaddr) {
                     (Some(s), Some(v)) => {
-                        let sb = self.read_scalar(s, ctx);
-                        let vo = self.vread(v, 0, ctx);
-                        std::array::from_fn(|l| sb.wrapping_add(u64::from(vo[l])))
+                        let sb = self.read_scalar(s, ctx).wrapping_add_signed(offset);
+                        let vo = self.vsrc(v, 0, ctx);
+                        std::array::from_fn(|l| sb.wrapping_add(u64::from(vo.at(l))))
                     }
                     (None, Some(v)) => {
-                        let lo = self.vread(v, 0, ctx);
-                        let hi = self.vread(v, 1, ctx);
-                        std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32)
+                        let lo = self.vsrc(v, 0, ctx);
+                        let hi = self.vsrc(v, 1, ctx);
+                        std::array::from_fn(|l| {
+                            (u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32)
+                                .wrapping_add_signed(offset)
+                        })
                     }
                     _ => return Err(unsup("missing address operand")),
                 };
+                // Flat addresses inside the LDS or scratch apertures take the per-lane
+                // path; a wave of plain global addresses can take the fast one.
+                let (shared, private) = (
+                    ctx.apertures.shared_base >> 32,
+                    ctx.apertures.private_base >> 32,
+                );
+                let mut apertured = false;
+                if i.seg == Segment::Flat {
+                    for l in 0..WAVE_SIZE {
+                        let h = addrs[l] >> 32;
+                        apertured |= (exec >> l) & 1 == 1 && (h == shared || h == private);
+                    }
+                }
+                if !apertured && self.global_fast(ctx, access, &addrs, exec, i.data, i.vdst)
+                {
+                    return Ok(());
+                }
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 0 {
                         continue;
                     }
-                    let a = base[l].wrapping_add_signed(offset);
+                    let a = addrs[l];
                     targets[l] = Some(if i.seg == Segment::Global {
                         Target::Global(a)
-                    } else if a >> 32 == ctx.apertures.shared_base >> 32 {
+                    } else if a >> 32 == shared {
                         Target::Lds(a & 0xFFFF_FFFF)
-                    } else if a >> 32 == ctx.apertures.private_base >> 32 {
+                    } else if a >> 32 == private {
                         Target::Swizzled {
                             swz: Swizzle::scratch(flat_scratch),
                             offset: a & 0xFFFF_FFFF,

@@ -110,6 +110,8 @@ pub struct Wave {
     pub instructions: u64,
     /// Regions this wave used recently plus its private (scratch) regions.
     pub regions: RegionCache,
+    /// Scratch lanes for results computed before they are written (no state).
+    pub(crate) tmp: Box<[VReg; 2]>,
 }
 
 impl Default for Wave {
@@ -131,6 +133,7 @@ impl Wave {
             hw_id: 0,
             instructions: 0,
             regions: RegionCache::new(),
+            tmp: Box::new([[0; WAVE_SIZE]; 2]),
         }
     }
 
@@ -193,7 +196,7 @@ impl Wave {
         let trace = TRACE.with(|t| t.get());
         loop {
             let pc = self.pc;
-            let (inst, len) = ctx.program.fetch(pc)?;
+            let (inst, len, plan) = ctx.program.fetch_planned(pc)?;
             self.instructions += 1;
             if self.instructions > ctx.max_instructions {
                 return Err(Fault::InstructionLimit {
@@ -202,7 +205,10 @@ impl Wave {
                 });
             }
             let next = pc + len;
-            let flow = self.step(inst, pc, next, ctx);
+            let flow = match plan {
+                Some(p) if self.run_plan(p, ctx) => Ok(Flow::Next),
+                _ => self.step(inst, pc, next, ctx),
+            };
             if trace {
                 self.trace_line(inst, pc, flow.as_ref().err());
             }

@@ -190,6 +190,13 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    // Optional section filter: `cargo bench -p sim --bench isa -- valu matmul`
+    // runs only the named sections (valu, memory, saxpy, matmul); none = all.
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let section = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let _s = Session::open();
     let k = Kernels::load();
     let dev = pool_with(k.gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED);
@@ -204,147 +211,154 @@ fn main() {
     // makes the loop 4 v_pk_fma_f32 (2 FMAs per lane each) + 3 scalar instructions,
     // so a lane-iteration is 8 lane-operations and a wave-iteration 7 wave-instructions.
     let lanes = 110u32 * 256;
-    let iters = 2000u64;
-    let out = alloc(dev, lanes as usize * 4);
-    let lane_ops = lanes as f64 * iters as f64 * 8.0;
-    let wave_instructions = f64::from(lanes / 64) * iters as f64 * 7.0;
-    let mut valu = Vec::new();
-    for workers in [1usize, 2] {
-        let t = best_of(3, || {
-            k.run("valu_bound", lanes, 256, &[out as u64, iters], workers)
-        });
-        valu.push(t);
-        println!(
+    let n = 1u32 << 20;
+    if section("valu") {
+        let iters = 2000u64;
+        let out = alloc(dev, lanes as usize * 4);
+        let lane_ops = lanes as f64 * iters as f64 * 8.0;
+        let wave_instructions = f64::from(lanes / 64) * iters as f64 * 7.0;
+        let mut valu = Vec::new();
+        for workers in [1usize, 2] {
+            let t = best_of(3, || {
+                k.run("valu_bound", lanes, 256, &[out as u64, iters], workers)
+            });
+            valu.push(t);
+            println!(
             "VALU-bound kernel, {workers} worker(s): {:.3} s, {:.2e} lane-ops/s ({:.2e} per worker; target >= 1e9 per core), {:.2e} wave-instructions/s",
             t,
             lane_ops / t,
             lane_ops / t / workers as f64,
             wave_instructions / t
         );
-    }
-    println!(
-        "VALU-bound kernel, 2 workers vs 1: x{:.2} (target >= 1.8)",
-        valu[0] / valu[1]
-    );
-    // Memory-bound: 64 rounds of a strided load+store per lane over 4 MiB.
-    let n = 1u32 << 20;
-    let buf = alloc(dev, n as usize * 4);
-    let rounds = 64u64;
-    for workers in [1usize, 2] {
-        let t = best_of(3, || {
-            k.run(
-                "memory_bound",
-                lanes,
-                256,
-                &[buf as u64, u64::from(n), rounds],
-                workers,
-            )
-        });
-        // About 12 wave-instructions per round per wave (address, load, add, store, loop; from the disassembly).
-        let waves = f64::from(lanes / 64);
+        }
         println!(
+            "VALU-bound kernel, 2 workers vs 1: x{:.2} (target >= 1.8)",
+            valu[0] / valu[1]
+        );
+    }
+    // Memory-bound: 64 rounds of a strided load+store per lane over 4 MiB.
+    if section("memory") {
+        let buf = alloc(dev, n as usize * 4);
+        let rounds = 64u64;
+        for workers in [1usize, 2] {
+            let t = best_of(3, || {
+                k.run(
+                    "memory_bound",
+                    lanes,
+                    256,
+                    &[buf as u64, u64::from(n), rounds],
+                    workers,
+                )
+            });
+            // About 12 wave-instructions per round per wave (address, load, add, store, loop; from the disassembly).
+            let waves = f64::from(lanes / 64);
+            println!(
             "memory-bound kernel, {workers} worker(s): {:.3} s, {:.2e} lane loads+stores/s, ~{:.2e} wave-instructions/s",
             t,
             f64::from(lanes) * rounds as f64 * 2.0 / t,
             waves * rounds as f64 * 12.0 / t
         );
+        }
     }
     // saxpy.
-    let x = alloc(dev, n as usize * 4);
-    let y = alloc(dev, n as usize * 4);
-    unsafe {
-        for i in 0..n as usize {
-            *(x as *mut f32).add(i) = i as f32;
-            *(y as *mut f32).add(i) = 1.0;
-        }
-    }
-    let mut hx: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let mut hy = vec![1.0f32; n as usize];
-    let host = best_of(5, || {
-        let t0 = Instant::now();
-        for i in 0..n as usize {
-            hy[i] = 2.0 * hx[i] + hy[i];
-        }
-        std::hint::black_box(&mut hy);
-        std::hint::black_box(&mut hx);
-        t0.elapsed().as_secs_f64()
-    });
-    let a_bits = u64::from(2.0f32.to_bits());
-    let t1 = best_of(3, || {
-        k.run(
-            "saxpy",
-            n,
-            256,
-            &[a_bits, x as u64, y as u64, u64::from(n)],
-            1,
-        )
-    });
-    let t2 = best_of(3, || {
-        k.run(
-            "saxpy",
-            n,
-            256,
-            &[a_bits, x as u64, y as u64, u64::from(n)],
-            2,
-        )
-    });
-    println!(
-        "saxpy 2^20: host {:.2} ms; device 1 worker {:.2} ms, 2 workers {:.2} ms (x{:.2})",
-        host * 1e3,
-        t1 * 1e3,
-        t2 * 1e3,
-        t1 / t2
-    );
-    // 512x512 matmul.
-    let m = 512u32;
-    let elems = (m * m) as usize;
-    let (a, b, c) = (
-        alloc(dev, elems * 4),
-        alloc(dev, elems * 4),
-        alloc(dev, elems * 4),
-    );
-    let ha: Vec<f32> = (0..elems).map(|i| (i % 7) as f32).collect();
-    let hb: Vec<f32> = (0..elems).map(|i| (i % 5) as f32).collect();
-    unsafe {
-        std::ptr::copy_nonoverlapping(ha.as_ptr(), a as *mut f32, elems);
-        std::ptr::copy_nonoverlapping(hb.as_ptr(), b as *mut f32, elems);
-    }
-    let mut hc = vec![0f32; elems];
-    let host = best_of(2, || {
-        let t0 = Instant::now();
-        for r in 0..m as usize {
-            for col in 0..m as usize {
-                let mut acc = 0f32;
-                for kk in 0..m as usize {
-                    acc += ha[r * m as usize + kk] * hb[kk * m as usize + col];
-                }
-                hc[r * m as usize + col] = acc;
+    if section("saxpy") {
+        let x = alloc(dev, n as usize * 4);
+        let y = alloc(dev, n as usize * 4);
+        unsafe {
+            for i in 0..n as usize {
+                *(x as *mut f32).add(i) = i as f32;
+                *(y as *mut f32).add(i) = 1.0;
             }
         }
-        std::hint::black_box(&mut hc);
-        t0.elapsed().as_secs_f64()
-    });
-    let t1 = best_of(2, || {
-        k.run(
-            "matmul",
-            m * m,
-            256,
-            &[a as u64, b as u64, c as u64, u64::from(m)],
-            1,
-        )
-    });
-    let t2 = best_of(2, || {
-        k.run(
-            "matmul",
-            m * m,
-            256,
-            &[a as u64, b as u64, c as u64, u64::from(m)],
-            2,
-        )
-    });
-    let dc = unsafe { std::slice::from_raw_parts(c as *const f32, elems) };
-    let same = dc.iter().zip(&hc).all(|(d, h)| d == h);
-    println!(
+        let mut hx: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let mut hy = vec![1.0f32; n as usize];
+        let host = best_of(5, || {
+            let t0 = Instant::now();
+            for i in 0..n as usize {
+                hy[i] = 2.0 * hx[i] + hy[i];
+            }
+            std::hint::black_box(&mut hy);
+            std::hint::black_box(&mut hx);
+            t0.elapsed().as_secs_f64()
+        });
+        let a_bits = u64::from(2.0f32.to_bits());
+        let t1 = best_of(3, || {
+            k.run(
+                "saxpy",
+                n,
+                256,
+                &[a_bits, x as u64, y as u64, u64::from(n)],
+                1,
+            )
+        });
+        let t2 = best_of(3, || {
+            k.run(
+                "saxpy",
+                n,
+                256,
+                &[a_bits, x as u64, y as u64, u64::from(n)],
+                2,
+            )
+        });
+        println!(
+            "saxpy 2^20: host {:.2} ms; device 1 worker {:.2} ms, 2 workers {:.2} ms (x{:.2})",
+            host * 1e3,
+            t1 * 1e3,
+            t2 * 1e3,
+            t1 / t2
+        );
+    }
+    // 512x512 matmul.
+    if section("matmul") {
+        let m = 512u32;
+        let elems = (m * m) as usize;
+        let (a, b, c) = (
+            alloc(dev, elems * 4),
+            alloc(dev, elems * 4),
+            alloc(dev, elems * 4),
+        );
+        let ha: Vec<f32> = (0..elems).map(|i| (i % 7) as f32).collect();
+        let hb: Vec<f32> = (0..elems).map(|i| (i % 5) as f32).collect();
+        unsafe {
+            std::ptr::copy_nonoverlapping(ha.as_ptr(), a as *mut f32, elems);
+            std::ptr::copy_nonoverlapping(hb.as_ptr(), b as *mut f32, elems);
+        }
+        let mut hc = vec![0f32; elems];
+        let host = best_of(2, || {
+            let t0 = Instant::now();
+            for r in 0..m as usize {
+                for col in 0..m as usize {
+                    let mut acc = 0f32;
+                    for kk in 0..m as usize {
+                        acc += ha[r * m as usize + kk] * hb[kk * m as usize + col];
+                    }
+                    hc[r * m as usize + col] = acc;
+                }
+            }
+            std::hint::black_box(&mut hc);
+            t0.elapsed().as_secs_f64()
+        });
+        let t1 = best_of(2, || {
+            k.run(
+                "matmul",
+                m * m,
+                256,
+                &[a as u64, b as u64, c as u64, u64::from(m)],
+                1,
+            )
+        });
+        let t2 = best_of(2, || {
+            k.run(
+                "matmul",
+                m * m,
+                256,
+                &[a as u64, b as u64, c as u64, u64::from(m)],
+                2,
+            )
+        });
+        let dc = unsafe { std::slice::from_raw_parts(c as *const f32, elems) };
+        let same = dc.iter().zip(&hc).all(|(d, h)| d == h);
+        println!(
         "matmul 512x512: host {:.1} ms; device 1 worker {:.1} ms, 2 workers {:.1} ms (x{:.2}); results {}",
         host * 1e3,
         t1 * 1e3,
@@ -352,4 +366,5 @@ fn main() {
         t1 / t2,
         if same { "equal to the host's" } else { "DIFFER from the host's" }
     );
+    }
 }

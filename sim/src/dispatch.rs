@@ -519,6 +519,11 @@ impl Job {
             .ok()
             .and_then(|mut s| s.pop())
             .unwrap_or_default();
+        // The waves' region caches live for this dispatch only: a later dispatch must
+        // not reach memory freed in between through a cached region.
+        for w in state.waves.iter_mut() {
+            w.regions.reset(&[]);
+        }
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -531,6 +536,9 @@ impl Job {
                 self.fail(e);
                 break;
             }
+        }
+        for w in state.waves.iter_mut() {
+            w.regions.reset(&[]);
         }
         if let Ok(mut s) = inner.states.lock() {
             s.push(state);
@@ -632,7 +640,8 @@ impl Job {
                 },
                 None => Vec::new(),
             };
-            wave.regions.reset(&slice);
+            // Regions found by earlier waves of this dispatch stay cached.
+            wave.regions.set_private(&slice);
             // User SGPRs (launch sheet 9.1), packed from s0.
             let mut s = 0usize;
             let mut put = |wave: &mut Wave, v: u32| {
@@ -690,18 +699,28 @@ impl Job {
             let ids = kd.enable_vgpr_workitem_id();
             let first = w * 64;
             let lanes = (items - first).min(64);
+            // Work-item f = first + l has x = f % sx, y = (f / sx) % sy, z = f / (sx·sy):
+            // divide once for the first lane, then count.
+            let (sx, sy) = (size[0] as usize, size[1] as usize);
+            let (mut x, mut y, mut z) = (first % sx, (first / sx) % sy, first / (sx * sy));
             for l in 0..64 {
-                let f = first + l;
-                let (x, y, z) = if l < lanes {
-                    let sx = size[0] as usize;
-                    let sy = size[1] as usize;
-                    (f % sx, (f / sx) % sy, f / (sx * sy))
+                let v = if l < lanes {
+                    let yv = if ids >= 1 { y as u32 } else { 0 };
+                    let zv = if ids >= 2 { z as u32 } else { 0 };
+                    (x as u32 & 0x3FF) | (yv & 0x3FF) << 10 | (zv & 0x3FF) << 20
                 } else {
-                    (0, 0, 0)
+                    0
                 };
-                let yv = if ids >= 1 { y as u32 } else { 0 };
-                let zv = if ids >= 2 { z as u32 } else { 0 };
-                wave.vgpr[0][l] = (x as u32 & 0x3FF) | (yv & 0x3FF) << 10 | (zv & 0x3FF) << 20;
+                wave.vgpr[0][l] = v;
+                x += 1;
+                if x == sx {
+                    x = 0;
+                    y += 1;
+                    if y == sy {
+                        y = 0;
+                        z += 1;
+                    }
+                }
             }
             wave.set_exec(if lanes == 64 {
                 u64::MAX

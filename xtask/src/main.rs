@@ -9,6 +9,8 @@
 //!   plugin on the virtual gfx90a, checked against the host (PASS/FAIL).
 //! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O<n>] PROGRAM [ARGS]`:
 //!   compile (if given a source) and run an OpenMP program.
+//! - `bench`: our plugin against LLVM's C++ plugin on the virtual gfx90a
+//!   (round trip, nowait throughput, instructions per launch, map times).
 //! - `setup`: install the Debian packages the project needs, if missing.
 //! - `stage`: build the plugin and the virtual device (release) and lay them
 //!   out in `target/stage/plugin/` and `target/stage/sim/`.
@@ -17,6 +19,7 @@
 //!   `hsa-sys/src/functions.rs` from `include/hsa_subset.h` (or, with
 //!   `--check`, fail if the committed files are stale).
 
+mod bench;
 mod bindings;
 #[cfg(test)]
 mod crosscheck;
@@ -31,7 +34,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(command) = args.next() else {
-        eprintln!("usage: cargo xtask <command> [args...]\ncommands: demo | run [options] PROGRAM [ARGS] | setup | stage | test [args] | bindings [--check]");
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | demo | run [options] PROGRAM [ARGS] | setup | stage | test [args] | bindings [--check]");
         return ExitCode::FAILURE;
     };
     let rest: Vec<String> = args.collect();
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         "test" => test::run_command(&rest),
         "run" => run::run_command(&rest),
         "demo" => demo::run_command(&rest),
+        "bench" => bench::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {

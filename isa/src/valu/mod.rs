@@ -20,6 +20,7 @@
 mod cmp;
 mod fp;
 mod ops;
+mod simd;
 mod vop3p;
 
 use crate::error::Fault;
@@ -29,6 +30,26 @@ use crate::wave::{unsupported, VReg, Wave, WaveContext, AGPR_BASE, WAVE_SIZE};
 
 use fp::Fl;
 pub(crate) use fp::FpMode;
+pub(crate) use vop3p::PkPlan;
+
+/// A pre-resolved form of an instruction, built once at decode time for the hot
+/// forms whose operands can be resolved to register-file indices and constants (see
+/// [`Wave::run_plan`]).
+#[derive(Clone, Debug)]
+pub(crate) enum Plan {
+    /// `v_pk_add_f32` / `v_pk_mul_f32` / `v_pk_fma_f32`.
+    PkF32(PkPlan),
+}
+
+impl Plan {
+    /// The plan of `inst`, if its form has one.
+    pub(crate) fn of(inst: &Instruction) -> Option<Plan> {
+        match inst {
+            Instruction::Vop3p(i) => PkPlan::of(i).map(Plan::PkF32),
+            _ => None,
+        }
+    }
+}
 
 /// One 64-bit value per lane.
 pub(crate) type V64 = [u64; WAVE_SIZE];
@@ -47,6 +68,17 @@ pub(crate) fn lanes<T: Copy + Default, F: Fn(usize) -> T>(f: F) -> [T; WAVE_SIZE
         *o = f(l);
     }
     out
+}
+
+/// `f` of two sources in every lane (a splat source is read once).
+#[inline(always)]
+pub(crate) fn map2(a: Src<'_>, b: Src<'_>, f: impl Fn(u32, u32) -> u32) -> VReg {
+    match (a, b) {
+        (Src::Reg(a), Src::Reg(b)) => lanes(|l| f(a[l], b[l])),
+        (Src::Reg(a), Src::Splat(b)) => lanes(|l| f(a[l], b)),
+        (Src::Splat(a), Src::Reg(b)) => lanes(|l| f(a, b[l])),
+        (Src::Splat(a), Src::Splat(b)) => [f(a, b); WAVE_SIZE],
+    }
 }
 
 /// Register-file index and width of a vector operand.
@@ -76,7 +108,43 @@ pub(crate) fn f16_inline(code: u8) -> Option<u16> {
     })
 }
 
+/// Dword `k` of a source operand for a whole wave: a vector register, read in place,
+/// or one value for every lane (scalars, constants, registers past the file).
+#[derive(Clone, Copy)]
+pub(crate) enum Src<'a> {
+    /// A register of the vector file.
+    Reg(&'a VReg),
+    /// The same dword in every lane.
+    Splat(u32),
+}
+
 impl Wave {
+    /// Executes `plan` if the wave's state allows the planned form (MODE), returning
+    /// false without any effect otherwise, so that the general path executes (or
+    /// rejects) the instruction. A plan computes exactly what the general path does.
+    #[inline]
+    pub(crate) fn run_plan(&mut self, plan: &Plan, _ctx: &WaveContext<'_>) -> bool {
+        match plan {
+            Plan::PkF32(p) => vop3p::run_pk_plan(self, p),
+        }
+    }
+
+    /// Dword `k` of an operand in every lane, as [`vread`](Self::vread) gives it but
+    /// without copying a register.
+    #[inline(always)]
+    pub(crate) fn vsrc(&self, op: &Operand, k: usize, ctx: &WaveContext<'_>) -> Src<'_> {
+        match reg_base(op) {
+            Some((r, _)) => match self.vgpr.get(r + k) {
+                Some(v) => Src::Reg(v),
+                None => Src::Splat(0),
+            },
+            None => {
+                let v = (self.read_scalar(op, ctx) >> (32 * k.min(1))) as u32;
+                Src::Splat(if k < 2 { v } else { 0 })
+            }
+        }
+    }
+
     /// Dword `k` of an operand in every lane (scalars broadcast).
     pub(crate) fn vread(&self, op: &Operand, k: usize, ctx: &WaveContext<'_>) -> VReg {
         match reg_base(op) {
@@ -195,6 +263,65 @@ impl Exe<'_, '_> {
         match self.i.src[s].as_ref() {
             Some(op) => self.w.vread(op, k, self.ctx),
             None => [0; WAVE_SIZE],
+        }
+    }
+
+    /// Raw dword `k` of source `s` in every lane, read in place (what [`raw`]
+    /// copies).
+    ///
+    /// [`raw`]: Self::raw
+    #[inline]
+    pub(crate) fn src(&self, s: usize, k: usize) -> Src<'_> {
+        if let Some(Some(o)) = self.ovr.get(s) {
+            return Src::Reg(&o[k.min(1)]);
+        }
+        match self.i.src[s].as_ref() {
+            Some(op) => self.w.vsrc(op, k, self.ctx),
+            None => Src::Splat(0),
+        }
+    }
+
+    /// Source `s` as the (low, high) dwords of 64-bit integers, read in place (what
+    /// [`u64`](Self::u64) combines).
+    #[inline]
+    pub(crate) fn src64(&self, s: usize, signed: bool) -> (Src<'_>, Src<'_>) {
+        if self.ovr[s.min(1)].is_none() || s > 1 {
+            if let Some(Operand::Literal { value, .. }) = self.i.src[s] {
+                let v = if signed {
+                    value as i32 as i64 as u64
+                } else {
+                    u64::from(value)
+                };
+                return (Src::Splat(v as u32), Src::Splat((v >> 32) as u32));
+            }
+        }
+        (self.src(s, 0), self.src(s, 1))
+    }
+
+    /// Whether source `s` has neither ABS nor NEG.
+    #[inline]
+    pub(crate) fn unmodified(&self, s: usize) -> bool {
+        (self.i.abs | self.i.neg) >> s & 1 == 0
+    }
+
+    /// Writes f32 result bits after OMOD, CLAMP and MODE's output-denormal flush (as
+    /// [`outf32`](Self::outf32)).
+    pub(crate) fn outf32_bits(&mut self, r: &mut VReg) {
+        let flush = self.fp.flush_out32();
+        if self.i.omod != 0 || self.i.clamp || flush {
+            let omod = self.omod_factor();
+            for v in r.iter_mut() {
+                *v = self.post32(f32::from_bits(*v), omod, flush).to_bits();
+            }
+        }
+        self.out32(r);
+    }
+
+    /// Writes a 64-bit result given as low and high dwords.
+    pub(crate) fn out64_pair(&mut self, lo: &VReg, hi: &VReg) {
+        if let Some(d) = self.i.vdst {
+            self.w.vwrite(&d, 0, lo, self.exec);
+            self.w.vwrite(&d, 1, hi, self.exec);
         }
     }
 

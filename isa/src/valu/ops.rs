@@ -12,27 +12,42 @@ use crate::generated::opcodes::VopOp as O;
 use crate::wave::{VReg, WAVE_SIZE};
 
 use super::fp::{self, d2h, f2h, fmax, fmed3, fmin, h2d, h2f, nan_of, Fl, QNAN32};
-use super::{lanes, Exe, F32s, H16s, V64};
+use super::{lanes, map2, simd, Exe, F32s, H16s, Src, V64};
 
 fn u1(x: &mut Exe, f: impl Fn(u32) -> u32) {
-    let a = x.u32(0);
-    let r: VReg = lanes(|l| f(a[l]));
+    let r: VReg = match x.src(0, 0) {
+        Src::Reg(a) => lanes(|l| f(a[l])),
+        Src::Splat(a) => [f(a); WAVE_SIZE],
+    };
     x.out32(&r);
 }
 
 fn u2(x: &mut Exe, f: impl Fn(u32, u32) -> u32) {
-    let a = x.u32(0);
-    let b = x.u32(1);
-    let r: VReg = lanes(|l| f(a[l], b[l]));
+    let r = map2(x.src(0, 0), x.src(1, 0), f);
     x.out32(&r);
 }
 
 fn u3(x: &mut Exe, f: impl Fn(u32, u32, u32) -> u32) {
-    let a = x.u32(0);
-    let b = x.u32(1);
-    let c = x.u32(2);
-    let r: VReg = lanes(|l| f(a[l], b[l], c[l]));
+    let (a, b) = (x.src(0, 0), x.src(1, 0));
+    let r: VReg = match x.src(2, 0) {
+        Src::Reg(c) => lanes(|l| f(a.at(l), b.at(l), c[l])),
+        Src::Splat(c) => map2(a, b, |p, q| f(p, q, c)),
+    };
     x.out32(&r);
+}
+
+/// A 64-bit shift (`rev`: amount in src0) in every lane, as low and high dwords.
+fn shift64(x: &mut Exe, f: impl Fn(u64, u32) -> u64) {
+    let s = x.src(0, 0);
+    let (lo, hi) = x.src64(1, false);
+    let mut rl = [0u32; WAVE_SIZE];
+    let mut rh = [0u32; WAVE_SIZE];
+    for l in 0..WAVE_SIZE {
+        let v = f(u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32, s.at(l) & 63);
+        rl[l] = v as u32;
+        rh[l] = (v >> 32) as u32;
+    }
+    x.out64_pair(&rl, &rh);
 }
 
 fn f1(x: &mut Exe, f: impl Fn(f32) -> f32) {
@@ -354,9 +369,22 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
     match op {
         O::VNop | O::VClrexcp => {}
         // ---- moves and lane ops --------------------------------------------------
+        O::VMovB32 | O::VAccvgprMovB32 if x.unmodified(0) => {
+            let r: VReg = match x.src(0, 0) {
+                Src::Reg(a) => *a,
+                Src::Splat(a) => [a; WAVE_SIZE],
+            };
+            x.out32(&r);
+        }
         O::VMovB32 | O::VAccvgprMovB32 => {
             let a = x.f32_raw(0);
             x.out32(&a.map(f32::to_bits));
+        }
+        O::VCndmaskB32 if x.unmodified(0) && x.unmodified(1) => {
+            let m = x.scalar(2);
+            let (a, b) = (x.src(0, 0), x.src(1, 0));
+            let r: VReg = lanes(|l| if (m >> l) & 1 == 1 { b.at(l) } else { a.at(l) });
+            x.out32(&r);
         }
         O::VCndmaskB32 => {
             let a = x.f32_raw(0);
@@ -418,18 +446,16 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             }
         }),
         O::VAddU32 | O::VAddCoU32 | O::VAddcCoU32 => {
-            let a = x.u32(0);
-            let b = x.u32(1);
             let cin = if op == O::VAddcCoU32 { x.scalar(2) } else { 0 };
-            let s: V64 = lanes(|l| u64::from(a[l]) + u64::from(b[l]) + ((cin >> l) & 1));
-            let carry = mask_of(&s, |v| v >> 32 != 0);
-            let r: VReg = lanes(|l| {
-                if clamp && s[l] >> 32 != 0 {
-                    u32::MAX
-                } else {
-                    s[l] as u32
-                }
-            });
+            let (a, b) = (x.src(0, 0), x.src(1, 0));
+            let mut r = [0u32; WAVE_SIZE];
+            let mut carry = 0u64;
+            for l in 0..WAVE_SIZE {
+                let s = u64::from(a.at(l)) + u64::from(b.at(l)) + ((cin >> l) & 1);
+                let c = s >> 32;
+                carry |= c << l;
+                r[l] = if clamp && c != 0 { u32::MAX } else { s as u32 };
+            }
             x.out32(&r);
             let e = x.exec;
             x.out_sdst(carry & e);
@@ -440,19 +466,23 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
         | O::VSubrevCoU32
         | O::VSubbCoU32
         | O::VSubbrevCoU32 => {
-            let (a, b) = match op {
-                O::VSubrevU32 | O::VSubrevCoU32 | O::VSubbrevCoU32 => (x.u32(1), x.u32(0)),
-                _ => (x.u32(0), x.u32(1)),
-            };
             let cin = if matches!(op, O::VSubbCoU32 | O::VSubbrevCoU32) {
                 x.scalar(2)
             } else {
                 0
             };
-            let d: [i64; WAVE_SIZE] =
-                lanes(|l| i64::from(a[l]) - i64::from(b[l]) - ((cin >> l) & 1) as i64);
-            let borrow = mask_of(&d, |v| v < 0);
-            let r: VReg = lanes(|l| if clamp && d[l] < 0 { 0 } else { d[l] as u32 });
+            let (a, b) = match op {
+                O::VSubrevU32 | O::VSubrevCoU32 | O::VSubbrevCoU32 => (x.src(1, 0), x.src(0, 0)),
+                _ => (x.src(0, 0), x.src(1, 0)),
+            };
+            let mut r = [0u32; WAVE_SIZE];
+            let mut borrow = 0u64;
+            for l in 0..WAVE_SIZE {
+                let d = i64::from(a.at(l)) - i64::from(b.at(l)) - ((cin >> l) & 1) as i64;
+                let neg = u64::from(d < 0);
+                borrow |= neg << l;
+                r[l] = if clamp && d < 0 { 0 } else { d as u32 };
+            }
             x.out32(&r);
             let e = x.exec;
             x.out_sdst(borrow & e);
@@ -645,19 +675,9 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let e = x.exec;
             x.out_sdst(carry & e);
         }
-        O::VLshlrevB64 | O::VLshrrevB64 | O::VAshrrevI64 => {
-            let a = x.u32(0);
-            let b = x.u64(1, false);
-            let r: V64 = lanes(|l| {
-                let s = a[l] & 63;
-                match op {
-                    O::VLshlrevB64 => b[l] << s,
-                    O::VLshrrevB64 => b[l] >> s,
-                    _ => ((b[l] as i64) >> s) as u64,
-                }
-            });
-            x.out64(&r);
-        }
+        O::VLshlrevB64 => shift64(x, |v, s| v << s),
+        O::VLshrrevB64 => shift64(x, |v, s| v >> s),
+        O::VAshrrevI64 => shift64(x, |v, s| ((v as i64) >> s) as u64),
         // ---- 16-bit integer --------------------------------------------------------
         O::VAddU16 => i2(x, false, |a, b| {
             let v = i64::from(a) + i64::from(b);
@@ -815,9 +835,19 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             x.out32(&r);
         }
         // ---- f32 arithmetic ----------------------------------------------------------
+        O::VAddF32 if x.unmodified(0) && x.unmodified(1) && !x.fp.flush_in32() => {
+            let mut r = [0u32; WAVE_SIZE];
+            simd::add_lanes(x.src(0, 0), x.src(1, 0), &mut r);
+            x.outf32_bits(&mut r);
+        }
         O::VAddF32 => f2(x, |a, b| nan_of(a + b, &[a, b])),
         O::VSubF32 => f2(x, |a, b| nan_of(a - b, &[a, b])),
         O::VSubrevF32 => f2(x, |a, b| nan_of(b - a, &[a, b])),
+        O::VMulF32 if x.unmodified(0) && x.unmodified(1) && !x.fp.flush_in32() => {
+            let mut r = [0u32; WAVE_SIZE];
+            simd::mul_lanes(x.src(0, 0), x.src(1, 0), &mut r);
+            x.outf32_bits(&mut r);
+        }
         O::VMulF32 => f2(x, |a, b| nan_of(a * b, &[a, b])),
         O::VMulLegacyF32 => f2(x, |a, b| {
             if a == 0.0 || b == 0.0 {
@@ -831,7 +861,21 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
         O::VMin3F32 => f3(x, |a, b, c| fmin(fmin(a, b, ieee), c, ieee)),
         O::VMax3F32 => f3(x, |a, b, c| fmax(fmax(a, b, ieee), c, ieee)),
         O::VMed3F32 => f3(x, |a, b, c| fmed3(a, b, c, ieee)),
+        O::VFmaF32 if x.i.abs | x.i.neg == 0 && !x.fp.flush_in32() => {
+            let mut r = [0u32; WAVE_SIZE];
+            simd::fma_lanes(x.src(0, 0), x.src(1, 0), x.src(2, 0), &mut r);
+            x.outf32_bits(&mut r);
+        }
         O::VFmaF32 => f3(x, fp::fma32),
+        O::VFmacF32 if x.unmodified(0) && x.unmodified(1) && !x.fp.flush_in32() => {
+            let acc = match x.i.vdst {
+                Some(d) => x.w.vsrc(&d, 0, x.ctx),
+                None => Src::Splat(0),
+            };
+            let mut r = [0u32; WAVE_SIZE];
+            simd::fma_lanes(x.src(0, 0), x.src(1, 0), acc, &mut r);
+            x.outf32_bits(&mut r);
+        }
         O::VFmacF32 => {
             let a = x.f32(0);
             let b = x.f32(1);
@@ -1279,13 +1323,4 @@ fn fract<F: Fl>(d: F, below_one: u64) -> F {
 fn sext_field(v: u32, off: u32, width: u32) -> i64 {
     let f = (v >> off) & ((1u64 << width) - 1) as u32;
     i64::from(((f << (32 - width)) as i32) >> (32 - width))
-}
-
-/// A lane mask of the lanes whose value satisfies `p`.
-fn mask_of<T: Copy>(v: &[T; WAVE_SIZE], p: impl Fn(T) -> bool) -> u64 {
-    let mut m = 0u64;
-    for l in 0..WAVE_SIZE {
-        m |= u64::from(p(v[l])) << l;
-    }
-    m
 }

@@ -11,11 +11,11 @@
 use crate::error::Fault;
 use crate::generated::opcodes::Vop3pOp as O;
 use crate::inst::{Instruction, Vop3p};
-use crate::operand::{inline_constant, Operand};
-use crate::wave::{unsupported, VReg, Wave, WaveContext, WAVE_SIZE};
+use crate::operand::{code, inline_constant, Operand};
+use crate::wave::{unsupported, VReg, Wave, WaveContext, AGPR_BASE, WAVE_SIZE};
 
 use super::fp::{self, d2h, f2h, fmax, fmin, h2d, h2f, nan_of, Fl, FpMode};
-use super::{clamp01, f16_inline, lanes};
+use super::{clamp01, f16_inline, lanes, simd, Src};
 
 /// Raw dword `k` of a VOP3P source, with the constant rules of this format.
 fn raw(w: &Wave, op: &Operand, k: usize, f16: bool, ctx: &WaveContext<'_>) -> VReg {
@@ -35,8 +35,253 @@ fn raw(w: &Wave, op: &Operand, k: usize, f16: bool, ctx: &WaveContext<'_>) -> VR
     }
 }
 
+/// A VOP3P source as packed-f32 dwords: an inline constant gives its f32 pattern in
+/// both dwords; anything else reads dword `k` like [`Wave::vread`].
+#[inline(always)]
+fn pk_src<'a>(w: &'a Wave, op: &Operand, k: usize, ctx: &WaveContext<'_>) -> Src<'a> {
+    match *op {
+        Operand::Const { code, .. } => Src::Splat(inline_constant(u16::from(code), 1).unwrap_or(0) as u32),
+        _ => w.vsrc(op, k, ctx),
+    }
+}
+
+/// An f32 source negated and/or with input denormals flushed; `buf` holds the lanes
+/// of a register that had to change.
+#[inline]
+fn modified<'a>(s: Src<'a>, neg: bool, flush: bool, buf: &'a mut Option<VReg>) -> Src<'a> {
+    if !neg && !flush {
+        return s;
+    }
+    let flip = if neg { 0x8000_0000 } else { 0 };
+    let f = move |v: u32| {
+        let x = f32::from_bits(v ^ flip);
+        if flush { x.ftz() } else { x }.to_bits()
+    };
+    match s {
+        Src::Reg(r) => Src::Reg(buf.insert(lanes(|l| f(r[l])))),
+        Src::Splat(v) => Src::Splat(f(v)),
+    }
+}
+
+/// `v_pk_add_f32`, `v_pk_mul_f32`, `v_pk_fma_f32`: two f32 operations per lane, on
+/// the dwords OP_SEL (low result) and OP_SEL_HI (high result) pick, NEG_LO/NEG_HI
+/// negating; whole-wave lane kernels with one rounding for the FMA.
+fn pk_f32(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> Result<(), Fault> {
+    let unsup = |why: &str| unsupported(&Instruction::Vop3p(i.clone()), pc, why);
+    let exec = w.exec();
+    let fpm = FpMode::new(w.mode);
+    if fpm.round != 0 {
+        return Err(unsup("MODE.FP_ROUND other than round-to-nearest-even"));
+    }
+    let Some(d) = i.vdst else {
+        return Err(unsup("missing destination"));
+    };
+    let n = if i.op == O::VPkFmaF32 { 3 } else { 2 };
+    if i.src.iter().filter(|s| s.is_some()).count() < n {
+        return Err(unsup("missing operands"));
+    }
+    let flush = fpm.flush_in32();
+    // Both dwords of every source, resolved once for the two halves.
+    let mut dwords = [[Src::Splat(0); 2]; 3];
+    for (k, dw) in dwords.iter_mut().enumerate().take(n) {
+        if let Some(op) = &i.src[k] {
+            // Only the dwords OP_SEL / OP_SEL_HI pick are read.
+            let (lo, hi) = ((i.op_sel >> k) & 1, (i.op_sel_hi >> k) & 1);
+            if lo == 0 || hi == 0 {
+                dw[0] = pk_src(w, op, 0, ctx);
+            }
+            if lo == 1 || hi == 1 {
+                dw[1] = pk_src(w, op, 1, ctx);
+            }
+        }
+    }
+    // Both halves are computed before either is written (the destination may be a
+    // source).
+    let mut out = [[0u32; WAVE_SIZE]; 2];
+    for (h, o) in out.iter_mut().enumerate() {
+        let (bits, negs) = if h == 0 {
+            (i.op_sel, i.neg_lo)
+        } else {
+            (i.op_sel_hi, i.neg_hi)
+        };
+        let mut bufs: [Option<VReg>; 3] = [None, None, None];
+        let [b0, b1, b2] = &mut bufs;
+        let dw = |k: usize| dwords[k][usize::from((bits >> k) & 1)];
+        let neg = |k: usize| (negs >> k) & 1 == 1;
+        let pick = |k: usize, buf| modified(dw(k), neg(k), flush, buf);
+        let (a, b) = (pick(0, b0), pick(1, b1));
+        match i.op {
+            O::VPkAddF32 => simd::add_lanes(a, b, o),
+            O::VPkMulF32 => simd::mul_lanes(a, b, o),
+            _ => simd::fma_lanes(a, b, pick(2, b2), o),
+        }
+        if i.clamp || fpm.flush_out32() {
+            for v in o.iter_mut() {
+                let mut x = f32::from_bits(*v);
+                if i.clamp {
+                    x = clamp01(x, fpm.dx10);
+                }
+                if fpm.flush_out32() {
+                    x = x.ftz();
+                }
+                *v = x.to_bits();
+            }
+        }
+    }
+    w.vwrite(&d, 0, &out[0], exec);
+    w.vwrite(&d, 1, &out[1], exec);
+    Ok(())
+}
+
+/// Where one dword of a planned source comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PlanSrc {
+    /// Index in the vector file ([`Wave::vgpr`]).
+    Vreg(u16),
+    /// Index in the scalar file ([`Wave::sgpr`]).
+    Sreg(u8),
+    /// A constant.
+    Imm(u32),
+}
+
+/// A packed-f32 VOP3P instruction with OP_SEL/OP_SEL_HI already applied: the dword
+/// every source gives each half, resolved to a register index or constant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PkPlan {
+    op: O,
+    /// Vector-file index of the destination's low dword.
+    dst: u16,
+    /// `src[half][k]`: source k's dword for the low (0) and high (1) result.
+    src: [[PlanSrc; 3]; 2],
+    /// NEG_LO, NEG_HI.
+    neg: [u8; 2],
+    clamp: bool,
+}
+
+impl PkPlan {
+    /// The plan of `i` if it is a packed-f32 op with all its operands present and
+    /// each resolvable (registers, inline constants, literals); `None` otherwise.
+    pub(crate) fn of(i: &Vop3p) -> Option<PkPlan> {
+        let n = match i.op {
+            O::VPkAddF32 | O::VPkMulF32 => 2,
+            O::VPkFmaF32 => 3,
+            _ => return None,
+        };
+        if i.src.iter().filter(|s| s.is_some()).count() < n {
+            return None;
+        }
+        let dst = match i.vdst? {
+            Operand::Vgpr { index, .. } => u16::from(index),
+            Operand::Agpr { index, .. } => (AGPR_BASE + usize::from(index)) as u16,
+            _ => return None,
+        };
+        // Dword `dw` of an operand, as `pk_src` reads it.
+        let resolve = |op: &Operand, dw: u8| -> Option<PlanSrc> {
+            Some(match *op {
+                Operand::Const { code, .. } => {
+                    PlanSrc::Imm(inline_constant(u16::from(code), 1).unwrap_or(0) as u32)
+                }
+                Operand::Vgpr { index, .. } => PlanSrc::Vreg(u16::from(index) + u16::from(dw)),
+                Operand::Agpr { index, .. } => {
+                    PlanSrc::Vreg((AGPR_BASE + usize::from(index)) as u16 + u16::from(dw))
+                }
+                Operand::Sreg { code, count } => {
+                    let c = code + dw;
+                    let readable = c < 128 && c != code::NULL && (dw == 0 || count >= 2);
+                    if readable {
+                        PlanSrc::Sreg(c)
+                    } else {
+                        PlanSrc::Imm(0)
+                    }
+                }
+                Operand::Literal { value, .. } => PlanSrc::Imm(if dw == 0 { value } else { 0 }),
+                Operand::Special { .. } => return None,
+            })
+        };
+        let mut src = [[PlanSrc::Imm(0); 3]; 2];
+        for (h, bits) in [i.op_sel, i.op_sel_hi].into_iter().enumerate() {
+            for k in 0..n {
+                if let Some(op) = &i.src[k] {
+                    src[h][k] = resolve(op, (bits >> k) & 1)?;
+                }
+            }
+        }
+        Some(PkPlan {
+            op: i.op,
+            dst,
+            src,
+            neg: [i.neg_lo, i.neg_hi],
+            clamp: i.clamp,
+        })
+    }
+}
+
+/// Executes a packed-f32 plan as [`pk_f32`] would; false (nothing done) when MODE
+/// asks for rounding or input flushing, which the general path handles.
+pub(super) fn run_pk_plan(w: &mut Wave, p: &PkPlan) -> bool {
+    let fpm = FpMode::new(w.mode);
+    if fpm.round != 0 || fpm.flush_in32() {
+        return false;
+    }
+    let exec = w.exec();
+    // Both halves are computed (into the wave's scratch lanes) before either is
+    // written: the destination may be a source.
+    let (vgpr, sgpr, out) = (&mut w.vgpr, &w.sgpr, &mut w.tmp);
+    for (h, o) in out.iter_mut().enumerate() {
+        let mut bufs: [Option<VReg>; 3] = [None, None, None];
+        let [b0, b1, b2] = &mut bufs;
+        let get = |k: usize, buf| {
+            let s = match p.src[h][k] {
+                PlanSrc::Vreg(r) => match vgpr.get(usize::from(r)) {
+                    Some(v) => Src::Reg(v),
+                    None => Src::Splat(0),
+                },
+                PlanSrc::Sreg(c) => Src::Splat(sgpr[usize::from(c)]),
+                PlanSrc::Imm(v) => Src::Splat(v),
+            };
+            modified(s, (p.neg[h] >> k) & 1 == 1, false, buf)
+        };
+        let (a, b) = (get(0, b0), get(1, b1));
+        match p.op {
+            O::VPkAddF32 => simd::add_lanes(a, b, o),
+            O::VPkMulF32 => simd::mul_lanes(a, b, o),
+            _ => simd::fma_lanes(a, b, get(2, b2), o),
+        }
+        if p.clamp || fpm.flush_out32() {
+            for v in o.iter_mut() {
+                let mut x = f32::from_bits(*v);
+                if p.clamp {
+                    x = clamp01(x, fpm.dx10);
+                }
+                if fpm.flush_out32() {
+                    x = x.ftz();
+                }
+                *v = x.to_bits();
+            }
+        }
+    }
+    let d = usize::from(p.dst);
+    for (h, o) in out.iter().enumerate() {
+        if let Some(dst) = vgpr.get_mut(d + h) {
+            if exec == u64::MAX {
+                *dst = *o;
+            } else {
+                for l in 0..WAVE_SIZE {
+                    if (exec >> l) & 1 == 1 {
+                        dst[l] = o[l];
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
 /// Executes one VOP3P instruction.
 pub(super) fn exec(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> Result<(), Fault> {
+    if matches!(i.op, O::VPkAddF32 | O::VPkMulF32 | O::VPkFmaF32) {
+        return pk_f32(w, i, pc, ctx);
+    }
     let unsup = |why: &str| unsupported(&Instruction::Vop3p(i.clone()), pc, why);
     let exec = w.exec();
     let fpm = FpMode::new(w.mode);
@@ -105,48 +350,6 @@ pub(super) fn exec(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> R
             let hi = raw(w, &s1, usize::from((i.op_sel >> 1) & 1), false, ctx);
             w.vwrite(&d, 0, &lo, exec);
             w.vwrite(&d, 1, &hi, exec);
-        }
-        O::VPkAddF32 | O::VPkMulF32 | O::VPkFmaF32 => {
-            let n = if i.op == O::VPkFmaF32 { 3 } else { 2 };
-            if nsrc < n {
-                return Err(unsup("missing operands"));
-            }
-            let mut s = [[[0f32; WAVE_SIZE]; 2]; 3];
-            for k in 0..n {
-                for half in 0..2 {
-                    let bits = if half == 0 { i.op_sel } else { i.op_sel_hi };
-                    let negs = if half == 0 { i.neg_lo } else { i.neg_hi };
-                    let v = dword(w, k, usize::from(sel(bits, k)));
-                    let flip = if sel(negs, k) { 0x8000_0000 } else { 0 };
-                    let flush = fpm.flush_in32();
-                    s[k][half] = lanes(|l| {
-                        let f = f32::from_bits(v[l] ^ flip);
-                        if flush {
-                            f.ftz()
-                        } else {
-                            f
-                        }
-                    });
-                }
-            }
-            for half in 0..2 {
-                let [a, b, c] = [s[0][half], s[1][half], s[2][half]];
-                let r: VReg = lanes(|l| {
-                    let mut v = match i.op {
-                        O::VPkAddF32 => nan_of(a[l] + b[l], &[a[l], b[l]]),
-                        O::VPkMulF32 => nan_of(a[l] * b[l], &[a[l], b[l]]),
-                        _ => fp::fma32(a[l], b[l], c[l]),
-                    };
-                    if clamp {
-                        v = clamp01(v, fpm.dx10);
-                    }
-                    if fpm.flush_out32() {
-                        v = v.ftz();
-                    }
-                    v.to_bits()
-                });
-                w.vwrite(&d, half, &r, exec);
-            }
         }
         O::VPkAddF16 | O::VPkMulF16 | O::VPkMinF16 | O::VPkMaxF16 | O::VPkFmaF16 => {
             let n = if i.op == O::VPkFmaF16 { 3 } else { 2 };
@@ -391,4 +594,117 @@ pub(super) fn exec(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> R
         _ => return Err(unsup("MFMA (matrix) instructions are not executed")),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wave::testutil::{lit, s, v, Harness};
+
+    /// A wave whose VGPRs, AGPRs and SGPRs hold a mix of ordinary floats, NaNs
+    /// (quiet and signalling), infinities, zeros and denormals.
+    fn filled(mode: u32, exec: u64) -> Wave {
+        let specials = [
+            0x7FC0_1234u32,
+            0x7F80_0001,
+            0xFF80_0000,
+            0x8000_0000,
+            0x0000_0003,
+            0x3F80_0000,
+        ];
+        let mut w = Wave::new();
+        let mut x = 0x1234_5678u32;
+        for (r, reg) in w.vgpr.iter_mut().enumerate().take(AGPR_BASE + 16) {
+            for (l, d) in reg.iter_mut().enumerate() {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                *d = if (l + r) % 9 == 0 {
+                    specials[(l + r) % specials.len()]
+                } else {
+                    // Floats of moderate magnitude with random low bits.
+                    0x3E00_0000 + (x >> 9) + ((r as u32 & 3) << 23)
+                };
+            }
+        }
+        for (c, d) in w.sgpr.iter_mut().enumerate().take(16) {
+            *d = 0x4000_0000 + (c as u32) * 0x1_0001;
+        }
+        w.sgpr[3] = 0x7F80_0002;
+        w.mode = mode;
+        w.set_exec(exec);
+        w
+    }
+
+    /// The plan computes what the general path computes, for every operand kind,
+    /// OP_SEL/OP_SEL_HI, NEG, CLAMP, partial EXEC and MODE setting; MODEs the plan
+    /// does not take leave the wave untouched.
+    #[test]
+    fn plans_agree_with_the_general_path() {
+        let a = |i: u8, n: u8| Operand::Agpr { index: i, count: n };
+        let konst = Operand::Const {
+            code: 240,
+            value: 0x3FE0_0000_0000_0000,
+        };
+        let sources: [[Option<Operand>; 3]; 6] = [
+            [Some(v(2, 2)), Some(s(0, 2)), Some(konst)],
+            [Some(v(4, 2)), Some(v(6, 2)), Some(v(8, 2))],
+            [Some(a(2, 2)), Some(lit(0x3FC0_0000)), Some(v(2, 2))],
+            [Some(s(2, 2)), Some(v(10, 2)), Some(s(124, 2))],
+            [Some(v(12, 2)), Some(s(125, 2)), Some(a(4, 2))],
+            [Some(v(14, 2)), Some(s(127, 2)), Some(v(3, 2))],
+        ];
+        let mut h = Harness::new(0);
+        let mut checked = 0;
+        for op in [O::VPkFmaF32, O::VPkAddF32, O::VPkMulF32] {
+            for (si, src) in sources.iter().enumerate() {
+                for bits in [0u8, 0b010, 0b101, 0b111] {
+                    for mode in [0x0F0u32, 0x0F0 | 1 << 8, 0x000, 0x0B0, 0x090, 0x0F1] {
+                        let exec = if si % 2 == 0 { u64::MAX } else { 0xF0F0_1234_FFFF_0001 };
+                        let i = Vop3p {
+                            op,
+                            vdst: Some(if si == 3 { a(6, 2) } else { v(2 * si as u8, 2) }),
+                            src: *src,
+                            op_sel: bits,
+                            op_sel_hi: bits ^ 0b011,
+                            neg_lo: bits >> 1,
+                            neg_hi: bits,
+                            clamp: bits == 0b111,
+                            mai: None,
+                        };
+                        let plan = PkPlan::of(&i).expect("planned");
+                        let mut general = filled(mode, exec);
+                        let mut planned = filled(mode, exec);
+                        let ran = run_pk_plan(&mut planned, &plan);
+                        if ran {
+                            h.exec(&mut general, &Instruction::Vop3p(i.clone())).unwrap();
+                            checked += 1;
+                        }
+                        assert_eq!(ran, mode & 0xF == 0 && mode & 0x10 != 0, "{i:?}");
+                        assert!(general.vgpr == planned.vgpr, "{i:?} mode {mode:#x}");
+                        assert_eq!(general.sgpr, planned.sgpr);
+                    }
+                }
+            }
+        }
+        assert!(checked > 100);
+        // Operands the plan cannot resolve leave the instruction to the general path.
+        let i = Vop3p {
+            op: O::VPkFmaF32,
+            vdst: Some(v(0, 2)),
+            src: [
+                Some(v(0, 2)),
+                Some(Operand::Special {
+                    code: code::SHARED_BASE,
+                    count: 2,
+                }),
+                Some(v(0, 2)),
+            ],
+            op_sel: 0,
+            op_sel_hi: 0b111,
+            neg_lo: 0,
+            neg_hi: 0,
+            clamp: false,
+            mai: None,
+        };
+        assert!(PkPlan::of(&i).is_none());
+    }
 }

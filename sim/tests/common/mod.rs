@@ -215,9 +215,28 @@ pub fn load_executable(gpu: hsa_agent_t, image: &[u8]) -> hsa_executable_t {
     let mut r = hsa_code_object_reader_t { handle: 0 };
     let mut exe = hsa_executable_t { handle: 0 };
     unsafe {
-        assert_eq!(hsa_code_object_reader_create_from_memory(image.as_ptr() as *const c_void, image.len(), &mut r), 0);
-        assert_eq!(hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe), 0);
-        assert_eq!(hsa_executable_load_agent_code_object(exe, gpu, r, std::ptr::null(), std::ptr::null_mut()), 0);
+        assert_eq!(
+            hsa_code_object_reader_create_from_memory(
+                image.as_ptr() as *const c_void,
+                image.len(),
+                &mut r
+            ),
+            0
+        );
+        assert_eq!(
+            hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe),
+            0
+        );
+        assert_eq!(
+            hsa_executable_load_agent_code_object(
+                exe,
+                gpu,
+                r,
+                std::ptr::null(),
+                std::ptr::null_mut()
+            ),
+            0
+        );
         assert_eq!(hsa_executable_freeze(exe, std::ptr::null()), 0);
         assert_eq!(hsa_code_object_reader_destroy(r), 0);
     }
@@ -240,14 +259,37 @@ pub struct KernelObject {
 pub fn kernel_object(exe: hsa_executable_t, gpu: hsa_agent_t, name: &str) -> KernelObject {
     let n = std::ffi::CString::new(format!("{name}.kd")).unwrap();
     let mut sym = hsa_executable_symbol_t { handle: 0 };
-    let mut k = KernelObject { object: 0, kernarg_size: 0, group: 0, private: 0 };
+    let mut k = KernelObject {
+        object: 0,
+        kernarg_size: 0,
+        group: 0,
+        private: 0,
+    };
     unsafe {
-        assert_eq!(hsa_executable_get_symbol_by_name(exe, n.as_ptr(), &gpu, &mut sym), 0, "{name}");
-        let get = |attr: u32, out: *mut c_void| assert_eq!(hsa_executable_symbol_get_info(sym, attr, out), 0);
-        get(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &mut k.object as *mut _ as *mut c_void);
-        get(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &mut k.kernarg_size as *mut _ as *mut c_void);
-        get(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &mut k.group as *mut _ as *mut c_void);
-        get(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &mut k.private as *mut _ as *mut c_void);
+        assert_eq!(
+            hsa_executable_get_symbol_by_name(exe, n.as_ptr(), &gpu, &mut sym),
+            0,
+            "{name}"
+        );
+        let get = |attr: u32, out: *mut c_void| {
+            assert_eq!(hsa_executable_symbol_get_info(sym, attr, out), 0)
+        };
+        get(
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+            &mut k.object as *mut _ as *mut c_void,
+        );
+        get(
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
+            &mut k.kernarg_size as *mut _ as *mut c_void,
+        );
+        get(
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+            &mut k.group as *mut _ as *mut c_void,
+        );
+        get(
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
+            &mut k.private as *mut _ as *mut c_void,
+        );
     }
     k
 }
@@ -256,7 +298,13 @@ pub fn kernel_object(exe: hsa_executable_t, gpu: hsa_agent_t, name: &str) -> Ker
 pub const KERNEL_HEADER: u32 = 0x0001_1402;
 
 /// The body of a 1-D kernel dispatch packet (the header word is written by [`submit`]).
-pub fn dispatch_packet(k: &KernelObject, workgroup: u16, grid: u32, kernarg: *mut u8, completion: hsa_signal_t) -> [u64; 8] {
+pub fn dispatch_packet(
+    k: &KernelObject,
+    workgroup: u16,
+    grid: u32,
+    kernarg: *mut u8,
+    completion: hsa_signal_t,
+) -> [u64; 8] {
     let mut b = [0u8; 64];
     b[4..6].copy_from_slice(&workgroup.to_le_bytes());
     b[6..8].copy_from_slice(&1u16.to_le_bytes());

@@ -1,0 +1,290 @@
+//! Whole-wave f32 lane kernels (add, multiply, fused multiply-add) with the VALU's
+//! NaN rules, using the host's FMA unit when it has one.
+//!
+//! The lanes are computed by host IEEE arithmetic (round to nearest even, denormals
+//! kept: the engine never sets MXCSR's FTZ/DAZ), which gives the VALU's result for
+//! every non-NaN outcome; lanes whose result is NaN are then recomputed with
+//! [`nan_of`] (first NaN operand quieted, else the default NaN), because the host's
+//! choice of NaN differs. A fused multiply-add must round once: on x86-64 hosts with
+//! the FMA extension the loop runs in a function compiled with that feature (chosen
+//! at run time), elsewhere it falls back to [`fma32`] (exact round-to-odd in f64),
+//! and targets whose baseline has FMA (aarch64) get the instruction from `mul_add`.
+
+#![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
+
+use crate::wave::{VReg, WAVE_SIZE};
+
+use super::fp::{fma32, nan_of};
+use super::Src;
+
+impl Src<'_> {
+    /// The dword of lane `l`.
+    #[inline(always)]
+    pub(crate) fn at(self, l: usize) -> u32 {
+        match self {
+            Src::Reg(r) => r[l],
+            Src::Splat(v) => v,
+        }
+    }
+}
+
+/// Whether an f32 bit pattern is a NaN.
+#[inline(always)]
+fn nan_bits(x: u32) -> bool {
+    x & 0x7FFF_FFFF > 0x7F80_0000
+}
+
+/// Whether the host runs [`fma_body`] with a single-rounding FMA instruction.
+#[inline]
+fn host_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        true
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        false
+    }
+}
+
+/// One source of a lane kernel: a register's lanes or one value for all lanes.
+pub(crate) trait Lanes: Copy {
+    /// The dword of lane `l`.
+    fn at(self, l: usize) -> u32;
+}
+
+impl Lanes for &VReg {
+    #[inline(always)]
+    fn at(self, l: usize) -> u32 {
+        self[l]
+    }
+}
+
+impl Lanes for u32 {
+    #[inline(always)]
+    fn at(self, _l: usize) -> u32 {
+        self
+    }
+}
+
+/// The kernels below compute every lane and return whether any result is a NaN.
+#[inline(always)]
+fn fma_body<A: Lanes, B: Lanes, C: Lanes>(a: A, b: B, c: C, out: &mut VReg) -> bool {
+    let mut nan = false;
+    for l in 0..WAVE_SIZE {
+        let r = f32::from_bits(a.at(l))
+            .mul_add(f32::from_bits(b.at(l)), f32::from_bits(c.at(l)))
+            .to_bits();
+        nan |= nan_bits(r);
+        out[l] = r;
+    }
+    nan
+}
+
+#[inline(always)]
+fn add_body<A: Lanes, B: Lanes>(a: A, b: B, out: &mut VReg) -> bool {
+    let mut nan = false;
+    for l in 0..WAVE_SIZE {
+        let r = (f32::from_bits(a.at(l)) + f32::from_bits(b.at(l))).to_bits();
+        nan |= nan_bits(r);
+        out[l] = r;
+    }
+    nan
+}
+
+#[inline(always)]
+fn mul_body<A: Lanes, B: Lanes>(a: A, b: B, out: &mut VReg) -> bool {
+    let mut nan = false;
+    for l in 0..WAVE_SIZE {
+        let r = (f32::from_bits(a.at(l)) * f32::from_bits(b.at(l))).to_bits();
+        nan |= nan_bits(r);
+        out[l] = r;
+    }
+    nan
+}
+
+/// `fma_body` compiled with the FMA (and AVX2) instructions.
+///
+/// # Safety
+/// The CPU must support FMA and AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fma_body_x86<A: Lanes, B: Lanes, C: Lanes>(a: A, b: B, c: C, out: &mut VReg) -> bool {
+    fma_body(a, b, c, out)
+}
+
+/// `add_body` compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_body_x86<A: Lanes, B: Lanes>(a: A, b: B, out: &mut VReg) -> bool {
+    add_body(a, b, out)
+}
+
+/// `mul_body` compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn mul_body_x86<A: Lanes, B: Lanes>(a: A, b: B, out: &mut VReg) -> bool {
+    mul_body(a, b, out)
+}
+
+/// Calls `$f` with each of `$s` (a [`Src`]) as a `&VReg` or a `u32` splat.
+macro_rules! with_lanes {
+    ($f:ident($($s:ident),*; $($rest:expr),*)) => {
+        with_lanes!(@go $f [] [$($s),*] [$($rest),*])
+    };
+    (@go $f:ident [$($done:expr),*] [] [$($rest:expr),*]) => {
+        $f($($done,)* $($rest),*)
+    };
+    (@go $f:ident [$($done:expr),*] [$s:ident $(, $more:ident)*] [$($rest:expr),*]) => {
+        match $s {
+            Src::Reg(r) => with_lanes!(@go $f [$($done,)* r] [$($more),*] [$($rest),*]),
+            Src::Splat(v) => with_lanes!(@go $f [$($done,)* v] [$($more),*] [$($rest),*]),
+        }
+    };
+}
+
+/// `out = a·b + c` in every lane, rounded once (VALU NaN rules).
+pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
+    if host_fma() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: host_fma() checked that the CPU has FMA and AVX2.
+        let nan = unsafe { with_lanes!(fma_body_x86(a, b, c; out)) };
+        #[cfg(not(target_arch = "x86_64"))]
+        let nan = with_lanes!(fma_body(a, b, c; out));
+        if nan {
+            for l in 0..WAVE_SIZE {
+                if nan_bits(out[l]) {
+                    let (x, y, z) = (
+                        f32::from_bits(a.at(l)),
+                        f32::from_bits(b.at(l)),
+                        f32::from_bits(c.at(l)),
+                    );
+                    out[l] = nan_of(f32::from_bits(out[l]), &[x, y, z]).to_bits();
+                }
+            }
+        }
+    } else {
+        for l in 0..WAVE_SIZE {
+            out[l] = fma32(
+                f32::from_bits(a.at(l)),
+                f32::from_bits(b.at(l)),
+                f32::from_bits(c.at(l)),
+            )
+            .to_bits();
+        }
+    }
+}
+
+/// Rewrites the NaN lanes of a two-operand result by the VALU NaN rule.
+#[inline]
+fn fix_nan2(a: Src<'_>, b: Src<'_>, out: &mut VReg, nan: bool) {
+    if nan {
+        for l in 0..WAVE_SIZE {
+            if nan_bits(out[l]) {
+                let (x, y) = (f32::from_bits(a.at(l)), f32::from_bits(b.at(l)));
+                out[l] = nan_of(f32::from_bits(out[l]), &[x, y]).to_bits();
+            }
+        }
+    }
+}
+
+/// Whether the host has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn host_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+/// `out = a + b` in every lane (VALU NaN rules).
+pub(crate) fn add_lanes(a: Src<'_>, b: Src<'_>, out: &mut VReg) {
+    #[cfg(target_arch = "x86_64")]
+    let nan = if host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        unsafe { with_lanes!(add_body_x86(a, b; out)) }
+    } else {
+        with_lanes!(add_body(a, b; out))
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let nan = with_lanes!(add_body(a, b; out));
+    fix_nan2(a, b, out, nan);
+}
+
+/// `out = a · b` in every lane (VALU NaN rules).
+pub(crate) fn mul_lanes(a: Src<'_>, b: Src<'_>, out: &mut VReg) {
+    #[cfg(target_arch = "x86_64")]
+    let nan = if host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        unsafe { with_lanes!(mul_body_x86(a, b; out)) }
+    } else {
+        with_lanes!(mul_body(a, b; out))
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let nan = with_lanes!(mul_body(a, b; out));
+    fix_nan2(a, b, out, nan);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Host reference: the exact product-sum rounded once, via f64 for operands whose
+    /// product is exact in f64, checked against values built to need one rounding.
+    #[test]
+    fn fused_lanes_round_once_and_follow_nan_rules() {
+        let mut a = [0u32; WAVE_SIZE];
+        let mut b = [0u32; WAVE_SIZE];
+        let mut c = [0u32; WAVE_SIZE];
+        // Lane 0: (1 + 2^-12)^2 - 1 = 2^-11 + 2^-24 exactly representable in f32: a
+        // fused result keeps the 2^-24 term that a separate multiply rounds away.
+        let x = 1.0f32 + f32::from_bits(0x3980_0000); // 1 + 2^-12
+        a[0] = x.to_bits();
+        b[0] = x.to_bits();
+        c[0] = (-1.0f32).to_bits();
+        // Lane 1: NaN operand (signalling) comes back quieted.
+        a[1] = 0x7F80_0001;
+        b[1] = 1.0f32.to_bits();
+        // Lane 2: ∞ · 0 is the default NaN.
+        a[2] = f32::INFINITY.to_bits();
+        b[2] = 0;
+        // Lane 3: denormal result kept.
+        a[3] = f32::from_bits(1).to_bits();
+        b[3] = 0.5f32.to_bits();
+        c[3] = f32::from_bits(4).to_bits();
+        let mut out = [0u32; WAVE_SIZE];
+        fma_lanes(Src::Reg(&a), Src::Reg(&b), Src::Reg(&c), &mut out);
+        let exact = f64::from(x) * f64::from(x) - 1.0;
+        assert_eq!(f32::from_bits(out[0]), exact as f32);
+        assert_eq!(exact, 2f64.powi(-11) + 2f64.powi(-24));
+        assert_eq!(out[1], 0x7FC0_0001);
+        assert_eq!(out[2], 0x7FC0_0000);
+        // 2^-149 · 0.5 + 4·2^-149 = 4.5 ulp → 4 (ties to even).
+        assert_eq!(out[3], 4);
+        for l in 4..WAVE_SIZE {
+            assert_eq!(out[l], 0);
+        }
+        let mut s = [0u32; WAVE_SIZE];
+        add_lanes(Src::Reg(&a), Src::Reg(&c), &mut s);
+        assert_eq!(f32::from_bits(s[0]), x - 1.0);
+        assert_eq!(s[1], 0x7FC0_0001);
+        mul_lanes(Src::Reg(&a), Src::Reg(&b), &mut s);
+        assert_eq!(s[2], 0x7FC0_0000);
+        let mut t = [0u32; WAVE_SIZE];
+        mul_lanes(Src::Reg(&a), Src::Splat(1.0f32.to_bits()), &mut t);
+        assert_eq!(t[1], 0x7FC0_0001);
+        assert_eq!(t[0], a[0]);
+        fma_lanes(Src::Splat(x.to_bits()), Src::Splat(x.to_bits()), Src::Reg(&c), &mut t);
+        assert_eq!(t[0], out[0]);
+        assert_eq!(s[2], 0x7FC0_0000);
+        assert_eq!(f32::from_bits(s[0]), x * x);
+    }
+}
