@@ -6,6 +6,10 @@
 //! | `HSA_SIM_COMPUTE_UNITS` | compute units each GPU reports | 110 (an MI250X GCD) |
 //! | `HSA_SIM_DEVICE_MEMORY` | bytes of device memory per GPU (suffix K, M, G, T allowed) | 64G |
 //! | `HSA_SIM_WORKERS` | host threads that run the workgroups of one dispatch | host cores |
+//!
+//! Read elsewhere: `HSA_SIM_MAX_WAVE_INSTRUCTIONS` and `HSA_SIM_TRACE` by the
+//! dispatcher ([`crate::dispatch`]), `HSA_SIM_DEBUG` / `LIBOMPTARGET_DEBUG` /
+//! `RUST_LOG` by [`crate::init_logging`].
 
 /// The virtual device's configuration.
 #[derive(Clone, Debug)]
