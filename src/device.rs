@@ -8,7 +8,6 @@ use crate::env;
 use crate::error::{Error, Result};
 // FxHash: a fast, non-cryptographic hash for address-keyed maps (SipHash
 // dominated the launch path); keys are not attacker-chosen.
-use rustc_hash::FxHashMap as AddrMap;
 use crate::hsa::Hsa;
 use crate::image::{self, ImageKind};
 use crate::launch::{self, ExecMode, GridValues, LaunchEnv, LaunchRequest};
@@ -20,6 +19,7 @@ use crate::signal::SignalPool;
 use crate::stream::{Event, Held, ManagedBlock, Stream};
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap as AddrMap;
 use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

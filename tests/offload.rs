@@ -249,7 +249,17 @@ fn examples_print_what_the_host_prints() {
             continue;
         }
         let bin = compile(name, true, &["-lm"]);
-        let host = run(Command::new(&bin).env("OMP_TARGET_OFFLOAD", "DISABLED"), 60);
+        // LLVM 16's libomp sometimes dies of its own assertions in the host
+        // fallback of `target nowait` (kmp_tasking.cpp); the oracle is the
+        // first host run that completes.
+        let mut host = run(Command::new(&bin).env("OMP_TARGET_OFFLOAD", "DISABLED"), 60);
+        for _ in 0..5 {
+            if host.status.success() {
+                break;
+            }
+            host = run(Command::new(&bin).env("OMP_TARGET_OFFLOAD", "DISABLED"), 60);
+        }
+        assert!(host.status.success(), "{name}: the host run keeps failing");
         let ours = run(&mut command(&bin, Hsa::Sim(2)), 180);
         let (stdout, stderr) = texts(&ours);
         assert!(ours.status.success(), "{name}:\n{stdout}\n{stderr}");

@@ -81,6 +81,24 @@ impl HostSpan<'_> {
         out
     }
 
+    /// The little-endian dword at byte offset `off` (0 if `off + 4 > len`), as
+    /// `load::<4>` reads it.
+    #[inline(always)]
+    pub(crate) fn load_u32(&self, off: usize) -> u32 {
+        if off + 4 > self.len {
+            return 0;
+        }
+        // SAFETY: as in `load`: the checked span is valid for `len` bytes.
+        let p = unsafe { self.ptr.add(off) };
+        if (p as usize) & 3 == 0 {
+            // SAFETY: p is 4-aligned and valid for 4 bytes; the memory is only ever
+            // accessed atomically by the engine.
+            unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.load(Ordering::Relaxed)
+        } else {
+            u32::from_le_bytes(self.load::<4>(off))
+        }
+    }
+
     /// Stores `bytes` at byte offset `off` (must satisfy `off + bytes.len() <= len`).
     #[inline]
     pub(crate) fn store(&self, off: usize, bytes: &[u8]) {

@@ -18,6 +18,13 @@ type Slot = Result<(Instruction, u8, Option<Plan>), DecodeError>;
 /// A lazily allocated page of `PAGE_DWORDS` decode slots.
 type Page = Box<[OnceLock<Slot>]>;
 
+/// A page of decode slots (see [`Program::fetch_hinted`]).
+#[derive(Clone, Copy)]
+pub(crate) struct PageHint<'p> {
+    number: usize,
+    slots: &'p [OnceLock<Slot>],
+}
+
 /// The instructions of one code region (normally the loaded code object), decoded
 /// lazily but once per PC. Thread-safe: workers decode and read slots concurrently.
 ///
@@ -81,14 +88,36 @@ impl Program {
 
     /// As [`fetch`](Self::fetch), with the instruction's execution plan, if any.
     #[inline]
-    pub(crate) fn fetch_planned(&self, pc: u64) -> Result<(&Instruction, u64, Option<&Plan>), Fault> {
+    pub(crate) fn fetch_planned(
+        &self,
+        pc: u64,
+    ) -> Result<(&Instruction, u64, Option<&Plan>), Fault> {
+        self.fetch_hinted(pc, &mut None)
+    }
+
+    /// As [`fetch_planned`](Self::fetch_planned); `hint` remembers the page of decode
+    /// slots last used (a wave's loop stays in one page), sparing its lookup.
+    #[inline]
+    pub(crate) fn fetch_hinted<'p>(
+        &'p self,
+        pc: u64,
+        hint: &mut Option<PageHint<'p>>,
+    ) -> Result<(&'p Instruction, u64, Option<&'p Plan>), Fault> {
         let off = pc.wrapping_sub(self.base);
         if off >= self.len || off & 3 != 0 {
             return Err(Fault::BadPc { pc });
         }
         let idx = (off / 4) as usize;
-        let page = self.pages[idx / PAGE_DWORDS]
-            .get_or_init(|| (0..PAGE_DWORDS).map(|_| OnceLock::new()).collect());
+        let number = idx / PAGE_DWORDS;
+        let page = match hint {
+            Some(h) if h.number == number => h.slots,
+            _ => {
+                let slots = self.pages[number]
+                    .get_or_init(|| (0..PAGE_DWORDS).map(|_| OnceLock::new()).collect());
+                *hint = Some(PageHint { number, slots });
+                slots
+            }
+        };
         let slot = page[idx % PAGE_DWORDS].get_or_init(|| self.decode_at(pc, off));
         match slot {
             Ok((inst, len, plan)) => Ok((inst, u64::from(*len) * 4, plan.as_ref())),

@@ -1047,31 +1047,41 @@ impl Wave {
                     let Some(span) = self.regions.cached(lo, size) else {
                         return false;
                     };
-                    for l in 0..WAVE_SIZE {
-                        if (exec >> l) & 1 == 0 {
-                            continue;
-                        }
-                        let off = (addrs[l] - lo) as usize;
-                        out[l] = match (bytes, signed) {
-                            (1, true) => span.load::<1>(off)[0] as i8 as i32 as u32,
-                            (1, false) => u32::from(span.load::<1>(off)[0]),
-                            (2, _) => {
-                                let b = [span.load::<1>(off)[0], span.load::<1>(off + 1)[0]];
-                                if signed {
-                                    i16::from_le_bytes(b) as i32 as u32
-                                } else {
-                                    u32::from(u16::from_le_bytes(b))
-                                }
+                    if bytes >= 4 {
+                        for l in 0..WAVE_SIZE {
+                            if (exec >> l) & 1 == 1 {
+                                out[l] = span.load_u32((addrs[l] - lo) as usize + 4 * k);
                             }
-                            _ => u32::from_le_bytes(span.load::<4>(off + 4 * k)),
-                        };
+                        }
+                    } else {
+                        for l in 0..WAVE_SIZE {
+                            if (exec >> l) & 1 == 0 {
+                                continue;
+                            }
+                            let off = (addrs[l] - lo) as usize;
+                            out[l] = match (bytes, signed) {
+                                (1, true) => span.load::<1>(off)[0] as i8 as i32 as u32,
+                                (1, false) => u32::from(span.load::<1>(off)[0]),
+                                _ => {
+                                    let b = [span.load::<1>(off)[0], span.load::<1>(off + 1)[0]];
+                                    if signed {
+                                        i16::from_le_bytes(b) as i32 as u32
+                                    } else {
+                                        u32::from(u16::from_le_bytes(b))
+                                    }
+                                }
+                            };
+                        }
                     }
                 }
                 self.vwrite(&d, k, &out, exec);
             }
             return true;
         }
-        let none = Operand::Const { code: 128, value: 0 };
+        let none = Operand::Const {
+            code: 128,
+            value: 0,
+        };
         let op = data.unwrap_or(none);
         let src: [Src<'_>; 4] = std::array::from_fn(|k| {
             if data.is_some() && k < nd {
@@ -1089,7 +1099,11 @@ impl Wave {
             }
             let off = (addrs[l] - lo) as usize;
             if bytes <= 4 {
-                let w = if hi16 { src[0].at(l) >> 16 } else { src[0].at(l) };
+                let w = if hi16 {
+                    src[0].at(l) >> 16
+                } else {
+                    src[0].at(l)
+                };
                 span.store(off, &w.to_le_bytes()[..bytes]);
             } else {
                 for (k, s) in src.iter().enumerate().take(nd) {
@@ -1151,8 +1165,7 @@ impl Wave {
                         apertured |= (exec >> l) & 1 == 1 && (h == shared || h == private);
                     }
                 }
-                if !apertured && self.global_fast(ctx, access, &addrs, exec, i.data, i.vdst)
-                {
+                if !apertured && self.global_fast(ctx, access, &addrs, exec, i.data, i.vdst) {
                     return Ok(());
                 }
                 for l in 0..WAVE_SIZE {

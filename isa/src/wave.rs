@@ -5,6 +5,9 @@
 //! TTMPs and the SGPRs are one array), SCC, the vector file as `[register][lane]`
 //! arrays, and the PC. [`Wave::run`] executes pre-decoded instructions from a
 //! [`Program`] until the wave ends, reaches `s_barrier`, yields (`s_sleep`) or faults.
+//! Hot instruction forms also carry a plan resolved at decode time (register-file
+//! indices and constants instead of operands, see `valu::Plan`), which the loop runs
+//! instead of the general executor when the wave's MODE allows it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -194,9 +197,11 @@ impl Wave {
     pub fn run(&mut self, ctx: &mut WaveContext<'_>) -> Result<WaveExit, Fault> {
         let yield_at = self.instructions.saturating_add(ctx.yield_after);
         let trace = TRACE.with(|t| t.get());
+        let program = ctx.program;
+        let mut page = None;
         loop {
             let pc = self.pc;
-            let (inst, len, plan) = ctx.program.fetch_planned(pc)?;
+            let (inst, len, plan) = program.fetch_hinted(pc, &mut page)?;
             self.instructions += 1;
             if self.instructions > ctx.max_instructions {
                 return Err(Fault::InstructionLimit {

@@ -27,9 +27,23 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
 fn empty_kernel(gpu: hsa_agent_t) -> KernelObject {
     let dir = scratch_dir("bench");
     let src = dir.join("empty.c");
-    std::fs::write(&src, "__attribute__((visibility(\"protected\"), amdgpu_kernel)) void empty(void) {}\n").unwrap();
+    std::fs::write(
+        &src,
+        "__attribute__((visibility(\"protected\"), amdgpu_kernel)) void empty(void) {}\n",
+    )
+    .unwrap();
     let out = dir.join("empty.co");
-    clang(&["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib", "-O2", "-x", "c", src.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    clang(&[
+        "--target=amdgcn-amd-amdhsa",
+        "-mcpu=gfx90a",
+        "-nogpulib",
+        "-O2",
+        "-x",
+        "c",
+        src.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let exe = load_executable(gpu, &std::fs::read(&out).unwrap());
     kernel_object(exe, gpu, "empty")
 }
@@ -38,7 +52,10 @@ fn dispatch_round_trip(gpu: hsa_agent_t) -> Vec<f64> {
     let k = empty_kernel(gpu);
     let kernarg_pool = pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT);
     let kernarg = alloc(kernarg_pool, k.kernarg_size.max(64) as usize);
-    assert_eq!(unsafe { hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void) }, 0);
+    assert_eq!(
+        unsafe { hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void) },
+        0
+    );
     let q = queue(gpu, 64);
     let done = signal(1);
     let p = dispatch_packet(&k, 64, 64, kernarg, done);
@@ -47,7 +64,14 @@ fn dispatch_round_trip(gpu: hsa_agent_t) -> Vec<f64> {
         hsa_signal_store_relaxed(done, 1);
         let t0 = Instant::now();
         submit(q, p, KERNEL_HEADER);
-        while hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_EQ, 0, u64::MAX, HSA_WAIT_STATE_BLOCKED) != 0 {}
+        while hsa_signal_wait_scacquire(
+            done,
+            HSA_SIGNAL_CONDITION_EQ,
+            0,
+            u64::MAX,
+            HSA_WAIT_STATE_BLOCKED,
+        ) != 0
+        {}
         let dt = t0.elapsed();
         if i >= 200 {
             samples.push(dt.as_secs_f64() * 1e6);

@@ -16,7 +16,10 @@
 //!
 //! Decoded programs are cached per code region (keyed by its device base and
 //! validated against the live region object), so repeated dispatches of a kernel
-//! decode nothing.
+//! decode nothing. Within one dispatch, the memory regions a worker's waves found
+//! stay in their region caches from one wave to the next (the kernarg segment, the
+//! packet and the buffers are the same for all waves); the caches are emptied when
+//! the worker leaves the dispatch, so no region outlives it there.
 //!
 //! Debugging: `HSA_SIM_TRACE=all` (or a comma-separated list of linear workgroup
 //! ids) prints every instruction those workgroups execute to stderr (see
@@ -183,10 +186,23 @@ pub fn run(
     memory: &Arc<dyn GlobalMemory>,
     workers: usize,
 ) -> Result<(), DispatchError> {
+    run_counted(req, memory, workers).map(|_| ())
+}
+
+/// As [`run`], returning the number of wave-instructions the dispatch executed (all
+/// waves of all workgroups; for benchmarks and statistics).
+///
+/// # Errors
+/// See [`DispatchError`].
+pub fn run_counted(
+    req: &DispatchRequest,
+    memory: &Arc<dyn GlobalMemory>,
+    workers: usize,
+) -> Result<u64, DispatchError> {
     static GLOBAL: OnceLock<Dispatcher> = OnceLock::new();
     GLOBAL
         .get_or_init(Dispatcher::new)
-        .dispatch(req, memory, workers)
+        .dispatch_counted(req, memory, workers)
 }
 
 /// A kernel dispatcher: a pool of helper threads (grown on demand, kept for later
@@ -289,10 +305,24 @@ impl Dispatcher {
         memory: &Arc<dyn GlobalMemory>,
         workers: usize,
     ) -> Result<(), DispatchError> {
+        self.dispatch_counted(req, memory, workers).map(|_| ())
+    }
+
+    /// Runs `req` to completion (see [`run`]); returns the number of
+    /// wave-instructions executed.
+    ///
+    /// # Errors
+    /// See [`DispatchError`].
+    pub fn dispatch_counted(
+        &self,
+        req: &DispatchRequest,
+        memory: &Arc<dyn GlobalMemory>,
+        workers: usize,
+    ) -> Result<u64, DispatchError> {
         let job = Arc::new(self.prepare(req, memory)?);
         let total = job.total_workgroups;
         if total == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let helpers = workers
             .max(1)
@@ -309,7 +339,7 @@ impl Dispatcher {
         let first = job.error.lock().map(|mut e| e.take()).unwrap_or(None);
         match first {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => Ok(job.instructions.load(Ordering::Relaxed)),
         }
     }
 
@@ -413,6 +443,7 @@ impl Dispatcher {
             grid_wgs,
             total_workgroups: total,
             next: AtomicU64::new(0),
+            instructions: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             error: Mutex::new(None),
             helpers_active: AtomicUsize::new(0),
@@ -497,6 +528,8 @@ struct Job {
     grid_wgs: [u32; 3],
     total_workgroups: u64,
     next: AtomicU64,
+    /// Wave-instructions executed by the finished workgroups.
+    instructions: AtomicU64,
     stop: AtomicBool,
     error: Mutex<Option<DispatchError>>,
     helpers_active: AtomicUsize,
@@ -737,6 +770,8 @@ impl Job {
         if trace {
             isa::set_trace(false);
         }
+        let executed: u64 = st.waves[..nwaves].iter().map(|w| w.instructions).sum();
+        self.instructions.fetch_add(executed, Ordering::Relaxed);
         r
     }
 

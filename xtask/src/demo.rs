@@ -127,7 +127,9 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
         return Err(format!("demo takes no arguments (got {a:?})"));
     }
     let src = workspace_root().join("examples/stencil_heat.c");
-    println!("omptarget-amdgpu demo: examples/stencil_heat.c through our plugin on the virtual gfx90a");
+    println!(
+        "omptarget-amdgpu demo: examples/stencil_heat.c through our plugin on the virtual gfx90a"
+    );
     let total = 5;
     step(
         1,

@@ -57,6 +57,7 @@ fn icmp<T: Ord>(a: T, b: T, c: u32) -> bool {
     }
 }
 
+#[inline(always)]
 fn mask(f: impl Fn(usize) -> bool) -> u64 {
     let mut m = 0u64;
     for l in 0..WAVE_SIZE {
@@ -115,14 +116,7 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             (m, n & 0x10 != 0)
         }
         0xC0..=0xDF => {
-            let a = x.u32(0);
-            let b = x.u32(1);
-            let c = cond & 7;
-            let m = if n & 8 == 0 {
-                mask(|l| icmp(a[l] as i32, b[l] as i32, c))
-            } else {
-                mask(|l| icmp(a[l], b[l], c))
-            };
+            let m = super::simd::cmp_u32(x.src(0, 0), x.src(1, 0), n & 8 == 0, cond & 7);
             (m, n & 0x10 != 0)
         }
         0xE0..=0xFF => {

@@ -43,7 +43,10 @@ fn shift64(x: &mut Exe, f: impl Fn(u64, u32) -> u64) {
     let mut rl = [0u32; WAVE_SIZE];
     let mut rh = [0u32; WAVE_SIZE];
     for l in 0..WAVE_SIZE {
-        let v = f(u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32, s.at(l) & 63);
+        let v = f(
+            u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32,
+            s.at(l) & 63,
+        );
         rl[l] = v as u32;
         rh[l] = (v >> 32) as u32;
     }
@@ -447,15 +450,8 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
         }),
         O::VAddU32 | O::VAddCoU32 | O::VAddcCoU32 => {
             let cin = if op == O::VAddcCoU32 { x.scalar(2) } else { 0 };
-            let (a, b) = (x.src(0, 0), x.src(1, 0));
             let mut r = [0u32; WAVE_SIZE];
-            let mut carry = 0u64;
-            for l in 0..WAVE_SIZE {
-                let s = u64::from(a.at(l)) + u64::from(b.at(l)) + ((cin >> l) & 1);
-                let c = s >> 32;
-                carry |= c << l;
-                r[l] = if clamp && c != 0 { u32::MAX } else { s as u32 };
-            }
+            let carry = simd::add_co(x.src(0, 0), x.src(1, 0), cin, clamp, &mut r);
             x.out32(&r);
             let e = x.exec;
             x.out_sdst(carry & e);
@@ -476,13 +472,7 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
                 _ => (x.src(0, 0), x.src(1, 0)),
             };
             let mut r = [0u32; WAVE_SIZE];
-            let mut borrow = 0u64;
-            for l in 0..WAVE_SIZE {
-                let d = i64::from(a.at(l)) - i64::from(b.at(l)) - ((cin >> l) & 1) as i64;
-                let neg = u64::from(d < 0);
-                borrow |= neg << l;
-                r[l] = if clamp && d < 0 { 0 } else { d as u32 };
-            }
+            let borrow = simd::sub_co(a, b, cin, clamp, &mut r);
             x.out32(&r);
             let e = x.exec;
             x.out_sdst(borrow & e);

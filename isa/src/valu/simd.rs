@@ -185,6 +185,136 @@ pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
     }
 }
 
+/// A lane mask from one 0/1 byte per lane: each group of 8 bytes is gathered into
+/// a mask byte by one multiply (byte j's bit lands at bit 56 + j; no partial
+/// products overlap or carry into the top byte).
+#[inline(always)]
+fn pack_mask(flags: &[u8; WAVE_SIZE]) -> u64 {
+    let mut m = 0u64;
+    for (k, chunk) in flags.chunks_exact(8).enumerate() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(w);
+        m |= (w.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    m
+}
+
+#[inline(always)]
+fn add_co_body<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
+    let mut carry = [0u8; WAVE_SIZE];
+    for l in 0..WAVE_SIZE {
+        let s = u64::from(a.at(l)) + u64::from(b.at(l)) + ((cin >> l) & 1);
+        let c = (s >> 32) as u8;
+        carry[l] = c;
+        out[l] = if clamp && c != 0 { u32::MAX } else { s as u32 };
+    }
+    pack_mask(&carry)
+}
+
+#[inline(always)]
+fn sub_co_body<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
+    let mut borrow = [0u8; WAVE_SIZE];
+    for l in 0..WAVE_SIZE {
+        let d = u64::from(a.at(l))
+            .wrapping_sub(u64::from(b.at(l)))
+            .wrapping_sub((cin >> l) & 1);
+        // The difference is negative exactly when it wrapped (bit 63 set).
+        let n = (d >> 63) as u8;
+        borrow[l] = n;
+        out[l] = if clamp && n != 0 { 0 } else { d as u32 };
+    }
+    pack_mask(&borrow)
+}
+
+#[inline(always)]
+fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
+    let mut f = [0u8; WAVE_SIZE];
+    // The sign bit flipped makes an unsigned compare order signed values.
+    let bias = if signed { 0x8000_0000u32 } else { 0 };
+    macro_rules! each {
+        ($op:tt) => {
+            for l in 0..WAVE_SIZE {
+                f[l] = u8::from((a.at(l) ^ bias) $op (b.at(l) ^ bias));
+            }
+        };
+    }
+    match c {
+        0 => return 0,
+        1 => each!(<),
+        2 => each!(==),
+        3 => each!(<=),
+        4 => each!(>),
+        5 => each!(!=),
+        6 => each!(>=),
+        _ => return u64::MAX,
+    }
+    pack_mask(&f)
+}
+
+/// `add_co_body` compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
+    add_co_body(a, b, cin, clamp, out)
+}
+
+/// `sub_co_body` compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sub_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
+    sub_co_body(a, b, cin, clamp, out)
+}
+
+/// `cmp_body` compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn cmp_x86<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
+    cmp_body(a, b, signed, c)
+}
+
+/// `out = a + b + carry-in` (32-bit, CLAMP saturating) in every lane; returns the
+/// carry-out mask of all lanes.
+pub(crate) fn add_co(a: Src<'_>, b: Src<'_>, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { with_lanes!(add_co_x86(a, b; cin, clamp, out)) };
+    }
+    with_lanes!(add_co_body(a, b; cin, clamp, out))
+}
+
+/// `out = a − b − borrow-in` (32-bit, CLAMP saturating at 0) in every lane; returns
+/// the borrow-out mask of all lanes.
+pub(crate) fn sub_co(a: Src<'_>, b: Src<'_>, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { with_lanes!(sub_co_x86(a, b; cin, clamp, out)) };
+    }
+    with_lanes!(sub_co_body(a, b; cin, clamp, out))
+}
+
+/// The mask of lanes where `a c b` holds for 32-bit integers (`signed` or not),
+/// conditions numbered f lt eq le gt ne ge t.
+pub(crate) fn cmp_u32(a: Src<'_>, b: Src<'_>, signed: bool, c: u32) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { with_lanes!(cmp_x86(a, b; signed, c)) };
+    }
+    with_lanes!(cmp_body(a, b; signed, c))
+}
+
 /// Rewrites the NaN lanes of a two-operand result by the VALU NaN rule.
 #[inline]
 fn fix_nan2(a: Src<'_>, b: Src<'_>, out: &mut VReg, nan: bool) {
@@ -282,9 +412,71 @@ mod tests {
         mul_lanes(Src::Reg(&a), Src::Splat(1.0f32.to_bits()), &mut t);
         assert_eq!(t[1], 0x7FC0_0001);
         assert_eq!(t[0], a[0]);
-        fma_lanes(Src::Splat(x.to_bits()), Src::Splat(x.to_bits()), Src::Reg(&c), &mut t);
+        fma_lanes(
+            Src::Splat(x.to_bits()),
+            Src::Splat(x.to_bits()),
+            Src::Reg(&c),
+            &mut t,
+        );
         assert_eq!(t[0], out[0]);
         assert_eq!(s[2], 0x7FC0_0000);
         assert_eq!(f32::from_bits(s[0]), x * x);
+    }
+
+    /// Carries, borrows and compares against per-lane u64 / i64 arithmetic.
+    #[test]
+    fn integer_lanes_match_wide_arithmetic() {
+        let mut a = [0u32; WAVE_SIZE];
+        let mut b = [0u32; WAVE_SIZE];
+        let mut x = 7u32;
+        for l in 0..WAVE_SIZE {
+            x = x.wrapping_mul(2_891_336_453).wrapping_add(12345);
+            a[l] = if l % 5 == 0 { u32::MAX - l as u32 } else { x };
+            b[l] = if l % 7 == 0 { a[l] } else { x.rotate_left(13) };
+        }
+        let cin = 0xA5A5_0F0F_3C3C_FFFFu64;
+        for clamp in [false, true] {
+            let mut r = [0u32; WAVE_SIZE];
+            let carry = add_co(Src::Reg(&a), Src::Reg(&b), cin, clamp, &mut r);
+            let mut d = [0u32; WAVE_SIZE];
+            let borrow = sub_co(Src::Reg(&a), Src::Splat(b[3]), cin, clamp, &mut d);
+            for l in 0..WAVE_SIZE {
+                let ci = (cin >> l) & 1;
+                let s = u64::from(a[l]) + u64::from(b[l]) + ci;
+                assert_eq!((carry >> l) & 1, s >> 32, "lane {l}");
+                let want = if clamp && s >> 32 != 0 {
+                    u32::MAX
+                } else {
+                    s as u32
+                };
+                assert_eq!(r[l], want);
+                let t = i64::from(a[l]) - i64::from(b[3]) - ci as i64;
+                assert_eq!((borrow >> l) & 1 == 1, t < 0);
+                assert_eq!(d[l], if clamp && t < 0 { 0 } else { t as u32 });
+            }
+        }
+        for c in 0..8 {
+            for signed in [false, true] {
+                let m = cmp_u32(Src::Reg(&a), Src::Reg(&b), signed, c);
+                for l in 0..WAVE_SIZE {
+                    let (p, q) = if signed {
+                        (i64::from(a[l] as i32), i64::from(b[l] as i32))
+                    } else {
+                        (i64::from(a[l]), i64::from(b[l]))
+                    };
+                    let want = match c {
+                        0 => false,
+                        1 => p < q,
+                        2 => p == q,
+                        3 => p <= q,
+                        4 => p > q,
+                        5 => p != q,
+                        6 => p >= q,
+                        _ => true,
+                    };
+                    assert_eq!((m >> l) & 1 == 1, want, "cond {c} signed {signed} lane {l}");
+                }
+            }
+        }
     }
 }

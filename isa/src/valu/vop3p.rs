@@ -40,7 +40,9 @@ fn raw(w: &Wave, op: &Operand, k: usize, f16: bool, ctx: &WaveContext<'_>) -> VR
 #[inline(always)]
 fn pk_src<'a>(w: &'a Wave, op: &Operand, k: usize, ctx: &WaveContext<'_>) -> Src<'a> {
     match *op {
-        Operand::Const { code, .. } => Src::Splat(inline_constant(u16::from(code), 1).unwrap_or(0) as u32),
+        Operand::Const { code, .. } => {
+            Src::Splat(inline_constant(u16::from(code), 1).unwrap_or(0) as u32)
+        }
         _ => w.vsrc(op, k, ctx),
     }
 }
@@ -658,7 +660,11 @@ mod tests {
             for (si, src) in sources.iter().enumerate() {
                 for bits in [0u8, 0b010, 0b101, 0b111] {
                     for mode in [0x0F0u32, 0x0F0 | 1 << 8, 0x000, 0x0B0, 0x090, 0x0F1] {
-                        let exec = if si % 2 == 0 { u64::MAX } else { 0xF0F0_1234_FFFF_0001 };
+                        let exec = if si % 2 == 0 {
+                            u64::MAX
+                        } else {
+                            0xF0F0_1234_FFFF_0001
+                        };
                         let i = Vop3p {
                             op,
                             vdst: Some(if si == 3 { a(6, 2) } else { v(2 * si as u8, 2) }),
@@ -675,7 +681,8 @@ mod tests {
                         let mut planned = filled(mode, exec);
                         let ran = run_pk_plan(&mut planned, &plan);
                         if ran {
-                            h.exec(&mut general, &Instruction::Vop3p(i.clone())).unwrap();
+                            h.exec(&mut general, &Instruction::Vop3p(i.clone()))
+                                .unwrap();
                             checked += 1;
                         }
                         assert_eq!(ran, mode & 0xF == 0 && mode & 0x10 != 0, "{i:?}");
