@@ -19,7 +19,7 @@ mod common;
 use common::*;
 use hsa_runtime64::dispatch::{self, DispatchRequest};
 use hsa_runtime64::memory::AgentMemory;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,32 +54,7 @@ impl Kernels {
     fn load() -> Kernels {
         let gpu = gpus()[0];
         let image = build();
-        let mut r = hsa_code_object_reader_t { handle: 0 };
-        let mut exe = hsa_executable_t { handle: 0 };
-        unsafe {
-            assert_eq!(
-                hsa_code_object_reader_create_from_memory(
-                    image.as_ptr() as *const c_void,
-                    image.len(),
-                    &mut r
-                ),
-                0
-            );
-            assert_eq!(
-                hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe),
-                0
-            );
-            assert_eq!(
-                hsa_executable_load_agent_code_object(
-                    exe,
-                    gpu,
-                    r,
-                    std::ptr::null(),
-                    std::ptr::null_mut()
-                ),
-                0
-            );
-        }
+        let exe = load_executable(gpu, &image);
         let fine = pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT);
         let packet = alloc(fine, 64);
         let kernarg = alloc(fine, 256);
@@ -106,21 +81,7 @@ impl Kernels {
     }
 
     fn object(&self, name: &str) -> u64 {
-        let n = CString::new(format!("{name}.kd")).unwrap();
-        let mut sym = hsa_executable_symbol_t { handle: 0 };
-        let mut object = 0u64;
-        unsafe {
-            assert_eq!(
-                hsa_executable_get_symbol_by_name(self.exe, n.as_ptr(), &self.gpu, &mut sym),
-                0
-            );
-            hsa_executable_symbol_get_info(
-                sym,
-                HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
-                &mut object as *mut _ as *mut c_void,
-            );
-        }
-        object
+        kernel_object(self.exe, self.gpu, name).object
     }
 
     /// Runs `name` over `grid` work-items in workgroups of `wg` with `args`
