@@ -134,8 +134,12 @@ pub struct Device {
     queues: Vec<Arc<Queue>>,
     next_queue: AtomicUsize,
     signals: SignalPool,
-    idle_streams: Mutex<Vec<Arc<Stream>>>,
-    lent_streams: Mutex<AddrMap<usize, Arc<Stream>>>,
+    /// Every stream the device created; a stream's handle
+    /// (`__tgt_async_info::Queue`) encodes its index (see [`stream_handle`]).
+    /// Streams stay until teardown.
+    streams: RwLock<Vec<Arc<Stream>>>,
+    /// The streams not lent, with their indices.
+    idle_streams: Mutex<Vec<(usize, Arc<Stream>)>>,
     events: Mutex<AddrMap<usize, Arc<Event>>>,
     images: Mutex<Vec<LoadedImage>>,
     kernels: RwLock<AddrMap<usize, Arc<Kernel>>>,
@@ -185,11 +189,16 @@ impl Device {
         let queue_max_size = hsa.agent_info::<u32>(agent, HSA_AGENT_INFO_QUEUE_MAX_SIZE)?;
         let queue_size = config.queue_size.min(queue_max_size).max(1);
         let num_queues = config.num_queues.min(queues_max.max(1));
+        let signals = SignalPool::new(hsa, config.initial_signals as usize)?;
         let mut queues = Vec::with_capacity(num_queues as usize);
         for _ in 0..num_queues {
-            queues.push(Arc::new(Queue::new(hsa, agent, queue_size)?));
+            queues.push(Arc::new(Queue::new(
+                hsa,
+                agent,
+                queue_size,
+                signals.clone(),
+            )?));
         }
-        let signals = SignalPool::new(hsa, config.initial_signals as usize)?;
 
         Ok(Device {
             id,
@@ -204,8 +213,8 @@ impl Device {
             queues,
             next_queue: AtomicUsize::new(0),
             signals,
+            streams: RwLock::new(Vec::new()),
             idle_streams: Mutex::new(Vec::new()),
-            lent_streams: Mutex::new(AddrMap::default()),
             events: Mutex::new(AddrMap::default()),
             images: Mutex::new(Vec::new()),
             kernels: RwLock::new(AddrMap::default()),
@@ -222,6 +231,7 @@ impl Device {
             self.agent,
             self.queues[n].clone(),
             self.signals.clone(),
+            self.host.kernargs.clone(),
         ))
     }
 
@@ -229,26 +239,45 @@ impl Device {
     /// its handle in `info.queue`) when it is NULL.
     ///
     /// Errors: `info.queue` is not a stream this device lent.
+    #[inline]
     pub fn stream_for(&self, info: &mut abi::AsyncInfo) -> Result<Arc<Stream>> {
         if info.queue.is_null() {
-            let stream = self
-                .idle_streams
-                .lock()
-                .pop()
-                .unwrap_or_else(|| self.new_stream());
-            let key = Arc::as_ptr(&stream) as usize;
-            self.lent_streams.lock().insert(key, stream.clone());
-            info.queue = key as *mut c_void;
+            let idle = self.idle_streams.lock().pop();
+            let (index, stream) = match idle {
+                Some((i, s)) => {
+                    s.set_lent(true);
+                    (i, s)
+                }
+                None => self.add_stream(),
+            };
+            info.queue = stream_handle(self.id, index) as *mut c_void;
             return Ok(stream);
         }
-        self.lent_stream(info.queue as usize)
+        self.lent_stream(info.queue as usize).map(|(_, s)| s)
     }
 
-    fn lent_stream(&self, key: usize) -> Result<Arc<Stream>> {
+    /// Creates a stream, lent from the start; returns its index.
+    #[cold]
+    fn add_stream(&self) -> (usize, Arc<Stream>) {
+        let stream = self.new_stream();
+        stream.set_lent(true);
+        let mut streams = self.streams.write();
+        streams.push(stream.clone());
+        (streams.len() - 1, stream)
+    }
+
+    /// The lent stream of handle `key`, with its index.
+    #[inline]
+    fn lent_stream(&self, key: usize) -> Result<(usize, Arc<Stream>)> {
+        let found = stream_index(self.id, key).and_then(|i| {
+            let streams = self.streams.read();
+            let s = streams.get(i)?;
+            s.is_lent().then(|| (i, s.clone()))
+        });
         // A `match`, not `ok_or`: the error is built only when needed (this
         // runs on every launch and synchronization).
-        match self.lent_streams.lock().get(&key) {
-            Some(s) => Ok(s.clone()),
+        match found {
+            Some(f) => Ok(f),
             None => Err(Error::UnknownHandle {
                 what: "stream (__tgt_async_info::Queue)",
                 addr: key,
@@ -256,10 +285,12 @@ impl Device {
         }
     }
 
-    fn return_stream(&self, info: &mut abi::AsyncInfo) {
-        let key = info.queue as usize;
-        if let Some(stream) = self.lent_streams.lock().remove(&key) {
-            self.idle_streams.lock().push(stream);
+    /// Takes `stream` (index `index`, the stream of `info`) back into the
+    /// pool, once, and sets `info.queue = NULL`.
+    #[inline]
+    fn return_stream(&self, info: &mut abi::AsyncInfo, index: usize, stream: Arc<Stream>) {
+        if stream.set_lent(false) {
+            self.idle_streams.lock().push((index, stream));
         }
         info.queue = std::ptr::null_mut();
     }
@@ -269,15 +300,16 @@ impl Device {
     /// failed (the failure is returned).
     ///
     /// Errors: `info.queue` NULL or unknown; a failed operation.
+    #[inline]
     pub fn synchronize(&self, info: &mut abi::AsyncInfo) -> Result<()> {
         if info.queue.is_null() {
             return Err(Error::InvalidArgument(
                 "synchronize of an async info without a queue".into(),
             ));
         }
-        let stream = self.lent_stream(info.queue as usize)?;
+        let (index, stream) = self.lent_stream(info.queue as usize)?;
         let r = stream.synchronize();
-        self.return_stream(info);
+        self.return_stream(info, index, stream);
         r
     }
 
@@ -291,15 +323,15 @@ impl Device {
                 "query_async of an async info without a queue".into(),
             ));
         }
-        let stream = self.lent_stream(info.queue as usize)?;
+        let (index, stream) = self.lent_stream(info.queue as usize)?;
         match stream.query() {
             Ok(true) => {
-                self.return_stream(info);
+                self.return_stream(info, index, stream);
                 Ok(())
             }
             Ok(false) => Ok(()),
             Err(e) => {
-                self.return_stream(info);
+                self.return_stream(info, index, stream);
                 Err(e)
             }
         }
@@ -750,6 +782,7 @@ impl Device {
     /// The kernel behind a target-table handle.
     ///
     /// Errors: not a handle of this device.
+    #[inline]
     pub fn kernel(&self, handle: usize) -> Result<Arc<Kernel>> {
         // A `match`, not `ok_or`: built only on failure (hot path).
         match self.kernels.read().get(&handle) {
@@ -766,17 +799,21 @@ impl Device {
     /// an AQL dispatch on the stream of `info`. `info_flags` is the plugin's
     /// `LIBOMPTARGET_INFO` mask.
     ///
+    /// `args` yields the argument values (`args.len()` of them), read while
+    /// the block is filled.
+    ///
     /// Errors: the kernel takes fewer kernarg bytes than `args` need; no
     /// kernarg memory; the queue is broken.
     pub fn launch(
         &self,
         kernel: &Kernel,
-        args: &[u64],
+        args: impl ExactSizeIterator<Item = u64>,
         kargs: &abi::KernelArgs,
         info: &mut abi::AsyncInfo,
         info_flags: u32,
     ) -> Result<()> {
-        let explicit = args.len() * 8;
+        let num_args = args.len();
+        let explicit = num_args * 8;
         if (kernel.kernarg_size as usize) < explicit {
             return Err(Error::InvalidArgument(format!(
                 "kernel {} takes {} bytes of arguments, {} given",
@@ -813,44 +850,44 @@ impl Device {
             kernel.exec_mode,
             geometry.num_teams,
             geometry.num_threads,
-            args.len()
+            num_args
         );
 
         // Kernarg block: explicit arguments, then the zeroed implicit block.
         let block_size = (explicit + abi::IMPLICIT_ARGS_SIZE).max(kernel.kernarg_size as usize);
-        let kernarg = ManagedBlock::allocate(&self.host.kernargs, block_size)?;
-        let base = kernarg.addr() as *mut u8;
-        // SAFETY: the block holds `block_size` host-accessible bytes (kernarg
-        // pool memory), not yet visible to any device; the explicit
-        // arguments fill its first `explicit <= block_size` bytes and the
-        // rest (the implicit block and padding) is zeroed.
-        unsafe {
-            for (i, a) in args.iter().enumerate() {
-                std::ptr::copy_nonoverlapping(a.to_le_bytes().as_ptr(), base.add(i * 8), 8);
-            }
-            std::ptr::write_bytes(base.add(explicit), 0, block_size - explicit);
-        }
-
         let dynamic = kargs.dyn_cgroup_mem.max(self.config.shared_memory_size);
         let dispatch = Dispatch {
             kernel_object: kernel.kernel_object,
-            kernarg: kernarg.addr(),
+            kernarg: 0,
             workgroup_size: u16::try_from(geometry.num_threads).unwrap_or(u16::MAX),
             grid_size,
             group_segment_size: kernel.group_size.saturating_add(dynamic),
             private_segment_size: kernel.private_size,
         };
         let stream = self.stream_for(info)?;
-        stream.push_kernel(&dispatch, kernarg)
+        stream.push_kernel(&dispatch, block_size, |block| {
+            // `explicit <= block_size`: at most `num_args` values, then zeros
+            // (missing values, the implicit block and padding).
+            let mut filled = 0;
+            for (chunk, a) in block[..explicit].chunks_exact_mut(8).zip(args) {
+                chunk.copy_from_slice(&a.to_le_bytes());
+                filled += 8;
+            }
+            block[filled..].fill(0);
+        })
     }
 
     /// Releases everything the device holds (process teardown): streams and
     /// events, loaded executables, device memory.
     pub fn teardown(&self) {
-        for (_, s) in self.lent_streams.lock().drain() {
-            let _ = s.synchronize();
-        }
+        let streams = std::mem::take(&mut *self.streams.write());
         self.idle_streams.lock().clear();
+        for s in &streams {
+            if s.set_lent(false) {
+                let _ = s.synchronize();
+            }
+        }
+        drop(streams);
         self.events.lock().clear();
         self.kernels.write().clear();
         for img in self.images.lock().drain(..) {
@@ -870,4 +907,22 @@ impl Device {
     pub fn image_count(&self) -> usize {
         self.images.lock().len()
     }
+}
+
+/// Bits of a stream handle holding the stream's index (plus one).
+const STREAM_INDEX_BITS: u32 = 40;
+
+/// The `__tgt_async_info::Queue` value of stream `index` of device `id`:
+/// never NULL, and distinct per device (the device id sits above the index).
+fn stream_handle(id: i32, index: usize) -> usize {
+    (((id as u32 as usize) & 0xffff) + 1) << STREAM_INDEX_BITS | (index + 1)
+}
+
+/// The stream index encoded in `handle` for device `id`, if it is one.
+fn stream_index(id: i32, handle: usize) -> Option<usize> {
+    let tag = handle >> STREAM_INDEX_BITS;
+    if tag != ((id as u32 as usize) & 0xffff) + 1 {
+        return None;
+    }
+    (handle & ((1 << STREAM_INDEX_BITS) - 1)).checked_sub(1)
 }

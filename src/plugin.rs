@@ -20,7 +20,7 @@ use crate::pinned::PinnedTable;
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Caching threshold of the host-side managers (staging buffers and kernarg
@@ -225,6 +225,7 @@ impl Runtime {
     /// The initialised device `id`.
     ///
     /// Errors: no such device, or not initialised.
+    #[inline]
     pub fn device(&self, id: i32) -> Result<Arc<Device>> {
         let slot = self.slot(id)?;
         let device = slot.read().clone();
@@ -234,6 +235,7 @@ impl Runtime {
         }
     }
 
+    #[inline]
     fn slot(&self, id: i32) -> Result<&RwLock<Option<Arc<Device>>>> {
         // `match`, not `ok_or`: building (and dropping) the error on every
         // call showed up in the launch path's instruction count.
@@ -334,6 +336,10 @@ unsafe extern "C" fn system_event(
 static PLUGIN: RwLock<Option<Arc<Plugin>>> = RwLock::new(None);
 /// Serializes creation.
 static CREATE: Mutex<bool> = Mutex::new(false);
+/// The plugin for the entry points' fast path ([`Plugin::current`]): NULL
+/// before creation and after teardown, else `Arc::into_raw` of a count that
+/// is never released, so the pointee lives for the rest of the process.
+static CURRENT: AtomicPtr<Plugin> = AtomicPtr::new(std::ptr::null_mut());
 
 impl Plugin {
     /// Creates the plugin once (later calls do nothing). Never fails: any
@@ -359,11 +365,16 @@ impl Plugin {
             }
         };
         let info = crate::env::u32_or(crate::env::INFO, 0);
-        *PLUGIN.write() = Some(Arc::new(Plugin {
+        let plugin = Arc::new(Plugin {
             runtime,
             requires: AtomicI64::new(0),
             info_flags: AtomicU32::new(info),
-        }));
+        });
+        CURRENT.store(
+            Arc::into_raw(plugin.clone()) as *mut Plugin,
+            Ordering::Release,
+        );
+        *PLUGIN.write() = Some(plugin);
         // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
         // library, which is never unloaded (libomptarget never dlcloses).
         if unsafe { libc::atexit(teardown_at_exit) } != 0 {
@@ -376,6 +387,21 @@ impl Plugin {
         PLUGIN.read().clone()
     }
 
+    /// The plugin, if created and not torn down, without taking a lock or a
+    /// reference count (the entry points' hot path): the same plugin as
+    /// [`Plugin::get`].
+    #[inline]
+    pub fn current() -> Option<&'static Plugin> {
+        let p = CURRENT.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a non-NULL value is `Arc::into_raw` of a count that is
+        // never released (see `CURRENT`), so the plugin is alive and never
+        // mutated except through its atomics.
+        Some(unsafe { &*p })
+    }
+
     /// Number of devices (GPU agents), 0 without runtime.
     pub fn device_count(&self) -> usize {
         self.runtime.as_ref().map_or(0, |r| r.gpu_agents.len())
@@ -384,6 +410,7 @@ impl Plugin {
     /// The runtime.
     ///
     /// Errors: [`Error::NoRuntime`].
+    #[inline]
     pub fn rt(&self) -> Result<&Runtime> {
         match &self.runtime {
             Some(rt) => Ok(rt),
@@ -392,6 +419,7 @@ impl Plugin {
     }
 
     /// Current info mask.
+    #[inline]
     pub fn info(&self) -> u32 {
         self.info_flags.load(Ordering::Relaxed)
     }
@@ -399,6 +427,7 @@ impl Plugin {
 
 /// Tears the plugin down at process exit (see the module docs).
 extern "C" fn teardown_at_exit() {
+    CURRENT.store(std::ptr::null_mut(), Ordering::Release);
     let taken = PLUGIN.write().take();
     if let Some(plugin) = taken {
         if let Some(rt) = &plugin.runtime {

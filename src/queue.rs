@@ -19,7 +19,7 @@
 
 use crate::error::{Error, Result};
 use crate::hsa::{Hsa, HsaError};
-use crate::signal::Signal;
+use crate::signal::{Signal, SignalPool};
 use hsa_sys::*;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -85,6 +85,8 @@ pub struct Queue {
     shared_raw: *const Shared,
     /// Serializes producers (steps 1–5 of the protocol).
     lock: Mutex<()>,
+    /// The pool the tracked signals come from (finished ones go back there).
+    signals: SignalPool,
 }
 
 // SAFETY: `shared_raw` is only turned back into an `Arc` in `Drop`.
@@ -127,10 +129,11 @@ pub struct Dispatch {
 }
 
 impl Queue {
-    /// Creates a queue of `size` packets on `agent`.
+    /// Creates a queue of `size` packets on `agent`, whose completion
+    /// signals come from `signals`.
     ///
     /// Errors: the failing `hsa_queue_create`.
-    pub fn new(hsa: &Hsa, agent: hsa_agent_t, size: u32) -> Result<Queue> {
+    pub fn new(hsa: &Hsa, agent: hsa_agent_t, size: u32, signals: SignalPool) -> Result<Queue> {
         let shared = Arc::new(Shared::default());
         let shared_raw = Arc::into_raw(shared.clone());
         // SAFETY: `queue_error` accepts `shared_raw` for as long as the
@@ -166,6 +169,7 @@ impl Queue {
             shared,
             shared_raw,
             lock: Mutex::new(()),
+            signals,
         })
     }
 
@@ -186,9 +190,10 @@ impl Queue {
         Ok(())
     }
 
-    /// Pushes one 64-byte packet: `body` supplies bytes 4..64, `word` the
+    /// Pushes one 64-byte packet: `packet` supplies bytes 4..64, `word` the
     /// header and setup published last. Caller holds `self.lock`.
-    fn push_locked(&self, word: u32, packet: &[u8; 64]) {
+    fn push_locked<T: Copy>(&self, word: u32, packet: &T) {
+        const { assert!(std::mem::size_of::<T>() == 64) };
         let q = &self.raw;
         // SAFETY: `q.queue` is live (destroyed only in Drop).
         let id = unsafe { self.hsa.queue_add_write_index(q.queue, 1) };
@@ -204,16 +209,20 @@ impl Queue {
         let index = (id & (u64::from(q.size) - 1)) as usize;
         // SAFETY: `index < size`, the ring holds `size` 64-byte slots, and the
         // slot was reserved by the write index bump above. Bytes 4..64 are not
-        // read by the processor until the header below says so.
+        // read by the processor until the header below says so. `T` is one
+        // of the 64-byte AQL packet structs (size checked above), plain data
+        // without padding, so its 64 bytes are readable.
         unsafe {
             let slot = q.base.add(index * 64);
-            std::ptr::copy_nonoverlapping(packet.as_ptr().add(4), slot.add(4), 60);
+            let bytes = packet as *const T as *const u8;
+            std::ptr::copy_nonoverlapping(bytes.add(4), slot.add(4), 60);
             // Publish: the header and setup in one release store.
             AtomicU32::from_ptr(slot as *mut u32).store(word, Ordering::Release);
         }
         self.hsa.signal_store_relaxed(q.doorbell, id as i64);
     }
 
+    #[inline]
     fn track(&self, signal: &Arc<Signal>) {
         let mut in_flight = self.shared.in_flight.lock();
         // A signal only this list still holds belongs to an operation its
@@ -228,7 +237,9 @@ impl Queue {
             if !finished {
                 break;
             }
-            in_flight.pop_front();
+            if let Some(done) = in_flight.pop_front() {
+                self.signals.recycle(done);
+            }
         }
         in_flight.push_back(signal.clone());
     }
@@ -243,7 +254,7 @@ impl Queue {
         if let Some(c) = completion {
             p.completion_signal = c.raw();
         }
-        self.push_locked(BARRIER_AND_HEADER_WORD, &as_bytes(&p));
+        self.push_locked(BARRIER_AND_HEADER_WORD, &p);
     }
 
     /// Pushes a kernel dispatch completing `completion`; when `input` is
@@ -280,7 +291,7 @@ impl Queue {
             completion_signal: completion.raw(),
         };
         self.track(completion);
-        self.push_locked(KERNEL_HEADER_WORD, &as_bytes(&p));
+        self.push_locked(KERNEL_HEADER_WORD, &p);
         Ok(())
     }
 
@@ -295,16 +306,6 @@ impl Queue {
         self.push_barrier_locked(deps, Some(completion));
         Ok(())
     }
-}
-
-/// The 64 bytes of a packet struct.
-fn as_bytes<T: Copy>(p: &T) -> [u8; 64] {
-    const { assert!(std::mem::size_of::<T>() == 64) };
-    let mut out = [0u8; 64];
-    // SAFETY: `T` is one of the 64-byte packet structs (checked above), plain
-    // data without padding; we copy its bytes into a same-sized buffer.
-    unsafe { std::ptr::copy_nonoverlapping(p as *const T as *const u8, out.as_mut_ptr(), 64) };
-    out
 }
 
 impl Drop for Queue {

@@ -27,7 +27,6 @@ use crate::plugin::Plugin;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 /// Runs `f` at the C boundary: `Ok(v)` → `v`; an error or a panic → `fail`,
 /// after logging it with `op`.
@@ -60,12 +59,12 @@ fn non_null<T>(p: *const T, what: &str) -> Result<()> {
 }
 
 /// The plugin, created on first use if `init_plugin` was not called.
-fn plugin() -> Result<Arc<Plugin>> {
-    if let Some(p) = Plugin::get() {
+fn plugin() -> Result<&'static Plugin> {
+    if let Some(p) = Plugin::current() {
         return Ok(p);
     }
     Plugin::create();
-    Plugin::get().ok_or(Error::NoRuntime)
+    Plugin::current().ok_or(Error::NoRuntime)
 }
 
 /// A byte count from the ABI's `int64_t`.
@@ -640,30 +639,31 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
     status("launch_kernel", || {
         non_null(kernel, "kernel handle")?;
         non_null(kargs, "kernel arguments")?;
-        // SAFETY: checked non-NULL; copied, never written.
-        let k = unsafe { *kargs };
+        // SAFETY: checked non-NULL; libomptarget keeps it alive and
+        // unchanged for the call; only read.
+        let k = unsafe { &*kargs };
         let n = k.num_args as usize;
         if n > 0 {
             non_null(args, "argument array")?;
             non_null(offsets, "argument offset array")?;
         }
-        let values: Vec<u64> = (0..n)
-            .map(|i| {
-                // SAFETY: both arrays hold `n` elements (libomptarget's contract).
-                let (a, o) = unsafe { (*args.add(i), *offsets.add(i)) };
-                (a as u64).wrapping_add(o as u64)
-            })
-            .collect();
+        // Read straight into the kernarg block: no buffer per launch.
+        let values = (0..n).map(|i| {
+            // SAFETY: both arrays hold `n` elements (libomptarget's contract)
+            // and `i < n`.
+            let (a, o) = unsafe { (*args.add(i), *offsets.add(i)) };
+            (a as u64).wrapping_add(o as u64)
+        });
         let p = plugin()?;
         let dev = p.rt()?.device(id)?;
         let kern = dev.kernel(kernel as usize)?;
         let flags = p.info();
         if info.is_null() {
-            dev.run_sync(|i| dev.launch(&kern, &values, &k, i, flags))
+            dev.run_sync(|i| dev.launch(&kern, values, k, i, flags))
         } else {
             // SAFETY: checked non-NULL.
             let info = unsafe { &mut *info };
-            dev.launch(&kern, &values, &k, info, flags)
+            dev.launch(&kern, values, k, info, flags)
         }
     })
 }

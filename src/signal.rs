@@ -4,7 +4,10 @@
 //! signal's use count (LLVM's `increaseUseCount` / `decreaseUseCount`). The
 //! stream slot that produced it holds one reference; an event, or another
 //! stream waiting on it, holds another. When the last reference goes the
-//! handle returns to its pool, ready for the next operation.
+//! handle returns to its pool, ready for the next operation. Holders that
+//! know they may be the last (a completing stream, a queue forgetting a
+//! finished packet) give the `Arc` back with [`SignalPool::recycle`] instead,
+//! so the next operation reuses it without an allocation.
 //!
 //! Convention (as LLVM's nextgen plugin): an operation's signal starts at 1;
 //! the runtime (copy engine, packet processor) or our host step subtracts 1
@@ -15,13 +18,18 @@
 use crate::hsa::{Hsa, HsaResult};
 use hsa_sys::{hsa_signal_t, hsa_signal_value_t};
 use parking_lot::Mutex;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-/// The free list of a [`SignalPool`], shared with the signals it lent.
+/// The free lists of a [`SignalPool`]. Signals point back to it weakly, so
+/// that idle `Arc<Signal>`s kept here make no reference cycle.
 #[derive(Debug)]
 struct PoolInner {
     hsa: Hsa,
+    /// Idle handles (their `Arc` was freed).
     free: Mutex<Vec<hsa_signal_t>>,
+    /// Idle signals with their `Arc` allocation, reused as they are (no
+    /// allocation per operation); see [`SignalPool::recycle`].
+    spare: Mutex<Vec<Arc<Signal>>>,
 }
 
 impl Drop for PoolInner {
@@ -31,6 +39,8 @@ impl Drop for PoolInner {
                 log::debug!("while releasing a pooled signal: {e}");
             }
         }
+        // Each spare signal finds its pool gone and destroys its handle.
+        self.spare.get_mut().clear();
     }
 }
 
@@ -54,6 +64,7 @@ impl SignalPool {
             inner: Arc::new(PoolInner {
                 hsa: hsa.clone(),
                 free: Mutex::new(free),
+                spare: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -61,7 +72,13 @@ impl SignalPool {
     /// A signal reset to 1 (pending), reused from the pool or newly created.
     ///
     /// Errors: the failing `hsa_amd_signal_create`.
+    #[inline]
     pub fn get(&self) -> HsaResult<Arc<Signal>> {
+        let spare = self.inner.spare.lock().pop();
+        if let Some(sig) = spare {
+            self.inner.hsa.signal_store(sig.handle, 1);
+            return Ok(sig);
+        }
         let recycled = self.inner.free.lock().pop();
         let handle = match recycled {
             Some(h) => {
@@ -72,13 +89,32 @@ impl SignalPool {
         };
         Ok(Arc::new(Signal {
             handle,
-            pool: self.inner.clone(),
+            hsa: self.inner.hsa.clone(),
+            pool: Arc::downgrade(&self.inner),
         }))
+    }
+
+    /// Gives back a reference to a signal of this pool: when it is the last
+    /// one, the signal returns to the pool with its `Arc` allocation (else it
+    /// is just dropped; the last holder's drop returns the handle).
+    #[inline]
+    pub fn recycle(&self, sig: Arc<Signal>) {
+        recycle_into(&self.inner, sig);
     }
 
     /// Number of idle signals (for tests and debugging).
     pub fn idle(&self) -> usize {
-        self.inner.free.lock().len()
+        self.inner.free.lock().len() + self.inner.spare.lock().len()
+    }
+}
+
+/// [`SignalPool::recycle`] into `pool`.
+#[inline]
+fn recycle_into(pool: &PoolInner, sig: Arc<Signal>) {
+    // The count cannot grow under us: only holders clone, and we are the
+    // only one when it is 1 (no `Weak` to signals exists).
+    if Arc::strong_count(&sig) == 1 {
+        pool.spare.lock().push(sig);
     }
 }
 
@@ -86,7 +122,8 @@ impl SignalPool {
 #[derive(Debug)]
 pub struct Signal {
     handle: hsa_signal_t,
-    pool: Arc<PoolInner>,
+    hsa: Hsa,
+    pool: Weak<PoolInner>,
 }
 
 impl Signal {
@@ -97,7 +134,7 @@ impl Signal {
 
     /// Current value (`hsa_signal_load_scacquire`).
     pub fn load(&self) -> hsa_signal_value_t {
-        self.pool.hsa.signal_load(self.handle)
+        self.hsa.signal_load(self.handle)
     }
 
     /// Whether the operation behind the signal is over, successfully or
@@ -116,22 +153,41 @@ impl Signal {
     /// Blocks until the value drops below 1 and returns it (0: success,
     /// negative: the operation failed).
     pub fn wait(&self) -> hsa_signal_value_t {
-        self.pool.hsa.signal_wait_done(self.handle)
+        self.hsa.signal_wait_done(self.handle)
     }
 
     /// Marks the operation complete (subtracts 1, release ordering).
     pub fn complete(&self) {
-        self.pool.hsa.signal_subtract(self.handle, 1);
+        self.hsa.signal_subtract(self.handle, 1);
     }
 
     /// Marks the operation failed (stores -1, release ordering).
     pub fn fail(&self) {
-        self.pool.hsa.signal_store(self.handle, -1);
+        self.hsa.signal_store(self.handle, -1);
+    }
+
+    /// Gives back a reference to this signal, as [`SignalPool::recycle`]
+    /// (for holders that do not know the pool).
+    pub fn recycle(sig: Arc<Signal>) {
+        if Arc::strong_count(&sig) != 1 {
+            return;
+        }
+        match sig.pool.upgrade() {
+            Some(pool) => recycle_into(&pool, sig),
+            None => drop(sig),
+        }
     }
 }
 
 impl Drop for Signal {
     fn drop(&mut self) {
-        self.pool.free.lock().push(self.handle);
+        match self.pool.upgrade() {
+            Some(pool) => pool.free.lock().push(self.handle),
+            None => {
+                if let Err(e) = self.hsa.signal_destroy(self.handle) {
+                    log::debug!("while releasing a signal after its pool: {e}");
+                }
+            }
+        }
     }
 }

@@ -30,9 +30,11 @@
 //! the caller: only [`Stream::synchronize`] waits, on the last slot's signal,
 //! which by the chain implies all earlier ones. Completion (`synchronize`,
 //! or a [`Stream::query`] that finds the last signal at 0) then releases each
-//! slot's resources (the "post actions": staging buffers and kernarg blocks go
-//! back to their memory managers, locked ranges are unlocked, signals return
-//! to the pool), empties the stream and starts a new *sync cycle*.
+//! slot's resources (the "post actions": staging buffers go back to their
+//! memory manager, kernarg slots to the stream's own free list (so a launch
+//! needs no memory-manager call once the stream is warm), locked ranges are
+//! unlocked, signals return to the pool), empties the stream and starts a
+//! new *sync cycle*.
 //!
 //! Failure travels the same chain: a copy whose dependency goes negative
 //! fails and stores -1 in its own signal, a host step whose input is negative
@@ -54,6 +56,7 @@ use crate::signal::{Signal, SignalPool};
 use hsa_sys::{hsa_agent_t, hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT};
 use parking_lot::Mutex;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A block of a memory manager, returned to it when dropped (a kernarg
@@ -90,6 +93,32 @@ impl Drop for ManagedBlock {
     }
 }
 
+/// Bytes of one kernarg slot: blocks up to this size (25 explicit
+/// arguments plus the 56-byte implicit block) come from the stream's own
+/// free list of slots; larger ones straight from the kernarg memory manager.
+pub const KERNARG_SLOT_SIZE: usize = 256;
+
+/// A kernel's kernarg block, held by its stream slot until the stream
+/// completes.
+#[derive(Debug)]
+enum Kernarg {
+    /// A [`KERNARG_SLOT_SIZE`]-byte slot of the stream's free list (from the
+    /// kernarg manager, which keeps tracking it); back to the list when the
+    /// stream completes.
+    Slot(u64),
+    /// A larger block from the manager, returned to it when dropped.
+    Block(ManagedBlock),
+}
+
+impl Kernarg {
+    fn addr(&self) -> u64 {
+        match self {
+            Kernarg::Slot(a) => *a,
+            Kernarg::Block(b) => b.addr(),
+        }
+    }
+}
+
 /// Something a slot keeps alive until its stream completes.
 #[derive(Debug)]
 pub enum Held {
@@ -105,6 +134,8 @@ pub enum Held {
 #[derive(Debug)]
 struct Slot {
     signal: Arc<Signal>,
+    /// A kernel's kernarg block (no `Vec` needed on the launch path).
+    _kernarg: Option<Kernarg>,
     /// Released (dropped) when the stream completes.
     _held: Vec<Held>,
 }
@@ -113,6 +144,8 @@ struct Slot {
 struct State {
     slots: Vec<Slot>,
     cycle: u64,
+    /// Idle kernarg slots of this stream.
+    kernarg_free: Vec<u64>,
 }
 
 impl State {
@@ -120,13 +153,25 @@ impl State {
     /// previous slot's signal, unless that operation already completed
     /// successfully (a failed one stays, to pass its failure on).
     fn consume(&mut self, signal: Arc<Signal>, held: Vec<Held>) -> Option<Arc<Signal>> {
+        self.consume_with(signal, None, held)
+    }
+
+    /// [`State::consume`] for a slot that may also hold a kernarg block.
+    #[inline]
+    fn consume_with(
+        &mut self,
+        signal: Arc<Signal>,
+        kernarg: Option<Kernarg>,
+        held: Vec<Held>,
+    ) -> Option<Arc<Signal>> {
         let input = self
             .slots
             .last()
-            .map(|s| s.signal.clone())
-            .filter(|s| !s.is_complete());
+            .filter(|s| !s.signal.is_complete())
+            .map(|s| s.signal.clone());
         self.slots.push(Slot {
             signal,
+            _kernarg: kernarg,
             _held: held,
         });
         input
@@ -176,19 +221,44 @@ pub struct Stream {
     agent: hsa_agent_t,
     queue: Arc<Queue>,
     signals: SignalPool,
+    /// Where kernarg blocks come from.
+    kernargs: Arc<PoolManager>,
     state: Mutex<State>,
+    /// Whether the stream is lent to an async info (kept by the device).
+    lent: AtomicBool,
 }
 
 impl Stream {
-    /// An empty stream of `agent` whose kernels go to `queue`.
-    pub fn new(hsa: &Hsa, agent: hsa_agent_t, queue: Arc<Queue>, signals: SignalPool) -> Stream {
+    /// An empty stream of `agent` whose kernels go to `queue`, with
+    /// completion signals from `signals` and kernarg blocks from `kernargs`.
+    pub fn new(
+        hsa: &Hsa,
+        agent: hsa_agent_t,
+        queue: Arc<Queue>,
+        signals: SignalPool,
+        kernargs: Arc<PoolManager>,
+    ) -> Stream {
         Stream {
             hsa: hsa.clone(),
             agent,
             queue,
             signals,
+            kernargs,
             state: Mutex::new(State::default()),
+            lent: AtomicBool::new(false),
         }
+    }
+
+    /// Marks the stream lent (`true`) or idle; returns the previous state.
+    #[inline]
+    pub fn set_lent(&self, lent: bool) -> bool {
+        self.lent.swap(lent, Ordering::AcqRel)
+    }
+
+    /// Whether the stream is lent to an async info.
+    #[inline]
+    pub fn is_lent(&self) -> bool {
+        self.lent.load(Ordering::Acquire)
     }
 
     /// Number of operations since the last completion.
@@ -201,15 +271,41 @@ impl Stream {
         self.len() == 0
     }
 
-    /// Appends a kernel dispatch; the kernarg block is released when the
-    /// stream completes.
+    /// Appends a kernel dispatch of `d` (its `kernarg` field is ignored)
+    /// with a kernarg block of `kernarg_size` bytes, which `fill` writes
+    /// entirely before the packet is published; the block is released when
+    /// the stream completes.
     ///
-    /// Errors: no signal available; the queue is broken.
-    pub fn push_kernel(&self, d: &Dispatch, kernarg: ManagedBlock) -> Result<()> {
+    /// Errors: no signal or kernarg memory available; the queue is broken.
+    pub fn push_kernel(
+        &self,
+        d: &Dispatch,
+        kernarg_size: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
         let out = self.signals.get()?;
         let mut st = self.state.lock();
-        let input = st.consume(out.clone(), vec![Held::Block(kernarg)]);
-        self.queue.push_kernel(d, &out, input.as_ref())
+        let kernarg = if kernarg_size <= KERNARG_SLOT_SIZE {
+            match st.kernarg_free.pop() {
+                Some(a) => Kernarg::Slot(a),
+                None => Kernarg::Slot(self.kernargs.allocate(KERNARG_SLOT_SIZE)?),
+            }
+        } else {
+            Kernarg::Block(ManagedBlock::allocate(&self.kernargs, kernarg_size)?)
+        };
+        let addr = kernarg.addr();
+        // SAFETY: the block holds at least `kernarg_size` bytes of
+        // host-accessible kernarg memory owned by this stream and not in use
+        // by any operation (idle slot or fresh block); no packet refers to it
+        // before the one pushed below.
+        let block = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, kernarg_size) };
+        fill(block);
+        let dispatch = Dispatch {
+            kernarg: addr,
+            ..*d
+        };
+        let input = st.consume_with(out.clone(), Some(kernarg), Vec::new());
+        self.queue.push_kernel(&dispatch, &out, input.as_ref())
     }
 
     /// Appends a DMA copy of `size` bytes between two device-accessible
@@ -429,8 +525,19 @@ impl Stream {
 
     /// Releases every slot's resources, empties the stream and starts a new
     /// sync cycle. Caller holds the lock and knows the last operation ended.
-    fn complete(st: &mut State) {
-        st.slots.clear();
+    #[inline]
+    fn complete(&self, st: &mut State) {
+        while let Some(slot) = st.slots.pop() {
+            let Slot {
+                signal,
+                _kernarg,
+                _held,
+            } = slot;
+            if let Some(Kernarg::Slot(a)) = _kernarg {
+                st.kernarg_free.push(a);
+            }
+            self.signals.recycle(signal);
+        }
         st.cycle += 1;
     }
 
@@ -438,13 +545,16 @@ impl Stream {
     ///
     /// Errors: [`Error::AsyncOperationFailed`] when an operation failed (its
     /// failure reached the last signal); the stream is completed anyway.
+    #[inline]
     pub fn synchronize(&self) -> Result<()> {
         let mut st = self.state.lock();
         let Some(last) = st.last_signal() else {
             return Ok(());
         };
         let v = last.wait();
-        Self::complete(&mut st);
+        // Dropped first, so that `complete` can recycle the signal.
+        drop(last);
+        self.complete(&mut st);
         if v < 0 {
             return Err(Error::AsyncOperationFailed("stream operation"));
         }
@@ -464,11 +574,29 @@ impl Stream {
         if v > 0 {
             return Ok(false);
         }
-        Self::complete(&mut st);
+        drop(last);
+        self.complete(&mut st);
         if v < 0 {
             return Err(Error::AsyncOperationFailed("stream operation"));
         }
         Ok(true)
+    }
+}
+
+impl Drop for Stream {
+    /// Returns the stream's kernarg slots to the kernarg manager.
+    fn drop(&mut self) {
+        let st = self.state.get_mut();
+        let in_slots = st.slots.drain(..).filter_map(|s| match s._kernarg {
+            Some(Kernarg::Slot(a)) => Some(a),
+            _ => None,
+        });
+        let addrs: Vec<u64> = in_slots.chain(st.kernarg_free.drain(..)).collect();
+        for a in addrs {
+            if let Err(e) = self.kernargs.free(a) {
+                log::debug!("releasing kernarg slot {a:#x}: {e}");
+            }
+        }
     }
 }
 
