@@ -289,3 +289,28 @@ fn kernels_see_the_device_environment_the_plugin_wrote() {
         "{stdout}"
     );
 }
+
+/// A kernel that writes out of bounds: the virtual device reports the memory
+/// fault (address included), our plugin fails the region, and libomptarget
+/// ends the program with its mandatory-offload error — no hang, no crash of
+/// the plugin, nothing after the region runs.
+#[test]
+fn a_kernel_writing_out_of_bounds_is_reported_and_ends_cleanly() {
+    let bin = compile("oob_write.c", false, &[]);
+    let out = run(&mut command(&bin, Hsa::Sim(1)), 120);
+    let (stdout, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("before\n") && !stdout.contains("after"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stderr.contains(&announcement(1)), "{stderr}");
+    let lower = stderr.to_lowercase();
+    assert!(
+        lower.contains("memory fault") || lower.contains("memory_fault"),
+        "{stderr}"
+    );
+    // The faulting address: p + 4 * 2^38 lies 1 TiB past the allocation.
+    assert!(stderr.contains("0x"), "{stderr}");
+    assert!(!lower.contains("panicked"), "{stderr}");
+}
