@@ -357,7 +357,10 @@ impl Dispatcher {
             let inner = self.inner.clone();
             let spawned = std::thread::Builder::new()
                 .name("hsa-sim-worker".into())
-                .spawn(move || helper_loop(&inner));
+                .spawn(move || {
+                    crate::reset_host_fp_env();
+                    helper_loop(&inner)
+                });
             if spawned.is_err() {
                 break;
             }

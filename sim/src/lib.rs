@@ -43,3 +43,22 @@ pub fn init_logging() {
     }
     let _ = b.try_init();
 }
+
+/// Puts the calling host thread's floating-point environment in the state the
+/// ISA engine's host fast paths assume: round to nearest, no flush-to-zero, no
+/// denormals-are-zero, every exception masked (MXCSR = 0x1F80, its reset value).
+///
+/// Threads the runtime creates (packet processors, dispatch helpers) inherit
+/// the creating client thread's state, which a program built with fast-math
+/// changes (FTZ/DAZ); kernels must not see the host program's FP mode.
+pub fn reset_host_fp_env() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mxcsr: u32 = 0x1F80;
+        // SAFETY: `ldmxcsr` reads 4 bytes from a live local holding a valid MXCSR
+        // value (no reserved bits set); it changes only this thread's SSE mode.
+        unsafe {
+            std::arch::asm!("ldmxcsr [{0}]", in(reg) &mxcsr, options(nostack, readonly, preserves_flags));
+        }
+    }
+}

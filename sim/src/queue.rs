@@ -180,7 +180,10 @@ impl Queue {
         let qc = queue.clone();
         let handle = std::thread::Builder::new()
             .name(format!("hsa-queue-{id}"))
-            .spawn(move || processor_loop(&qc, &weak_rt, &memory))
+            .spawn(move || {
+                crate::reset_host_fp_env();
+                processor_loop(&qc, &weak_rt, &memory)
+            })
             .map_err(|e| SimError::OutOfResources(format!("starting the packet processor: {e}")))?;
         *queue.thread.lock() = Some(handle);
         Ok(queue)
