@@ -11,7 +11,6 @@
 mod common;
 use common::*;
 use std::ffi::c_void;
-use std::path::PathBuf;
 
 #[cfg(target_arch = "x86_64")]
 fn set_ftz_daz() {
@@ -36,28 +35,7 @@ fn kernels_keep_denormals_when_the_client_flushes_them() {
     set_ftz_daz();
     let _s = Session::open();
     let gpu = gpus()[0];
-    let dir = scratch_dir("fp_env");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fp_env.s");
-    let (obj, so) = (dir.join("fp_env.o"), dir.join("fp_env.so"));
-    clang(&[
-        "--target=amdgcn-amd-amdhsa",
-        "-mcpu=gfx90a",
-        "-c",
-        "-x",
-        "assembler",
-        src.to_str().unwrap(),
-        "-o",
-        obj.to_str().unwrap(),
-    ]);
-    let st = std::process::Command::new("ld.lld-16")
-        .arg("-shared")
-        .arg(&obj)
-        .arg("-o")
-        .arg(&so)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let exe = load_executable(gpu, &std::fs::read(&so).unwrap());
+    let exe = load_executable(gpu, &assemble_fixture("fp_env"));
     let k = kernel_object(exe, gpu, "denorm");
     let out = alloc(
         pool_with(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED),

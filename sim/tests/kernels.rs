@@ -10,7 +10,6 @@
 mod common;
 use common::*;
 use std::ffi::c_void;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -22,29 +21,7 @@ fn image() -> Vec<u8> {
     if let Some(i) = &*g {
         return i.clone();
     }
-    let dir = scratch_dir("kernels");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/isa_kernels.s");
-    let obj = dir.join("isa_kernels.o");
-    let so = dir.join("isa_kernels.so");
-    clang(&[
-        "--target=amdgcn-amd-amdhsa",
-        "-mcpu=gfx90a",
-        "-c",
-        "-x",
-        "assembler",
-        src.to_str().unwrap(),
-        "-o",
-        obj.to_str().unwrap(),
-    ]);
-    let st = std::process::Command::new("ld.lld-16")
-        .arg("-shared")
-        .arg(&obj)
-        .arg("-o")
-        .arg(&so)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let bytes = std::fs::read(so).unwrap();
+    let bytes = assemble_fixture("isa_kernels");
     *g = Some(bytes.clone());
     bytes
 }

@@ -323,3 +323,34 @@ pub fn dispatch_packet(
     }
     p
 }
+
+/// Assembles `tests/fixtures/<name>.s` for gfx90a and links it with
+/// ld.lld-16 into a shared code object; returns its bytes.
+pub fn assemble_fixture(name: &str) -> Vec<u8> {
+    let dir = scratch_dir("fixtures");
+    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/{name}.s"));
+    let (obj, so) = (
+        dir.join(format!("{name}.o")),
+        dir.join(format!("{name}.so")),
+    );
+    clang(&[
+        "--target=amdgcn-amd-amdhsa",
+        "-mcpu=gfx90a",
+        "-c",
+        "-x",
+        "assembler",
+        src.to_str().unwrap(),
+        "-o",
+        obj.to_str().unwrap(),
+    ]);
+    let st = std::process::Command::new("ld.lld-16")
+        .arg("-shared")
+        .arg(&obj)
+        .arg("-o")
+        .arg(&so)
+        .status()
+        .expect("ld.lld-16 runs");
+    assert!(st.success(), "ld.lld-16 failed on {name}");
+    std::fs::read(so).expect("linked code object")
+}
