@@ -14,14 +14,13 @@ use crate::launch::{self, ExecMode, GridValues, LaunchEnv, LaunchRequest};
 use crate::memory::{MemoryPool, PoolAllocator, PoolManager};
 use crate::memory_manager::{self, MemoryManager};
 use crate::plugin::HostDevice;
-use crate::queue::{Dispatch, Queue};
+use crate::queue::{Dispatch, QueueSet};
 use crate::signal::SignalPool;
 use crate::stream::{Event, Held, ManagedBlock, Stream};
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap as AddrMap;
 use std::ffi::{c_void, CString};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Per-device settings read from the environment at `init_device` (spec §6).
@@ -52,6 +51,71 @@ impl DeviceConfig {
             device_rtl_debug: env::i32_or(env::DEVICE_RTL_DEBUG, 0) as u32,
             shared_memory_size: env::u32_or(env::SHARED_MEMORY_SIZE, 0),
         }
+    }
+}
+
+/// What one kernel dispatch may ask of the agent; a launch asking more is
+/// refused before anything is queued (the packet processor would stop the
+/// queue on it, spec `hsa-api-subset.md` §7.3).
+#[derive(Debug, Clone, Copy)]
+pub struct DispatchLimits {
+    /// Work-items per workgroup (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`, and
+    /// the x limit of `WORKGROUP_MAX_DIM`).
+    pub workgroup_max: u32,
+    /// Work-items of the grid in x (`HSA_AGENT_INFO_GRID_MAX_DIM`).
+    pub grid_max: u32,
+    /// Bytes of LDS per workgroup: the size of the agent's GROUP-segment
+    /// memory pool (0 when the runtime reports none: then unchecked).
+    pub group_segment_max: u32,
+    /// Bytes of scratch per work-item.
+    pub private_segment_max: u32,
+}
+
+/// Largest scratch (private segment) per work-item, in bytes, for waves of
+/// `wave` lanes: GFX9's per-wave scratch size field (`WAVESIZE` of
+/// `COMPUTE_TMPRING_SIZE`) has 13 bits in units of 1 KiB, so a wave gets at
+/// most 8191 KiB, shared by its lanes.
+pub fn max_private_segment(wave: u32) -> u32 {
+    (8191 * 1024) / wave.max(1)
+}
+
+impl DispatchLimits {
+    /// Checks one dispatch of kernel `name` against the limits.
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming the limit and the request.
+    pub fn check(&self, name: &str, d: &Dispatch, static_lds: u32, dynamic_lds: u32) -> Result<()> {
+        let refuse = |what: String| {
+            Err(Error::InvalidArgument(format!(
+                "kernel {name} cannot run on this device: {what}"
+            )))
+        };
+        if self.group_segment_max != 0 && d.group_segment_size > self.group_segment_max {
+            return refuse(format!(
+                "it needs {} bytes of LDS per workgroup ({static_lds} static + {dynamic_lds} dynamic), \
+                 the agent's group segment holds {} bytes",
+                u64::from(static_lds) + u64::from(dynamic_lds),
+                self.group_segment_max
+            ));
+        }
+        if u32::from(d.workgroup_size) > self.workgroup_max {
+            return refuse(format!(
+                "workgroup of {} work-items, the agent allows {}",
+                d.workgroup_size, self.workgroup_max
+            ));
+        }
+        if d.grid_size > self.grid_max {
+            return refuse(format!(
+                "grid of {} work-items, the agent allows {}",
+                d.grid_size, self.grid_max
+            ));
+        }
+        if d.private_segment_size > self.private_segment_max {
+            return refuse(format!(
+                "it needs {} bytes of scratch per work-item, the maximum is {}",
+                d.private_segment_size, self.private_segment_max
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -131,8 +195,9 @@ pub struct Device {
     /// Coarse-grained device memory (DEFAULT / DEVICE kinds).
     pub coarse_pool: MemoryPool,
     memory: Arc<PoolManager>,
-    queues: Vec<Arc<Queue>>,
-    next_queue: AtomicUsize,
+    queues: Arc<QueueSet>,
+    /// What a dispatch may ask of the agent (checked before launching).
+    pub limits: DispatchLimits,
     signals: SignalPool,
     /// Every stream the device created; a stream's handle
     /// (`__tgt_async_info::Queue`) encodes its index (see [`stream_handle`]).
@@ -190,15 +255,25 @@ impl Device {
         let queue_size = config.queue_size.min(queue_max_size).max(1);
         let num_queues = config.num_queues.min(queues_max.max(1));
         let signals = SignalPool::new(hsa, config.initial_signals as usize)?;
-        let mut queues = Vec::with_capacity(num_queues as usize);
-        for _ in 0..num_queues {
-            queues.push(Arc::new(Queue::new(
-                hsa,
-                agent,
-                queue_size,
-                signals.clone(),
-            )?));
-        }
+        let queues = Arc::new(QueueSet::new(
+            hsa,
+            agent,
+            num_queues,
+            queue_size,
+            signals.clone(),
+        )?);
+        let limits = DispatchLimits {
+            workgroup_max: u32::from(wg_max[0])
+                .min(hsa.agent_info::<u32>(agent, HSA_AGENT_INFO_WORKGROUP_MAX_SIZE)?),
+            grid_max: grid_max.x,
+            group_segment_max: pools
+                .iter()
+                .filter(|p| p.segment == HSA_AMD_SEGMENT_GROUP)
+                .map(|p| p.size)
+                .max()
+                .map_or(0, |s| u32::try_from(s).unwrap_or(u32::MAX)),
+            private_segment_max: max_private_segment(wave),
+        };
 
         Ok(Device {
             id,
@@ -211,7 +286,7 @@ impl Device {
             coarse_pool,
             memory,
             queues,
-            next_queue: AtomicUsize::new(0),
+            limits,
             signals,
             streams: RwLock::new(Vec::new()),
             idle_streams: Mutex::new(Vec::new()),
@@ -224,15 +299,15 @@ impl Device {
 
     // ----- streams and events -----
 
-    fn new_stream(&self) -> Arc<Stream> {
-        let n = self.next_queue.fetch_add(1, Ordering::Relaxed) % self.queues.len().max(1);
-        Arc::new(Stream::new(
+    fn new_stream(&self) -> Result<Arc<Stream>> {
+        Ok(Arc::new(Stream::new(
             &self.hsa,
             self.agent,
-            self.queues[n].clone(),
+            self.queues.clone(),
+            self.queues.next_slot(),
             self.signals.clone(),
             self.host.kernargs.clone(),
-        ))
+        )?))
     }
 
     /// The stream behind `info.queue`, taking one from the pool (and storing
@@ -248,7 +323,7 @@ impl Device {
                     s.set_lent(true);
                     (i, s)
                 }
-                None => self.add_stream(),
+                None => self.add_stream()?,
             };
             info.queue = stream_handle(self.id, index) as *mut c_void;
             return Ok(stream);
@@ -258,12 +333,12 @@ impl Device {
 
     /// Creates a stream, lent from the start; returns its index.
     #[cold]
-    fn add_stream(&self) -> (usize, Arc<Stream>) {
-        let stream = self.new_stream();
+    fn add_stream(&self) -> Result<(usize, Arc<Stream>)> {
+        let stream = self.new_stream()?;
         stream.set_lent(true);
         let mut streams = self.streams.write();
         streams.push(stream.clone());
-        (streams.len() - 1, stream)
+        Ok((streams.len() - 1, stream))
     }
 
     /// The lent stream of handle `key`, with its index.
@@ -283,6 +358,27 @@ impl Device {
                 addr: key,
             }),
         }
+    }
+
+    /// Runs `op` on the stream of `info` (bound first when `info` has
+    /// none). When `op` fails, the stream is marked failed, so that
+    /// synchronizing or querying `info` reports the failure at once (the
+    /// operation's own signal, if it took one, was failed too) instead of
+    /// succeeding or waiting for something that never comes.
+    ///
+    /// Errors: as [`Device::stream_for`]; `op`'s error.
+    #[inline]
+    fn on_stream(
+        &self,
+        info: &mut abi::AsyncInfo,
+        op: impl FnOnce(&Stream) -> Result<()>,
+    ) -> Result<()> {
+        let stream = self.stream_for(info)?;
+        let r = op(&stream);
+        if r.is_err() {
+            stream.mark_failed();
+        }
+        r
     }
 
     /// Takes `stream` (index `index`, the stream of `info`) back into the
@@ -385,8 +481,13 @@ impl Device {
     /// Errors: unknown event or stream; the event was never recorded.
     pub fn wait_event(&self, key: usize, info: &mut abi::AsyncInfo) -> Result<()> {
         let ev = self.event(key)?;
-        let stream = self.stream_for(info)?;
-        ev.wait(&stream)
+        if !ev.is_recorded() {
+            // A caller's mistake, found before the stream is involved.
+            return Err(Error::InvalidArgument(
+                "wait on an event that was never recorded".into(),
+            ));
+        }
+        self.on_stream(info, |stream| ev.wait(stream))
     }
 
     /// `sync_event`: blocks until the recorded point is reached.
@@ -480,7 +581,23 @@ impl Device {
         if size == 0 {
             return Ok(());
         }
-        let stream = self.stream_for(info)?;
+        // SAFETY: forwarded from the caller's contract.
+        self.on_stream(info, |stream| unsafe {
+            self.submit_on(stream, dst, src, size)
+        })
+    }
+
+    /// The body of [`Device::submit`] on its stream.
+    ///
+    /// # Safety
+    /// As [`Device::submit`].
+    unsafe fn submit_on(
+        &self,
+        stream: &Stream,
+        dst: u64,
+        src: *const u8,
+        size: usize,
+    ) -> Result<()> {
         if let Some(alias) = self.host.pinned.translate(src as usize, size) {
             // SAFETY: the alias is device-accessible for the pinned range.
             return unsafe { stream.push_copy(dst, alias as u64, size, Vec::new()) };
@@ -526,7 +643,23 @@ impl Device {
         if size == 0 {
             return Ok(());
         }
-        let stream = self.stream_for(info)?;
+        // SAFETY: forwarded from the caller's contract.
+        self.on_stream(info, |stream| unsafe {
+            self.retrieve_on(stream, dst, src, size)
+        })
+    }
+
+    /// The body of [`Device::retrieve`] on its stream.
+    ///
+    /// # Safety
+    /// As [`Device::retrieve`].
+    unsafe fn retrieve_on(
+        &self,
+        stream: &Stream,
+        dst: *mut u8,
+        src: u64,
+        size: usize,
+    ) -> Result<()> {
         if let Some(alias) = self.host.pinned.translate(dst as usize, size) {
             // SAFETY: the alias is device-accessible for the pinned range.
             return unsafe { stream.push_copy(alias as u64, src, size, Vec::new()) };
@@ -571,9 +704,10 @@ impl Device {
         if size == 0 {
             return Ok(());
         }
-        let stream = self.stream_for(info)?;
         // SAFETY: forwarded from the caller's contract.
-        unsafe { stream.push_copy(dst, src, size, Vec::new()) }
+        self.on_stream(info, |stream| unsafe {
+            stream.push_copy(dst, src, size, Vec::new())
+        })
     }
 
     // ----- images -----
@@ -864,30 +998,53 @@ impl Device {
             group_segment_size: kernel.group_size.saturating_add(dynamic),
             private_segment_size: kernel.private_size,
         };
-        let stream = self.stream_for(info)?;
-        stream.push_kernel(&dispatch, block_size, |block| {
-            // `explicit <= block_size`: at most `num_args` values, then zeros
-            // (missing values, the implicit block and padding).
-            let mut filled = 0;
-            for (chunk, a) in block[..explicit].chunks_exact_mut(8).zip(args) {
-                chunk.copy_from_slice(&a.to_le_bytes());
-                filled += 8;
-            }
-            block[filled..].fill(0);
+        // Checked on the stream, so that a refused launch fails the async
+        // info's synchronization as any other failed launch does.
+        self.on_stream(info, |stream| {
+            self.limits
+                .check(&kernel.name, &dispatch, kernel.group_size, dynamic)?;
+            stream.push_kernel(&dispatch, block_size, |block| {
+                // `explicit <= block_size`: at most `num_args` values, then zeros
+                // (missing values, the implicit block and padding).
+                let mut filled = 0;
+                for (chunk, a) in block[..explicit].chunks_exact_mut(8).zip(args) {
+                    chunk.copy_from_slice(&a.to_le_bytes());
+                    filled += 8;
+                }
+                block[filled..].fill(0);
+            })
         })
     }
 
     /// Releases everything the device holds (process teardown): streams and
-    /// events, loaded executables, device memory.
-    pub fn teardown(&self) {
-        let streams = std::mem::take(&mut *self.streams.write());
-        self.idle_streams.lock().clear();
+    /// events, loaded executables, device memory. Work still pending is
+    /// waited for until `deadline` only: if a stream has not finished by
+    /// then, nothing is released (the runtime may still be running it), a
+    /// message says so, and `false` is returned so the caller leaves the
+    /// HSA runtime up as well. Exit never blocks on a device.
+    pub fn teardown(&self, deadline: std::time::Instant) -> bool {
+        let streams = self.streams.read().clone();
         for s in &streams {
-            if s.set_lent(false) {
-                let _ = s.synchronize();
+            if !s.is_lent() {
+                continue;
             }
+            match s.synchronize_until(deadline) {
+                Ok(true) => {}
+                Ok(false) => {
+                    log::error!(
+                        "device {}: work still pending at teardown after the bounded wait; \
+                         leaving the device and the HSA runtime as they are",
+                        self.id
+                    );
+                    return false;
+                }
+                Err(e) => log::debug!("device {}: at teardown: {e}", self.id),
+            }
+            s.set_lent(false);
         }
         drop(streams);
+        self.streams.write().clear();
+        self.idle_streams.lock().clear();
         self.events.lock().clear();
         self.kernels.write().clear();
         for img in self.images.lock().drain(..) {
@@ -901,6 +1058,7 @@ impl Device {
         if let Err(e) = self.memory.release_all() {
             log::debug!("device {}: releasing device memory: {e}", self.id);
         }
+        true
     }
 
     /// Number of images loaded on the device.

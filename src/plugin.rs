@@ -22,6 +22,12 @@ use parking_lot::{Mutex, RwLock};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long process teardown (and `deinit_device`) waits for work still
+/// pending on the devices before leaving it running: exit never blocks
+/// longer on a device.
+pub const TEARDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Caching threshold of the host-side managers (staging buffers and kernarg
 /// blocks): LLVM's AMDGPU memory managers cache up to 1 GiB.
@@ -290,15 +296,36 @@ impl Runtime {
     pub fn deinit_device(&self, id: i32) -> Result<()> {
         let slot = self.slot(id)?;
         let dev = slot.write().take().ok_or(Error::DeviceNotInitialized(id))?;
-        dev.teardown();
+        if !dev.teardown(Instant::now() + TEARDOWN_WAIT) {
+            // Still running: keep its queues and memory alive for good.
+            std::mem::forget(dev);
+            return Err(Error::Other(format!(
+                "device {id} still had work running after {} s; left in place",
+                TEARDOWN_WAIT.as_secs()
+            )));
+        }
         Ok(())
     }
 
     fn teardown(&self) {
+        let deadline = Instant::now() + TEARDOWN_WAIT;
+        let mut clean = true;
         for slot in &self.devices {
             if let Some(dev) = slot.write().take() {
-                dev.teardown();
+                if !dev.teardown(deadline) {
+                    // The runtime may still run its work: destroying its
+                    // queues or memory could block or fault. Leak it.
+                    std::mem::forget(dev);
+                    clean = false;
+                }
             }
+        }
+        if !clean {
+            log::error!(
+                "at exit: GPU work was still pending after {} s; the HSA runtime is not shut down",
+                TEARDOWN_WAIT.as_secs()
+            );
+            return;
         }
         self.host.teardown();
         if let Err(e) = self.hsa.shut_down() {

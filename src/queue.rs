@@ -222,9 +222,21 @@ impl Queue {
         self.hsa.signal_store_relaxed(q.doorbell, id as i64);
     }
 
+    /// Remembers `signal` as owed by this queue, so that a queue error
+    /// fails it.
+    ///
+    /// Errors: the queue is broken. The check sits under the in-flight
+    /// lock: the error callback sets `broken` before it takes that lock to
+    /// fail the list, so a signal added here while `broken` is still false
+    /// is failed by the callback, and one refused here is the caller's to
+    /// fail. No signal can slip between the two.
     #[inline]
-    fn track(&self, signal: &Arc<Signal>) {
+    fn track(&self, signal: &Arc<Signal>) -> Result<()> {
         let mut in_flight = self.shared.in_flight.lock();
+        if self.is_broken() {
+            drop(in_flight);
+            return self.check_usable();
+        }
         // A signal only this list still holds belongs to an operation its
         // stream already saw finish (streams release their slots after
         // completion): forget it without asking the runtime. Past
@@ -242,6 +254,7 @@ impl Queue {
             }
         }
         in_flight.push_back(signal.clone());
+        Ok(())
     }
 
     /// Pushes a barrier-AND packet (no completion signal) that blocks the
@@ -290,7 +303,7 @@ impl Queue {
             reserved2: 0,
             completion_signal: completion.raw(),
         };
-        self.track(completion);
+        self.track(completion)?;
         self.push_locked(KERNEL_HEADER_WORD, &p);
         Ok(())
     }
@@ -302,7 +315,7 @@ impl Queue {
     pub fn push_barrier(&self, deps: &[hsa_signal_t], completion: &Arc<Signal>) -> Result<()> {
         let _guard = self.lock.lock();
         self.check_usable()?;
-        self.track(completion);
+        self.track(completion)?;
         self.push_barrier_locked(deps, Some(completion));
         Ok(())
     }
@@ -317,5 +330,84 @@ impl Drop for Queue {
         // SAFETY: releases the count handed to the runtime in `new`; the
         // runtime no longer calls back for a destroyed queue.
         drop(unsafe { Arc::from_raw(self.shared_raw) });
+    }
+}
+
+/// The HSA queues of one device, handed to streams round robin (LLVM
+/// keeps a fixed set too). A queue the runtime stopped on an error is
+/// replaced by a fresh one the next time a stream asks for its slot, so one
+/// faulting kernel does not leave the device unusable: the stopped queue's
+/// owed signals were failed by its error callback, and the streams that
+/// used it report that failure once, then continue on the new queue.
+#[derive(Debug)]
+pub struct QueueSet {
+    hsa: Hsa,
+    agent: hsa_agent_t,
+    /// Packets per queue.
+    size: u32,
+    signals: SignalPool,
+    queues: parking_lot::RwLock<Vec<Arc<Queue>>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl QueueSet {
+    /// Creates `count` (at least 1) queues of `size` packets on `agent`.
+    ///
+    /// Errors: the failing `hsa_queue_create`.
+    pub fn new(
+        hsa: &Hsa,
+        agent: hsa_agent_t,
+        count: u32,
+        size: u32,
+        signals: SignalPool,
+    ) -> Result<QueueSet> {
+        let mut queues = Vec::with_capacity(count.max(1) as usize);
+        for _ in 0..count.max(1) {
+            queues.push(Arc::new(Queue::new(hsa, agent, size, signals.clone())?));
+        }
+        Ok(QueueSet {
+            hsa: hsa.clone(),
+            agent,
+            size,
+            signals,
+            queues: parking_lot::RwLock::new(queues),
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    /// The slot the next stream uses (round robin).
+    pub fn next_slot(&self) -> usize {
+        let n = self.queues.read().len().max(1);
+        self.next.fetch_add(1, Ordering::Relaxed) % n
+    }
+
+    /// The queue of `slot`, replacing it first when the runtime stopped it.
+    ///
+    /// Errors: the failing `hsa_queue_create` of the replacement; `slot`
+    /// out of range.
+    pub fn get(&self, slot: usize) -> Result<Arc<Queue>> {
+        {
+            let queues = self.queues.read();
+            let q = queues
+                .get(slot)
+                .ok_or_else(|| Error::Other(format!("no HSA queue slot {slot}")))?;
+            if !q.is_broken() {
+                return Ok(q.clone());
+            }
+        }
+        let mut queues = self.queues.write();
+        let q = queues
+            .get_mut(slot)
+            .ok_or_else(|| Error::Other(format!("no HSA queue slot {slot}")))?;
+        if q.is_broken() {
+            log::debug!("replacing HSA queue {slot}, stopped after an error");
+            *q = Arc::new(Queue::new(
+                &self.hsa,
+                self.agent,
+                self.size,
+                self.signals.clone(),
+            )?);
+        }
+        Ok(q.clone())
     }
 }

@@ -156,6 +156,27 @@ impl Signal {
         self.hsa.signal_wait_done(self.handle)
     }
 
+    /// Waits until the value drops below 1 or `deadline` passes; returns
+    /// the value (0: success, negative: failure), or `None` at the
+    /// deadline. For process teardown, where a wait must be bounded: it
+    /// polls `hsa_signal_load_scacquire` with growing pauses (up to 10 ms)
+    /// rather than blocking in the runtime without a way out.
+    pub fn wait_until(&self, deadline: std::time::Instant) -> Option<hsa_signal_value_t> {
+        let mut pause = std::time::Duration::from_micros(50);
+        loop {
+            let v = self.load();
+            if v < 1 {
+                return Some(v);
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// Marks the operation complete (subtracts 1, release ordering).
     pub fn complete(&self) {
         self.hsa.signal_subtract(self.handle, 1);

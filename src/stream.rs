@@ -51,7 +51,7 @@
 use crate::error::{Error, Result};
 use crate::hsa::Hsa;
 use crate::memory::PoolManager;
-use crate::queue::{Dispatch, Queue};
+use crate::queue::{Dispatch, Queue, QueueSet};
 use crate::signal::{Signal, SignalPool};
 use hsa_sys::{hsa_agent_t, hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT};
 use parking_lot::Mutex;
@@ -140,12 +140,19 @@ struct Slot {
     _held: Vec<Held>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
     slots: Vec<Slot>,
     cycle: u64,
     /// Idle kernarg slots of this stream.
     kernarg_free: Vec<u64>,
+    /// The HSA queue kernels and barriers go to (replaced when the runtime
+    /// stopped it).
+    queue: Arc<Queue>,
+    /// Set when an operation could not be appended (refused before or
+    /// after taking a slot): the next synchronization reports a failure
+    /// even if every slot completed, and clears it.
+    failed: bool,
 }
 
 impl State {
@@ -219,7 +226,9 @@ unsafe extern "C" fn run_host_step(value: hsa_signal_value_t, arg: *mut c_void) 
 pub struct Stream {
     hsa: Hsa,
     agent: hsa_agent_t,
-    queue: Arc<Queue>,
+    /// The device's queues and this stream's slot among them.
+    queues: Arc<QueueSet>,
+    queue_slot: usize,
     signals: SignalPool,
     /// Where kernarg blocks come from.
     kernargs: Arc<PoolManager>,
@@ -229,24 +238,52 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// An empty stream of `agent` whose kernels go to `queue`, with
-    /// completion signals from `signals` and kernarg blocks from `kernargs`.
+    /// An empty stream of `agent` whose kernels go to the queue of slot
+    /// `queue_slot` of `queues`, with completion signals from `signals` and
+    /// kernarg blocks from `kernargs`.
+    ///
+    /// Errors: the queue of that slot had to be replaced and could not be.
     pub fn new(
         hsa: &Hsa,
         agent: hsa_agent_t,
-        queue: Arc<Queue>,
+        queues: Arc<QueueSet>,
+        queue_slot: usize,
         signals: SignalPool,
         kernargs: Arc<PoolManager>,
-    ) -> Stream {
-        Stream {
+    ) -> Result<Stream> {
+        let queue = queues.get(queue_slot)?;
+        Ok(Stream {
             hsa: hsa.clone(),
             agent,
-            queue,
+            queues,
+            queue_slot,
             signals,
             kernargs,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                slots: Vec::new(),
+                cycle: 0,
+                kernarg_free: Vec::new(),
+                queue,
+                failed: false,
+            }),
             lent: AtomicBool::new(false),
+        })
+    }
+
+    /// Marks the stream failed: its next synchronization (or query) reports
+    /// a failure. Called by the device when appending an operation failed.
+    pub fn mark_failed(&self) {
+        self.state.lock().failed = true;
+    }
+
+    /// The stream's queue, replaced first when the runtime stopped it.
+    /// Caller holds the state lock.
+    #[inline]
+    fn usable_queue(&self, st: &mut State) -> Result<Arc<Queue>> {
+        if st.queue.is_broken() {
+            st.queue = self.queues.get(self.queue_slot)?;
         }
+        Ok(st.queue.clone())
     }
 
     /// Marks the stream lent (`true`) or idle; returns the previous state.
@@ -304,8 +341,18 @@ impl Stream {
             kernarg: addr,
             ..*d
         };
+        let queue = self.usable_queue(&mut st);
         let input = st.consume_with(out.clone(), Some(kernarg), Vec::new());
-        self.queue.push_kernel(&dispatch, &out, input.as_ref())
+        let pushed = queue.and_then(|q| {
+            refuse_after_failure(input.as_ref())?;
+            q.push_kernel(&dispatch, &out, input.as_ref())
+        });
+        if pushed.is_err() {
+            // Nobody will ever complete `out`: fail it, so that waiting on
+            // the stream reports the error at once instead of hanging.
+            out.fail();
+        }
+        pushed
     }
 
     /// Appends a DMA copy of `size` bytes between two device-accessible
@@ -510,12 +557,22 @@ impl Stream {
         let out = self.signals.get()?;
         let mut st = self.state.lock();
         let other_raw = other.raw();
-        let input = st.consume(out.clone(), vec![Held::Signal(other)]);
+        let queue = self.usable_queue(&mut st);
+        let input = st.consume(out.clone(), vec![Held::Signal(other.clone())]);
         let mut deps = vec![other_raw];
         if let Some(i) = &input {
             deps.push(i.raw());
         }
-        self.queue.push_barrier(&deps, &out)
+        let pushed = queue.and_then(|q| {
+            refuse_after_failure(Some(&other))?;
+            refuse_after_failure(input.as_ref())?;
+            q.push_barrier(&deps, &out)
+        });
+        if pushed.is_err() {
+            // As in `push_kernel`: `out` would never complete.
+            out.fail();
+        }
+        pushed
     }
 
     /// The last operation's signal (None when empty), for events.
@@ -548,17 +605,33 @@ impl Stream {
     #[inline]
     pub fn synchronize(&self) -> Result<()> {
         let mut st = self.state.lock();
+        let failed = std::mem::take(&mut st.failed);
         let Some(last) = st.last_signal() else {
-            return Ok(());
+            return failed_result(failed, 0);
         };
         let v = last.wait();
         // Dropped first, so that `complete` can recycle the signal.
         drop(last);
         self.complete(&mut st);
-        if v < 0 {
-            return Err(Error::AsyncOperationFailed("stream operation"));
-        }
-        Ok(())
+        failed_result(failed, v)
+    }
+
+    /// [`Stream::synchronize`] that waits at most until `deadline`
+    /// (process teardown). Returns `Ok(false)`, leaving the stream as it
+    /// is, when the last operation is still pending then.
+    ///
+    /// Errors: as [`Stream::synchronize`].
+    pub fn synchronize_until(&self, deadline: std::time::Instant) -> Result<bool> {
+        let mut st = self.state.lock();
+        let Some(last) = st.last_signal() else {
+            return failed_result(std::mem::take(&mut st.failed), 0).map(|()| true);
+        };
+        let Some(v) = last.wait_until(deadline) else {
+            return Ok(false);
+        };
+        drop(last);
+        self.complete(&mut st);
+        failed_result(std::mem::take(&mut st.failed), v).map(|()| true)
     }
 
     /// Non-blocking: completes the stream and returns `true` when every
@@ -568,7 +641,7 @@ impl Stream {
     pub fn query(&self) -> Result<bool> {
         let mut st = self.state.lock();
         let Some(last) = st.last_signal() else {
-            return Ok(true);
+            return failed_result(std::mem::take(&mut st.failed), 0).map(|()| true);
         };
         let v = last.load();
         if v > 0 {
@@ -576,10 +649,31 @@ impl Stream {
         }
         drop(last);
         self.complete(&mut st);
-        if v < 0 {
-            return Err(Error::AsyncOperationFailed("stream operation"));
-        }
-        Ok(true)
+        failed_result(std::mem::take(&mut st.failed), v).map(|()| true)
+    }
+}
+
+/// The outcome of a stream whose last signal ended at `value`, with
+/// `failed` its failure flag.
+fn failed_result(failed: bool, value: hsa_signal_value_t) -> Result<()> {
+    if failed || value < 0 {
+        return Err(Error::AsyncOperationFailed("stream operation"));
+    }
+    Ok(())
+}
+
+/// Refuses to queue behind `input` when it already failed: a barrier on a
+/// negative signal would stop the whole HSA queue (other streams' work
+/// included), and the new operation could never run anyway.
+///
+/// Errors: [`Error::AsyncOperationFailed`] when `input` is negative.
+#[inline]
+fn refuse_after_failure(input: Option<&Arc<Signal>>) -> Result<()> {
+    match input {
+        Some(s) if s.load() < 0 => Err(Error::AsyncOperationFailed(
+            "earlier operation of this stream",
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -629,11 +723,16 @@ impl Event {
         };
     }
 
+    /// Whether the event was recorded (waiting on it is allowed).
+    pub fn is_recorded(&self) -> bool {
+        matches!(&*self.state.lock(), EventState::Recorded { .. })
+    }
+
     /// Makes `stream` wait for the recorded point. Nothing to do when the
     /// point is already reached or was recorded on `stream` itself.
     ///
     /// Errors: the event was never recorded; as [`Stream::wait_for`].
-    pub fn wait(&self, stream: &Arc<Stream>) -> Result<()> {
+    pub fn wait(&self, stream: &Stream) -> Result<()> {
         let (recorded_on, signal) = match &*self.state.lock() {
             EventState::Unrecorded => {
                 return Err(Error::InvalidArgument(
@@ -643,7 +742,7 @@ impl Event {
             EventState::Recorded { stream, signal } => (*stream, signal.clone()),
         };
         match signal {
-            Some(sig) if recorded_on != Arc::as_ptr(stream) as usize => stream.wait_for(sig),
+            Some(sig) if recorded_on != std::ptr::from_ref(stream) as usize => stream.wait_for(sig),
             _ => Ok(()),
         }
     }
