@@ -402,6 +402,7 @@ impl Plugin {
             Ordering::Release,
         );
         *PLUGIN.write() = Some(plugin);
+        CREATOR_PID.store(std::process::id(), Ordering::Relaxed);
         // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
         // library, which is never unloaded (libomptarget never dlcloses).
         if unsafe { libc::atexit(teardown_at_exit) } != 0 {
@@ -452,8 +453,18 @@ impl Plugin {
     }
 }
 
-/// Tears the plugin down at process exit (see the module docs).
+/// Process id of the process that created the plugin (0 before).
+static CREATOR_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Tears the plugin down at process exit (see the module docs). Not in a
+/// child made by `fork()`: the HSA runtime's threads (packet processors,
+/// copy engine, signal handlers) did not survive the fork, so its queues,
+/// signals and memory must not be touched there; the child's exit leaves
+/// them to the parent.
 extern "C" fn teardown_at_exit() {
+    if CREATOR_PID.load(Ordering::Relaxed) != std::process::id() {
+        return;
+    }
     CURRENT.store(std::ptr::null_mut(), Ordering::Release);
     let taken = PLUGIN.write().take();
     if let Some(plugin) = taken {

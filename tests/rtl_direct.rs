@@ -520,3 +520,237 @@ fn corrupt_and_foreign_code_objects_are_refused() {
         }
     }
 }
+
+// ------------------------------------------------------------------
+// Device errors must never hang. Each scenario runs in a child process
+// (this test binary, running one `#[ignore]`d test): a hang there makes the
+// parent's bounded wait (`common::run`) fail the test instead of blocking
+// it. The child's exit runs the plugin's teardown, so "exits" is checked
+// too.
+
+/// Runs the ignored test `name` of this binary in a child process with
+/// `env` added; fails if it does not end within 120 s. Returns its output.
+fn run_child(name: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["--ignored", "--exact", name, "--test-threads=1"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = common::run(&mut cmd, 120);
+    let (stdout, stderr) = common::texts(&out);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "child {name} failed ({:?}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    out
+}
+
+/// Launches `kernels.c`'s kernel on `dev` writing 256 ints at `out`, on
+/// `info` (NULL: synchronous), with `dyn_lds` bytes of dynamic LDS.
+fn launch_fill(
+    dev: i32,
+    kernel: *mut c_void,
+    out: *mut c_void,
+    dyn_lds: u32,
+    info: *mut AsyncInfo,
+) -> i32 {
+    let mut args = [out];
+    let mut offsets = [0isize];
+    unsafe {
+        let mut kargs: KernelArgs = std::mem::zeroed();
+        kargs.version = 2;
+        kargs.num_args = 1;
+        kargs.tripcount = 256;
+        kargs.dyn_cgroup_mem = dyn_lds;
+        __tgt_rtl_launch_kernel(
+            dev,
+            kernel,
+            args.as_mut_ptr(),
+            offsets.as_mut_ptr(),
+            &mut kargs,
+            info,
+        )
+    }
+}
+
+/// Loads `kernels.c`'s image on device 0; returns the image (to keep its
+/// names alive) and the kernel handle.
+fn load_kernels() -> (LoadedImage, *mut c_void) {
+    setup();
+    let mut img = kernels_image();
+    let mut di = device_image(&mut img);
+    let table = unsafe { __tgt_rtl_load_binary(0, &mut di) };
+    assert!(!table.is_null());
+    let kernel = unsafe { (*(*table).entries_begin).addr };
+    (img, kernel)
+}
+
+/// Fetches 256 ints from `out` and checks them against what the kernel
+/// computes with the image's `table` initializer.
+fn check_filled(out: *mut c_void) {
+    let mut back = [0i32; 256];
+    unsafe {
+        assert_eq!(
+            __tgt_rtl_data_retrieve(0, back.as_mut_ptr() as *mut c_void, out, 1024),
+            OK
+        );
+    }
+    let table = [10, 20, 30, 40];
+    for (i, v) in back.iter().enumerate() {
+        assert_eq!(*v, 3 * i as i32 + table[i % 4], "element {i}");
+    }
+}
+
+/// An address no allocation covers: the kernel's stores fault there.
+const UNMAPPED: *mut c_void = 0x7ead_0000_0000 as *mut c_void;
+
+fn new_info() -> AsyncInfo {
+    AsyncInfo {
+        queue: std::ptr::null_mut(),
+    }
+}
+
+#[test]
+#[ignore = "child process of fault_then_launch_then_synchronize_never_hangs"]
+fn child_fault_then_launch_then_synchronize() {
+    let (_img, kernel) = load_kernels();
+    let out = alloc(0, 1024, TARGET_ALLOC_DEFAULT);
+    unsafe {
+        // A faulting kernel with a good one queued behind it on the same
+        // stream: both fail, and synchronize says so.
+        let mut a = new_info();
+        assert_eq!(launch_fill(0, kernel, UNMAPPED, 0, &mut a), OK);
+        // Refused at once (FAIL) when the fault already happened, else
+        // queued (OK) and failed with the queue: either is right.
+        let second = launch_fill(0, kernel, out, 0, &mut a);
+        assert!(second == OK || second == FAIL);
+        assert_eq!(__tgt_rtl_synchronize(0, &mut a), FAIL);
+        assert!(a.queue.is_null());
+        // The (only) HSA queue stopped on the fault. The next launch lands
+        // on its slot: it must run on a replacement queue, and give the
+        // right values.
+        let mut b = new_info();
+        assert_eq!(launch_fill(0, kernel, out, 0, &mut b), OK);
+        assert_eq!(__tgt_rtl_synchronize(0, &mut b), OK);
+        check_filled(out);
+        // The same through query_async: it ends with a failure.
+        let mut c = new_info();
+        assert_eq!(launch_fill(0, kernel, UNMAPPED, 0, &mut c), OK);
+        let mut last = OK;
+        while !c.queue.is_null() {
+            last = __tgt_rtl_query_async(0, &mut c);
+            std::thread::yield_now();
+        }
+        assert_eq!(last, FAIL);
+        // A synchronous launch after that works too.
+        assert_eq!(launch_fill(0, kernel, out, 0, std::ptr::null_mut()), OK);
+        check_filled(out);
+    }
+    assert_eq!(__tgt_rtl_data_delete(0, out, TARGET_ALLOC_DEFAULT), OK);
+}
+
+#[test]
+fn fault_then_launch_then_synchronize_never_hangs() {
+    let out = run_child(
+        "child_fault_then_launch_then_synchronize",
+        &[("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "1")],
+    );
+    let (_, stderr) = common::texts(&out);
+    assert!(stderr.to_lowercase().contains("memory"), "{stderr}");
+}
+
+#[test]
+#[ignore = "child process of fault_then_exit_never_hangs"]
+fn child_fault_then_exit() {
+    let (_img, kernel) = load_kernels();
+    let out = alloc(0, 1024, TARGET_ALLOC_DEFAULT);
+    // Faulting work, good work behind it and on another stream: none of it
+    // synchronized. The process then exits through the plugin's teardown.
+    let mut a = new_info();
+    let mut b = new_info();
+    assert_eq!(launch_fill(0, kernel, UNMAPPED, 0, &mut a), OK);
+    // OK or FAIL, depending on whether the fault came first (see above);
+    // the launch on `b` may land on the stopped queue or a new one.
+    let _ = launch_fill(0, kernel, out, 0, &mut a);
+    let _ = launch_fill(0, kernel, out, 0, &mut b);
+    std::mem::forget(_img);
+}
+
+#[test]
+fn fault_then_exit_never_hangs() {
+    run_child(
+        "child_fault_then_exit",
+        &[("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "1")],
+    );
+}
+
+#[test]
+#[ignore = "child process of oversized_launches_are_refused_and_exit_never_hangs"]
+fn child_oversized_launches() {
+    let (_img, kernel) = load_kernels();
+    let out = alloc(0, 1024, TARGET_ALLOC_DEFAULT);
+    unsafe {
+        // 4 GiB of dynamic LDS: refused by launch_kernel itself; the async
+        // info then reports the failure at once, through both calls.
+        let mut a = new_info();
+        assert_eq!(launch_fill(0, kernel, out, u32::MAX, &mut a), FAIL);
+        assert!(!a.queue.is_null());
+        assert_eq!(__tgt_rtl_query_async(0, &mut a), FAIL);
+        assert!(a.queue.is_null());
+        let mut b = new_info();
+        assert_eq!(launch_fill(0, kernel, out, u32::MAX, &mut b), FAIL);
+        assert_eq!(__tgt_rtl_synchronize(0, &mut b), FAIL);
+        // One byte more than the 64 KiB of LDS a gfx90a workgroup has.
+        assert_eq!(
+            launch_fill(0, kernel, out, 65537, std::ptr::null_mut()),
+            FAIL
+        );
+        // The device still works, then the process exits with a refused
+        // launch left unsynchronized.
+        assert_eq!(launch_fill(0, kernel, out, 0, std::ptr::null_mut()), OK);
+        check_filled(out);
+        let mut c = new_info();
+        assert_eq!(launch_fill(0, kernel, out, u32::MAX, &mut c), FAIL);
+    }
+    std::mem::forget(_img);
+}
+
+#[test]
+fn oversized_launches_are_refused_and_exit_never_hangs() {
+    let out = run_child("child_oversized_launches", &[]);
+    let (_, stderr) = common::texts(&out);
+    // The message names the limit and the request.
+    assert!(
+        stderr.contains("bytes of LDS") && stderr.contains("65536 bytes"),
+        "{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "child process of a_forked_child_exits_without_touching_the_device"]
+fn child_fork_after_use() {
+    let (_img, kernel) = load_kernels();
+    let out = alloc(0, 1024, TARGET_ALLOC_DEFAULT);
+    assert_eq!(launch_fill(0, kernel, out, 0, std::ptr::null_mut()), OK);
+    // SAFETY (test): the child only calls `exit`, which runs the plugin's
+    // exit handler in a process where the HSA runtime's threads are gone.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        unsafe { libc::exit(7) };
+    }
+    let mut status = 0;
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 7);
+    // The parent's device still works.
+    assert_eq!(launch_fill(0, kernel, out, 0, std::ptr::null_mut()), OK);
+    check_filled(out);
+    std::mem::forget(_img);
+}
+
+#[test]
+fn a_forked_child_exits_without_touching_the_device() {
+    run_child("child_fork_after_use", &[]);
+}
