@@ -126,6 +126,33 @@ pub fn compile(name: &str, examples: bool, extra: &[&str]) -> PathBuf {
     out
 }
 
+/// Compiles `tests/programs/<name>` as plain host C (no OpenMP) with
+/// `extra` flags; returns the executable.
+pub fn compile_plain(name: &str, extra: &[&str]) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("tests/programs").join(name);
+    let stem = Path::new(name)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = scratch_dir("bin").join(format!("{stem}_plain"));
+    let o = Command::new("clang-16")
+        .arg("-O2")
+        .args(extra)
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("clang-16 runs");
+    assert!(
+        o.status.success(),
+        "clang-16 {name} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
 /// Which HSA runtime a program sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hsa {
