@@ -88,6 +88,8 @@ pub struct MemoryManager<A: BlockAllocator> {
     blocks: Mutex<AddrMap<u64, Block>>,
     /// Free lists per size class: exact size → cached addresses.
     buckets: [Mutex<AddrMap<usize, Vec<u64>>>; NUM_BUCKETS],
+    /// Requests served by [`MemoryManager::allocate`] (cached or new).
+    served: std::sync::atomic::AtomicU64,
 }
 
 impl<A: BlockAllocator> fmt::Debug for MemoryManager<A> {
@@ -133,6 +135,7 @@ impl<A: BlockAllocator> MemoryManager<A> {
             threshold,
             blocks: Mutex::new(AddrMap::default()),
             buckets: std::array::from_fn(|_| Mutex::new(AddrMap::default())),
+            served: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -185,6 +188,8 @@ impl<A: BlockAllocator> MemoryManager<A> {
         if size == 0 {
             return Err(MemoryManagerError::ZeroSize);
         }
+        self.served
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if size <= self.threshold {
             let reused = {
                 // An emptied list stays in its bucket, so that the next
@@ -316,6 +321,12 @@ impl<A: BlockAllocator> MemoryManager<A> {
             Some(e) => Err(MemoryManagerError::Allocator(e)),
             None => Ok(()),
         }
+    }
+
+    /// Number of requests [`MemoryManager::allocate`] served so far (from
+    /// the cache or the allocator), for diagnostics and tests.
+    pub fn allocations(&self) -> u64 {
+        self.served.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Number of blocks currently handed out (in use), for diagnostics.
