@@ -175,6 +175,8 @@ pub struct EntryDesc {
 #[derive(Debug, Clone, Copy)]
 struct HostAlloc {
     size: usize,
+    /// TARGET_ALLOC_HOST or TARGET_ALLOC_SHARED.
+    kind: i32,
 }
 
 /// An initialised GPU device.
@@ -525,13 +527,33 @@ impl Device {
             .ok_or_else(|| Error::InvalidArgument(format!("allocation of {size} bytes")))?;
         match kind {
             abi::TARGET_ALLOC_DEFAULT | abi::TARGET_ALLOC_DEVICE => {
-                Ok(self.memory.allocate(size)?)
+                self.memory.allocate(size).map_err(|e| {
+                    let held = self.memory.held_bytes();
+                    Error::AllocationFailed {
+                        size,
+                        what: "device memory",
+                        free: self.coarse_pool.size.saturating_sub(held),
+                        total: self.coarse_pool.size,
+                        held,
+                        source: Box::new(e.into()),
+                    }
+                })
             }
             abi::TARGET_ALLOC_HOST | abi::TARGET_ALLOC_SHARED => {
-                let addr = self.host.allocate_fine(size)?;
+                let addr = self.host.allocate_fine(size).map_err(|e| {
+                    let held = self.host.fine_bytes_held();
+                    Error::AllocationFailed {
+                        size,
+                        what: "host memory",
+                        free: self.host.fine_pool.size.saturating_sub(held),
+                        total: self.host.fine_pool.size,
+                        held,
+                        source: Box::new(e),
+                    }
+                })?;
                 self.host_allocs
                     .lock()
-                    .insert(addr as usize, HostAlloc { size });
+                    .insert(addr as usize, HostAlloc { size, kind });
                 self.host.pinned.register_allocation(addr as usize, size);
                 Ok(addr)
             }
@@ -539,16 +561,30 @@ impl Device {
         }
     }
 
-    /// `data_delete`: frees what [`Device::alloc`] returned, whatever the
-    /// kind hint says.
+    /// `data_delete`: frees what [`Device::alloc`] returned. As LLVM 16's
+    /// plugin, the kind matters in one direction: freeing with kind HOST
+    /// what is not a HOST allocation fails (LLVM frees it, then fails to
+    /// unregister it as a pinned host buffer; here nothing is freed),
+    /// while DEFAULT / DEVICE / SHARED free whatever the pointer is.
     ///
-    /// Errors: a pointer this device did not allocate (or freed twice).
-    pub fn free(&self, addr: u64, _kind: i32) -> Result<()> {
-        if let Some(a) = self.host_allocs.lock().remove(&(addr as usize)) {
+    /// Errors: a pointer this device did not allocate (or freed twice); a
+    /// HOST free of another kind's allocation.
+    pub fn free(&self, addr: u64, kind: i32) -> Result<()> {
+        let mut host_allocs = self.host_allocs.lock();
+        if kind == abi::TARGET_ALLOC_HOST
+            && host_allocs.get(&(addr as usize)).map(|a| a.kind) != Some(abi::TARGET_ALLOC_HOST)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "data_delete of {addr:#x} with kind HOST, but it is not a HOST allocation"
+            )));
+        }
+        if let Some(a) = host_allocs.remove(&(addr as usize)) {
+            drop(host_allocs);
             self.host.pinned.unregister_allocation(addr as usize);
             log::trace!("freeing {} bytes of host memory at {addr:#x}", a.size);
             return self.host.free_fine(addr);
         }
+        drop(host_allocs);
         match self.memory.free(addr) {
             Ok(()) => Ok(()),
             Err(memory_manager::MemoryManagerError::UnknownPointer(p)) => {
@@ -723,10 +759,20 @@ impl Device {
         entries: &[EntryDesc],
         requires_usm: bool,
     ) -> Result<*mut TargetTable> {
-        if image::classify(bytes) != ImageKind::AmdgpuElf {
-            return Err(Error::InvalidArgument(
-                "the image is not an AMDGPU ELF code object (bitcode images are not JIT-compiled by this plugin)".into(),
-            ));
+        match image::classify(bytes) {
+            ImageKind::AmdgpuElf => {}
+            ImageKind::AmdgcnBitcode => {
+                return Err(Error::InvalidArgument(
+                    "the image is AMDGPU LLVM bitcode, which this plugin does not JIT-compile"
+                        .into(),
+                ))
+            }
+            ImageKind::Other => {
+                image::check_amdgpu_elf(bytes)?;
+                return Err(Error::InvalidArgument(
+                    "the image is not an AMDGPU ELF code object".into(),
+                ));
+            }
         }
         let hsa = &self.hsa;
         let code_object = hsa.code_object_deserialize(bytes)?;
@@ -847,7 +893,13 @@ impl Device {
         if e.raw.size == 0 {
             let sym_name = CString::new(format!("{}.kd", e.name))
                 .map_err(|_| Error::InvalidArgument(format!("bad kernel name {:?}", e.name)))?;
-            let sym = hsa.executable_symbol(exe, &sym_name, self.agent)?;
+            let sym = hsa
+                .executable_symbol(exe, &sym_name, self.agent)
+                .map_err(|err| Error::MissingSymbol {
+                    what: "kernel",
+                    name: format!("{}.kd", e.name),
+                    source: err,
+                })?;
             let kind = hsa.symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_TYPE)?;
             if kind != HSA_SYMBOL_KIND_KERNEL {
                 return Err(Error::Other(format!("{} is not a kernel symbol", e.name)));
@@ -884,7 +936,13 @@ impl Device {
         } else {
             let sym_name = CString::new(e.name.as_str())
                 .map_err(|_| Error::InvalidArgument(format!("bad global name {:?}", e.name)))?;
-            let sym = hsa.executable_symbol(exe, &sym_name, self.agent)?;
+            let sym = hsa
+                .executable_symbol(exe, &sym_name, self.agent)
+                .map_err(|err| Error::MissingSymbol {
+                    what: "global",
+                    name: e.name.clone(),
+                    source: err,
+                })?;
             let addr = hsa.symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
             let size = hsa.symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE)?;
             if size as usize != e.raw.size {

@@ -45,6 +45,35 @@ pub enum Error {
         /// The address passed in.
         addr: usize,
     },
+    /// An allocation the memory pool could not satisfy.
+    #[error(
+        "allocation of {size} bytes of {what} failed: the pool has {free} of its {total} bytes \
+         free ({held} bytes held by this plugin): {source}"
+    )]
+    AllocationFailed {
+        /// Bytes asked for.
+        size: usize,
+        /// Which memory (`device memory`, `host memory`).
+        what: &'static str,
+        /// The pool's size minus what this plugin holds from it, in bytes.
+        free: usize,
+        /// The pool's size in bytes (`HSA_AMD_MEMORY_POOL_INFO_SIZE`).
+        total: usize,
+        /// Bytes this plugin holds from the pool.
+        held: usize,
+        /// The failure the pool reported.
+        source: Box<Error>,
+    },
+    /// An offload entry names a symbol the loaded image does not define.
+    #[error("the image has no {what} {name}: {source}")]
+    MissingSymbol {
+        /// `kernel` or `global`.
+        what: &'static str,
+        /// The symbol looked up (`<kernel>.kd` for kernels).
+        name: String,
+        /// The lookup's failure.
+        source: HsaError,
+    },
     /// A memory pool the device needs does not exist.
     #[error("no {0} memory pool found")]
     MissingPool(&'static str),

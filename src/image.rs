@@ -15,7 +15,7 @@
 use std::fmt;
 
 use object::elf;
-use object::read::elf::{ElfFile64, FileHeader, SectionHeader, Sym};
+use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
 use object::LittleEndian as LE;
 
 use crate::launch::ExecMode;
@@ -231,6 +231,9 @@ pub enum ImageError {
     /// The ELF structures (headers, sections, symbols, notes) are malformed.
     #[error("malformed ELF device image: {0}")]
     Malformed(String),
+    /// An ELF whose header says AMDGPU but whose structures are damaged.
+    #[error("corrupt AMDGPU ELF code object: {0}")]
+    CorruptAmdgpu(String),
     /// An ELF for another machine.
     #[error("device image is an ELF for machine {0}, not EM_AMDGPU (224)")]
     WrongMachine(u16),
@@ -353,9 +356,7 @@ impl KernelInfo {
 /// IR symbol table (LLVM would parse the whole module) is `Other`.
 pub fn classify(bytes: &[u8]) -> ImageKind {
     if bytes.starts_with(b"\x7fELF") {
-        let is_amdgpu = with_elf(bytes, |file| {
-            Ok(file.elf_header().e_machine(LE) == EM_AMDGPU)
-        });
+        let is_amdgpu = with_elf(bytes, |file| Ok(file.header.e_machine(LE) == EM_AMDGPU));
         return if matches!(is_amdgpu, Ok(true)) {
             ImageKind::AmdgpuElf
         } else {
@@ -368,12 +369,43 @@ pub fn classify(bytes: &[u8]) -> ImageKind {
     }
 }
 
+/// An ELF image as the plugin reads it: the file header and the section
+/// header table are parsed up front, symbol tables and notes only when
+/// asked for. A part the caller does not use may be damaged (a `.symtab`
+/// whose offset points outside the file, stray bytes in `.comment`)
+/// without making the image unreadable: like ROCm's loader, the plugin
+/// checks what it needs, not every header. (`object`'s `ElfFile64` parses
+/// both symbol tables eagerly and refuses such images.)
+struct Elf<'d> {
+    data: &'d [u8],
+    header: &'d elf::FileHeader64<LE>,
+    sections: SectionTable<'d, elf::FileHeader64<LE>>,
+}
+
+impl<'d> Elf<'d> {
+    fn parse(data: &'d [u8]) -> Result<Elf<'d>, ImageError> {
+        let header = elf::FileHeader64::<LE>::parse(data)?;
+        let sections = header.sections(LE, data)?;
+        Ok(Elf {
+            data,
+            header,
+            sections,
+        })
+    }
+
+    /// The symbol table of type `kind` (`SHT_SYMTAB` / `SHT_DYNSYM`),
+    /// empty when the image has none.
+    fn symbols(&self, kind: u32) -> Result<SymbolTable<'d, elf::FileHeader64<LE>>, ImageError> {
+        Ok(self.sections.symbols(LE, self.data, kind)?)
+    }
+}
+
 /// Parses `bytes` as a 64-bit little-endian ELF and runs `f` on it, copying
 /// the bytes to an 8-byte aligned buffer first when they are misaligned
 /// (the `object` parser requires natural alignment).
 fn with_elf<T>(
     bytes: &[u8],
-    f: impl FnOnce(&ElfFile64<'_, LE>) -> Result<T, ImageError>,
+    f: impl FnOnce(&Elf<'_>) -> Result<T, ImageError>,
 ) -> Result<T, ImageError> {
     // e_ident: magic, EI_CLASS = ELFCLASS64 (2), EI_DATA = ELFDATA2LSB (1).
     if bytes.len() < 64 || !bytes.starts_with(b"\x7fELF") || bytes[4] != 2 || bytes[5] != 1 {
@@ -381,24 +413,103 @@ fn with_elf<T>(
     }
     const ALIGN: usize = 8;
     if (bytes.as_ptr() as usize) & (ALIGN - 1) == 0 {
-        let file = ElfFile64::<LE>::parse(bytes)?;
-        return f(&file);
+        return f(&Elf::parse(bytes)?);
     }
     let mut buf = vec![0u8; bytes.len() + ALIGN];
     let skip = (ALIGN - ((buf.as_ptr() as usize) & (ALIGN - 1))) & (ALIGN - 1);
     let aligned = &mut buf[skip..skip + bytes.len()];
     aligned.copy_from_slice(bytes);
-    let file = ElfFile64::<LE>::parse(&*aligned)?;
-    f(&file)
+    f(&Elf::parse(&*aligned)?)
+}
+
+/// Whether `head` (an image's first bytes) starts a 64-bit little-endian
+/// ELF header.
+pub fn is_elf64_le(head: &[u8]) -> bool {
+    head.len() >= 64 && head.starts_with(b"\x7fELF") && head[4] == 2 && head[5] == 1
+}
+
+/// How many bytes a 64-bit little-endian ELF image spans by its own
+/// headers: the furthest end of the ELF header, the program header table,
+/// the section header table and every segment's file data (linkers put
+/// section data inside segments or before the section header table). Used
+/// to bound what is read of an image whose given end may be wrong.
+///
+/// `read(offset, len)` returns `len` image bytes at `offset`, or `None`
+/// when they lie beyond what the caller may read.
+///
+/// Errors: [`ImageError::NotElf`] when the header is missing or not ELF64
+/// LE; [`ImageError::Malformed`] when a header table lies outside what
+/// `read` allows or the sizes overflow.
+pub fn elf_extent<'a>(read: impl Fn(u64, u64) -> Option<&'a [u8]>) -> Result<u64, ImageError> {
+    let head = read(0, 64).ok_or(ImageError::NotElf)?;
+    if !is_elf64_le(head) {
+        return Err(ImageError::NotElf);
+    }
+    let u16_at = |b: &[u8], o: usize| u64::from(u16::from_le_bytes([b[o], b[o + 1]]));
+    let u64_at = |b: &[u8], o: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[o..o + 8]);
+        u64::from_le_bytes(w)
+    };
+    let overflow = || ImageError::Malformed("ELF header sizes overflow".into());
+    let table_end = |off: u64, entsize: u64, num: u64| -> Result<u64, ImageError> {
+        if num == 0 {
+            return Ok(0);
+        }
+        entsize
+            .checked_mul(num)
+            .and_then(|n| n.checked_add(off))
+            .ok_or_else(overflow)
+    };
+    let (phoff, shoff) = (u64_at(head, 32), u64_at(head, 40));
+    let (phentsize, phnum) = (u16_at(head, 54), u16_at(head, 56));
+    let (shentsize, shnum) = (u16_at(head, 58), u16_at(head, 60));
+    let mut extent = 64u64
+        .max(table_end(phoff, phentsize, phnum)?)
+        .max(table_end(shoff, shentsize, shnum)?);
+    if phnum > 0 {
+        if phentsize < 56 {
+            return Err(ImageError::Malformed(format!(
+                "program header entries of {phentsize} bytes (64-bit ELF needs 56)"
+            )));
+        }
+        let table = read(phoff, phentsize * phnum).ok_or_else(|| {
+            ImageError::Malformed(format!(
+                "the program header table ({phnum} entries at offset {phoff}) lies outside the image"
+            ))
+        })?;
+        for entry in table.chunks_exact(phentsize as usize) {
+            let end = u64_at(entry, 8)
+                .checked_add(u64_at(entry, 32))
+                .ok_or_else(overflow)?;
+            extent = extent.max(end);
+        }
+    }
+    Ok(extent)
+}
+
+/// Why `bytes` is not a usable AMDGPU ELF, or `Ok` when it is: the
+/// specific error of [`classify`]'s `Other` answer, with an image that
+/// declares `EM_AMDGPU` but does not parse called corrupt
+/// ([`ImageError::CorruptAmdgpu`]).
+///
+/// Errors: [`ImageError::NotElf`], [`ImageError::WrongMachine`],
+/// [`ImageError::CorruptAmdgpu`].
+pub fn check_amdgpu_elf(bytes: &[u8]) -> Result<(), ImageError> {
+    let says_amdgpu = bytes.len() >= 20 && u16::from_le_bytes([bytes[18], bytes[19]]) == EM_AMDGPU;
+    match with_amdgpu_elf(bytes, |_| Ok(())) {
+        Err(ImageError::Malformed(why)) if says_amdgpu => Err(ImageError::CorruptAmdgpu(why)),
+        r => r,
+    }
 }
 
 /// Like [`with_elf`], and also requires `EM_AMDGPU`.
 fn with_amdgpu_elf<T>(
     bytes: &[u8],
-    f: impl FnOnce(&ElfFile64<'_, LE>) -> Result<T, ImageError>,
+    f: impl FnOnce(&Elf<'_>) -> Result<T, ImageError>,
 ) -> Result<T, ImageError> {
     with_elf(bytes, |file| {
-        let machine = file.elf_header().e_machine(LE);
+        let machine = file.header.e_machine(LE);
         if machine != EM_AMDGPU {
             return Err(ImageError::WrongMachine(machine));
         }
@@ -415,7 +526,7 @@ fn with_amdgpu_elf<T>(
 /// [`ImageError::UnknownTarget`] for unknown `e_flags` or ABI version.
 pub fn elf_target_id(bytes: &[u8]) -> Result<TargetId, ImageError> {
     with_amdgpu_elf(bytes, |file| {
-        let header = file.elf_header();
+        let header = file.header;
         let os_abi = header.e_ident().os_abi;
         if os_abi != ELFOSABI_AMDGPU_HSA {
             return Err(ImageError::NotAmdhsa(os_abi));
@@ -445,16 +556,16 @@ struct FoundSymbol {
 /// Looks `name` up as LLVM's plugin does (spec §4.2): when the image has a
 /// hash section (`.gnu.hash` or `.hash`), only the dynamic symbol table is
 /// searched; otherwise `.symtab`. Undefined symbols are not found.
-fn find_symbol(file: &ElfFile64<'_, LE>, name: &str) -> Result<Option<FoundSymbol>, ImageError> {
-    let data = file.data();
-    let sections = file.elf_section_table();
+fn find_symbol(file: &Elf<'_>, name: &str) -> Result<Option<FoundSymbol>, ImageError> {
+    let data = file.data;
+    let sections = &file.sections;
     let has_hash = sections
         .iter()
         .any(|s| matches!(s.sh_type(LE), elf::SHT_HASH | elf::SHT_GNU_HASH));
     let table = if has_hash {
-        file.elf_dynamic_symbol_table()
+        file.symbols(elf::SHT_DYNSYM)?
     } else {
-        file.elf_symbol_table()
+        file.symbols(elf::SHT_SYMTAB)?
     };
     for sym in table.symbols() {
         if sym.st_shndx(LE) == elf::SHN_UNDEF {
@@ -547,7 +658,7 @@ pub fn read_global_u8(bytes: &[u8], symbol: &str) -> Result<Option<u8>, ImageErr
         }
         match found.data {
             Some((start, _)) => {
-                file.data()
+                file.data
                     .get(start)
                     .copied()
                     .map(Some)
@@ -606,9 +717,9 @@ pub fn kernel_metadata(bytes: &[u8]) -> Result<Vec<KernelInfo>, ImageError> {
 
 /// The descriptor bytes of the first `AMDGPU` / `NT_AMDGPU_METADATA` note,
 /// searched in note sections, else in note segments.
-fn metadata_note<'d>(file: &ElfFile64<'d, LE>) -> Result<Option<&'d [u8]>, ImageError> {
-    let data = file.data();
-    for section in file.elf_section_table().iter() {
+fn metadata_note<'d>(file: &Elf<'d>) -> Result<Option<&'d [u8]>, ImageError> {
+    let data = file.data;
+    for section in file.sections.iter() {
         if let Some(mut notes) = section.notes(LE, data)? {
             while let Some(note) = notes.next()? {
                 if note.name() == b"AMDGPU" && note.n_type(LE) == NT_AMDGPU_METADATA {
@@ -617,7 +728,7 @@ fn metadata_note<'d>(file: &ElfFile64<'d, LE>) -> Result<Option<&'d [u8]>, Image
             }
         }
     }
-    for segment in file.elf_program_headers() {
+    for segment in file.header.program_headers(LE, data)? {
         use object::read::elf::ProgramHeader;
         if let Some(mut notes) = segment.notes(LE, data)? {
             while let Some(note) = notes.next()? {

@@ -329,6 +329,12 @@ impl<A: BlockAllocator> MemoryManager<A> {
         self.served.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Bytes of every block the manager holds from its allocator (in use
+    /// or cached), for messages.
+    pub fn held_bytes(&self) -> usize {
+        self.blocks.lock().values().map(|b| b.size).sum()
+    }
+
     /// Number of blocks currently handed out (in use), for diagnostics.
     pub fn live_blocks(&self) -> usize {
         self.blocks.lock().values().filter(|b| !b.cached).count()

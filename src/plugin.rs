@@ -106,6 +106,13 @@ impl HostDevice {
         Ok(self.fine_alloc.allocate(size)?)
     }
 
+    /// Bytes this plugin holds from the fine-grained host pool through its
+    /// staging and kernarg managers (the kernarg pool is usually the same
+    /// pool), for messages; direct HOST / SHARED blocks are not counted.
+    pub fn fine_bytes_held(&self) -> usize {
+        self.staging.held_bytes() + self.kernargs.held_bytes()
+    }
+
     /// Frees a block of [`HostDevice::allocate_fine`].
     ///
     /// Errors: the pool's failure.

@@ -72,10 +72,15 @@ fn byte_count(size: i64) -> Result<usize> {
     usize::try_from(size).map_err(|_| Error::InvalidArgument(format!("negative size {size}")))
 }
 
-/// The bytes of a device image.
+/// The bytes of a device image. For an ELF image, `image_end` is not
+/// trusted: the image's extent comes from its own headers
+/// ([`image::elf_extent`]), nothing past it is read, and an image whose
+/// headers reach past `image_end` is refused.
 ///
 /// # Safety
-/// `img` must point to a `__tgt_device_image` whose range is readable.
+/// `img` must point to a `__tgt_device_image`; for an ELF image, its first
+/// 64 bytes and every byte its headers place before `image_end` must be
+/// readable; for anything else, the whole range.
 unsafe fn image_bytes<'a>(img: *const DeviceImage) -> Result<&'a [u8]> {
     non_null(img, "device image")?;
     // SAFETY: checked non-NULL; libomptarget passes a live image.
@@ -87,8 +92,29 @@ unsafe fn image_bytes<'a>(img: *const DeviceImage) -> Result<&'a [u8]> {
             "device image with an invalid range".into(),
         ));
     }
-    // SAFETY: libomptarget's image copy spans `[start, end)` of the program.
-    Ok(unsafe { std::slice::from_raw_parts(start, end as usize - start as usize) })
+    let given = (end as usize - start as usize) as u64;
+    let read = |offset: u64, len: u64| -> Option<&'a [u8]> {
+        let stop = offset.checked_add(len)?;
+        if stop > given {
+            return None;
+        }
+        // SAFETY: `[offset, stop)` lies inside the given range, and is
+        // either the ELF header or a table its header places there (see
+        // the function's contract).
+        Some(unsafe { std::slice::from_raw_parts(start.add(offset as usize), len as usize) })
+    };
+    let is_elf = read(0, 64).is_some_and(image::is_elf64_le);
+    if !is_elf {
+        // SAFETY: per the contract, a non-ELF image is readable as given.
+        return Ok(unsafe { std::slice::from_raw_parts(start, given as usize) });
+    }
+    let extent = image::elf_extent(read)?;
+    if extent > given {
+        return Err(Error::InvalidArgument(format!(
+            "the device image's ELF headers describe {extent} bytes, but it is {given} bytes long"
+        )));
+    }
+    read(0, extent).ok_or_else(|| Error::InvalidArgument("device image range".into()))
 }
 
 /// `is_valid_binary(_info)`: an AMDGPU ELF that every GPU agent can run

@@ -374,6 +374,13 @@ pub unsafe extern "C" fn hsa_amd_memory_lock(
         if (host_ptr as u64).checked_add(size as u64).is_none() {
             return Err(SimError::arg("the range wraps around the address space"));
         }
+        if !host_range_mapped(host_ptr as usize, size) {
+            // ROCr cannot pin pages that are not there (the kernel driver's
+            // registration of the range fails), so neither do we.
+            return Err(SimError::arg(format!(
+                "the host range {host_ptr:?} + {size} bytes is not entirely mapped"
+            )));
+        }
         let mask = match (agents.is_null(), num_agent) {
             (true, 0) => rt.gpu_mask(),
             (false, n) if n > 0 => {
@@ -388,6 +395,35 @@ pub unsafe extern "C" fn hsa_amd_memory_lock(
         unsafe { *agent_ptr = host_ptr };
         Ok(())
     })
+}
+
+/// Whether every page of `[addr, addr + size)` is mapped in this process,
+/// asked of the kernel with `mincore` (which fails with ENOMEM on a hole),
+/// a bounded number of pages at a time. `size > 0`, no wrap-around.
+fn host_range_mapped(addr: usize, size: usize) -> bool {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as usize,
+        _ => 4096,
+    };
+    const CHUNK_PAGES: usize = 1 << 16;
+    let first = addr & !(page - 1);
+    let Some(end) = addr.checked_add(size) else {
+        return false;
+    };
+    let mut vec = vec![0u8; CHUNK_PAGES];
+    let mut at = first;
+    while at < end {
+        let len = (end - at).min(CHUNK_PAGES * page);
+        // SAFETY: `at` is page-aligned; `vec` has room for one byte per page
+        // of `len` (at most CHUNK_PAGES pages); mincore only writes `vec`.
+        let rc = unsafe { libc::mincore(at as *mut libc::c_void, len, vec.as_mut_ptr()) };
+        if rc != 0 {
+            return false;
+        }
+        at += len;
+    }
+    true
 }
 
 /// `hsa_amd_memory_unlock`: undoes one lock (unknown pointers succeed, as ROCr).
