@@ -358,12 +358,45 @@ unsafe extern "C" fn system_event(
         // SAFETY: `memory_fault` is the union's member for this event type.
         let fault = unsafe { ev.__bindgen_anon_1.memory_fault };
         log::error!(
-            "memory access fault on the GPU at address {:#x} (reason bits {:#x})",
+            "memory access fault on the GPU at address {:#x}: {} (reason bits {:#x})",
             fault.virtual_address,
+            fault_reasons(fault.fault_reason_mask),
             fault.fault_reason_mask
         );
     }
     HSA_STATUS_SUCCESS
+}
+
+/// The names of the bits set in a memory fault's reason mask
+/// (`hsa_amd_memory_fault_reason_t`, `hsa_ext_amd.h`), joined by `|`;
+/// unknown bits are given in hex.
+pub fn fault_reasons(mask: u32) -> String {
+    const NAMES: [(u32, &str); 8] = [
+        (
+            HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT as u32,
+            "PAGE_NOT_PRESENT",
+        ),
+        (HSA_AMD_MEMORY_FAULT_READ_ONLY as u32, "READ_ONLY"),
+        (HSA_AMD_MEMORY_FAULT_NX as u32, "NX"),
+        (HSA_AMD_MEMORY_FAULT_HOST_ONLY as u32, "HOST_ONLY"),
+        (HSA_AMD_MEMORY_FAULT_DRAMECC as u32, "DRAMECC"),
+        (HSA_AMD_MEMORY_FAULT_IMPRECISE as u32, "IMPRECISE"),
+        (HSA_AMD_MEMORY_FAULT_SRAMECC as u32, "SRAMECC"),
+        (HSA_AMD_MEMORY_FAULT_HANG as u32, "HANG"),
+    ];
+    let mut parts: Vec<String> = NAMES
+        .iter()
+        .filter(|(bit, _)| mask & bit != 0)
+        .map(|(_, name)| (*name).to_string())
+        .collect();
+    let known = NAMES.iter().fold(0, |acc, (bit, _)| acc | bit);
+    if mask & !known != 0 {
+        parts.push(format!("{:#x}", mask & !known));
+    }
+    if parts.is_empty() {
+        return "no reason given".into();
+    }
+    parts.join("|")
 }
 
 /// The process-wide plugin; `None` before `init_plugin` and after teardown.
@@ -485,6 +518,17 @@ extern "C" fn teardown_at_exit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fault_reason_bits_are_named() {
+        // Bit values from ROCm 5.2's hsa_ext_amd.h.
+        assert_eq!(fault_reasons(0x1), "PAGE_NOT_PRESENT");
+        assert_eq!(fault_reasons(0x2 | 0x4), "READ_ONLY|NX");
+        assert_eq!(fault_reasons(0x8 | 0x10), "HOST_ONLY|DRAMECC");
+        assert_eq!(fault_reasons(0x80000000), "HANG");
+        assert_eq!(fault_reasons(0x100), "0x100");
+        assert_eq!(fault_reasons(0), "no reason given");
+    }
 
     #[test]
     fn isa_names_lose_their_prefix() {

@@ -37,6 +37,8 @@ struct Shared {
     /// Completion signals of published packets, oldest first. Entries whose
     /// signal already completed are pruned on each push.
     in_flight: Mutex<VecDeque<Arc<Signal>>>,
+    /// For the status text in the error message.
+    hsa: Option<Hsa>,
 }
 
 /// Queue error callback given to `hsa_queue_create`; `data` is the queue's
@@ -50,9 +52,11 @@ unsafe extern "C" fn queue_error(status: hsa_status_t, _q: *mut hsa_queue_t, dat
     let shared = unsafe { &*(data as *const Shared) };
     shared.status.store(status, Ordering::Relaxed);
     shared.broken.store(true, Ordering::Release);
-    log::error!(
-        "HSA queue error (status {status:#x}): the queue stopped; pending operations on it fail"
-    );
+    let text = shared
+        .hsa
+        .as_ref()
+        .map_or_else(|| format!("status {status:#x}"), |h| h.status_text(status));
+    log::error!("HSA queue error ({text}): the queue stopped; pending operations on it fail");
     for sig in shared.in_flight.lock().drain(..) {
         if !sig.is_done() {
             sig.fail();
@@ -134,7 +138,10 @@ impl Queue {
     ///
     /// Errors: the failing `hsa_queue_create`.
     pub fn new(hsa: &Hsa, agent: hsa_agent_t, size: u32, signals: SignalPool) -> Result<Queue> {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            hsa: Some(hsa.clone()),
+            ..Shared::default()
+        });
         let shared_raw = Arc::into_raw(shared.clone());
         // SAFETY: `queue_error` accepts `shared_raw` for as long as the
         // queue lives: the `Arc` count it holds is released in `Drop`, after

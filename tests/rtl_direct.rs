@@ -710,7 +710,13 @@ fn fault_then_launch_then_synchronize_never_hangs() {
         &[("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "1")],
     );
     let (_, stderr) = common::texts(&out);
-    assert!(stderr.to_lowercase().contains("memory"), "{stderr}");
+    // The fault's address and its decoded reason (a write to an address no
+    // page backs).
+    assert!(
+        stderr
+            .contains("memory access fault on the GPU at address 0x7ead00000000: PAGE_NOT_PRESENT"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -805,4 +811,201 @@ fn child_fork_after_use() {
 #[test]
 fn a_forked_child_exits_without_touching_the_device() {
     run_child("child_fork_after_use", &[]);
+}
+
+// ------------------------------------------------------------------
+// Bad inputs beyond the hangs.
+
+/// Section headers of a 64-bit ELF: (file offset of the entry, sh_type,
+/// sh_offset, sh_size, name).
+fn section_headers(bytes: &[u8]) -> Vec<(usize, u32, u64, u64, String)> {
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+    let shoff = u64_at(40) as usize;
+    let (entsize, num, strndx) = (u16_at(58), u16_at(60), u16_at(62));
+    let str_off = u64_at(shoff + strndx * entsize + 24) as usize;
+    (0..num)
+        .map(|i| {
+            let e = shoff + i * entsize;
+            let name_at = str_off + u32_at(e) as usize;
+            let len = bytes[name_at..].iter().position(|&b| b == 0).unwrap();
+            let name = String::from_utf8_lossy(&bytes[name_at..name_at + len]).into_owned();
+            (e, u32_at(e + 4), u64_at(e + 24), u64_at(e + 32), name)
+        })
+        .collect()
+}
+
+/// Loads `img` on device 0, launches its kernel and checks the values.
+fn load_and_run(img: &mut LoadedImage) {
+    let mut di = device_image(img);
+    unsafe {
+        assert_eq!(__tgt_rtl_is_valid_binary(&mut di), 1);
+        let table = __tgt_rtl_load_binary(0, &mut di);
+        assert!(!table.is_null());
+        let kernel = (*(*table).entries_begin).addr;
+        let out = alloc(0, 1024, TARGET_ALLOC_DEFAULT);
+        assert_eq!(launch_fill(0, kernel, out, 0, std::ptr::null_mut()), OK);
+        check_filled(out);
+        assert_eq!(__tgt_rtl_data_delete(0, out, TARGET_ALLOC_DEFAULT), OK);
+    }
+}
+
+/// `image_end` is not trusted: the extent comes from the ELF headers. An
+/// end 1 TiB too far is harmless (nothing past the headers' extent is
+/// read); an end that cuts the image short is refused.
+#[test]
+fn images_are_read_as_far_as_their_headers_say() {
+    setup();
+    let mut img = kernels_image();
+    let len = img.bytes.len();
+    let range = img.bytes.as_mut_ptr_range();
+    let entries = img.entries.as_mut_ptr_range();
+    let mut far = DeviceImage {
+        image_start: range.start as *mut c_void,
+        image_end: range.start.wrapping_add(1 << 40) as *mut c_void,
+        entries_begin: entries.start,
+        entries_end: entries.end,
+    };
+    let mut short = DeviceImage {
+        image_end: range.start.wrapping_add(len - 64) as *mut c_void,
+        ..far
+    };
+    unsafe {
+        assert_eq!(__tgt_rtl_is_valid_binary(&mut far), 1);
+        let table = __tgt_rtl_load_binary(0, &mut far);
+        assert!(!table.is_null());
+        assert_eq!(__tgt_rtl_is_valid_binary(&mut short), 0);
+        assert!(__tgt_rtl_load_binary(0, &mut short).is_null());
+    }
+}
+
+/// Damage outside what loading needs, which ROCm's loader and LLVM's
+/// plugin accept: a `.symtab` whose offset points past the end of the
+/// file, and random bytes over `.symtab` and `.comment` (neither is in a
+/// loaded segment; symbols are looked up through `.dynsym` and the hash
+/// table). Each image loads and its kernel computes the right values.
+#[test]
+fn damage_outside_what_the_load_needs_is_tolerated() {
+    setup();
+    let base = kernels_image();
+    let sections = section_headers(&base.bytes);
+    let find = |name: &str| sections.iter().find(|s| s.4 == name).unwrap().clone();
+    let symtab = find(".symtab");
+    let comment = find(".comment");
+    let mut mutants = Vec::new();
+    let mut m = base.bytes.clone();
+    m[symtab.0 + 24..symtab.0 + 32].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    mutants.push(m);
+    for (_, _, off, size, _) in [&symtab, &comment] {
+        let mut m = base.bytes.clone();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for b in &mut m[*off as usize..(*off + *size) as usize] {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        mutants.push(m);
+    }
+    for bytes in mutants {
+        let mut img = kernels_image();
+        img.bytes = bytes;
+        load_and_run(&mut img);
+    }
+}
+
+#[test]
+#[ignore = "child process of bad_inputs_get_messages_that_say_what_is_wrong"]
+fn child_bad_inputs() {
+    setup();
+    unsafe {
+        // An entry naming a kernel, then a global, the image lacks.
+        for (name, size) in [("no_such_kernel", 0usize), ("no_such_global", 4)] {
+            let mut img = kernels_image();
+            let c = std::ffi::CString::new(name).unwrap();
+            img.entries[0].name = c.as_ptr() as *mut _;
+            img.entries[0].size = size;
+            let mut di = device_image(&mut img);
+            assert!(__tgt_rtl_load_binary(0, &mut di).is_null());
+        }
+        // An AMDGPU ELF with a broken section header entry size.
+        let mut img = kernels_image();
+        img.bytes[58..60].copy_from_slice(&7u16.to_le_bytes());
+        let mut di = device_image(&mut img);
+        assert_eq!(__tgt_rtl_is_valid_binary(&mut di), 0);
+        assert!(__tgt_rtl_load_binary(0, &mut di).is_null());
+    }
+    // 1 GiB on a 64 MiB device.
+    assert!(__tgt_rtl_data_alloc(0, 1 << 30, std::ptr::null_mut(), TARGET_ALLOC_DEFAULT).is_null());
+    // A runaway wave: the kernel needs more than 50 instructions per wave.
+    let (_img, kernel) = load_kernels();
+    let out = alloc(0, 1024, TARGET_ALLOC_DEFAULT);
+    assert_eq!(launch_fill(0, kernel, out, 0, std::ptr::null_mut()), FAIL);
+    std::mem::forget(_img);
+}
+
+#[test]
+fn bad_inputs_get_messages_that_say_what_is_wrong() {
+    let out = run_child(
+        "child_bad_inputs",
+        &[("HSA_SIM_MAX_WAVE_INSTRUCTIONS", "50")],
+    );
+    let (_, stderr) = common::texts(&out);
+    for want in [
+        "no kernel no_such_kernel.kd",
+        "no global no_such_global",
+        "corrupt AMDGPU ELF",
+        "allocation of 1073741824 bytes of device memory failed: the pool has",
+        "HSA_SIM_MAX_WAVE_INSTRUCTIONS",
+    ] {
+        assert!(stderr.contains(want), "no {want:?} in:\n{stderr}");
+    }
+}
+
+/// Kinds at free, as LLVM 16's plugin: HOST on a DEFAULT allocation fails
+/// (and here frees nothing), DEFAULT on a HOST allocation frees it.
+#[test]
+fn a_host_free_of_another_kind_fails() {
+    setup();
+    let d = alloc(0, 64, TARGET_ALLOC_DEFAULT);
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_HOST), FAIL);
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
+    let s = alloc(0, 64, TARGET_ALLOC_SHARED);
+    assert_eq!(__tgt_rtl_data_delete(0, s, TARGET_ALLOC_HOST), FAIL);
+    assert_eq!(__tgt_rtl_data_delete(0, s, TARGET_ALLOC_SHARED), OK);
+    let h = alloc(0, 64, TARGET_ALLOC_HOST);
+    assert_eq!(__tgt_rtl_data_delete(0, h, TARGET_ALLOC_DEFAULT), OK);
+    assert_eq!(__tgt_rtl_data_delete(0, h, TARGET_ALLOC_HOST), FAIL);
+}
+
+/// Locking host memory that is not all mapped fails (ROCm cannot pin
+/// missing pages); the mapped part alone locks.
+#[test]
+fn locking_unmapped_host_memory_fails() {
+    setup();
+    let page = 4096usize;
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            2 * page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        assert_eq!(
+            libc::munmap((p as *mut u8).add(page) as *mut c_void, page),
+            0
+        );
+        let mut alias: *mut c_void = std::ptr::null_mut();
+        assert_eq!(
+            __tgt_rtl_data_lock(0, p, (2 * page) as i64, &mut alias),
+            FAIL
+        );
+        assert_eq!(__tgt_rtl_data_lock(0, p, page as i64, &mut alias), OK);
+        assert_eq!(__tgt_rtl_data_unlock(0, p), OK);
+        libc::munmap(p, page);
+    }
 }
