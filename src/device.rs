@@ -1142,3 +1142,84 @@ fn stream_index(id: i32, handle: usize) -> Option<usize> {
     }
     (handle & ((1 << STREAM_INDEX_BITS) - 1)).checked_sub(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dispatch(workgroup: u16, grid: u32, lds: u32, scratch: u32) -> Dispatch {
+        Dispatch {
+            kernel_object: 0x1000,
+            kernarg: 0,
+            workgroup_size: workgroup,
+            grid_size: grid,
+            group_segment_size: lds,
+            private_segment_size: scratch,
+        }
+    }
+
+    /// Each limit refuses one unit over it, names itself and the request,
+    /// and lets the value at the limit through.
+    #[test]
+    fn dispatch_limits_refuse_what_the_agent_cannot_run() {
+        // gfx90a: 64 KiB of LDS, 1024 work-items per workgroup, waves of 64.
+        let limits = DispatchLimits {
+            workgroup_max: 1024,
+            grid_max: u32::MAX - 1,
+            group_segment_max: 65536,
+            private_segment_max: max_private_segment(64),
+        };
+        // 8191 KiB per wave over 64 lanes.
+        assert_eq!(limits.private_segment_max, 8191 * 1024 / 64);
+        assert!(limits
+            .check(
+                "k",
+                &dispatch(1024, u32::MAX - 1, 65536, 131_056),
+                1024,
+                64512
+            )
+            .is_ok());
+        let cases = [
+            (
+                dispatch(64, 64, 65537, 0),
+                1,
+                65536,
+                "65537 bytes of LDS per workgroup (1 static + 65536 dynamic)",
+            ),
+            (
+                dispatch(64, 64, 65537, 0),
+                1,
+                65536,
+                "group segment holds 65536 bytes",
+            ),
+            (
+                dispatch(1025, 1025, 0, 0),
+                0,
+                0,
+                "workgroup of 1025 work-items, the agent allows 1024",
+            ),
+            (
+                dispatch(64, u32::MAX, 0, 0),
+                0,
+                0,
+                "grid of 4294967295 work-items",
+            ),
+            (
+                dispatch(64, 64, 0, 131_057),
+                0,
+                0,
+                "131057 bytes of scratch per work-item, the maximum is 131056",
+            ),
+        ];
+        for (d, static_lds, dynamic_lds, want) in cases {
+            let e = limits
+                .check("kern", &d, static_lds, dynamic_lds)
+                .unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains("kernel kern") && text.contains(want),
+                "{text}"
+            );
+        }
+    }
+}
