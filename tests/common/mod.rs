@@ -22,11 +22,20 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     d
 }
 
+/// Points `dir/name` at `target` for each name. Tests of one binary call
+/// this in parallel, so each link is made under a name of its own and
+/// renamed over the final one (atomic), never removed and recreated.
 fn link(target: &Path, dir: &Path, names: &[&str]) {
     for name in names {
         let l = dir.join(name);
-        let _ = std::fs::remove_file(&l);
-        std::os::unix::fs::symlink(target, &l).expect("symlink");
+        let tmp = dir.join(format!(
+            ".{name}.{}.{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(target, &tmp).expect("symlink");
+        std::fs::rename(&tmp, &l).expect("rename symlink");
     }
 }
 
