@@ -1009,3 +1009,63 @@ fn locking_unmapped_host_memory_fails() {
         libc::munmap(p, page);
     }
 }
+
+#[test]
+#[ignore = "child process of exit_with_work_that_never_ends_is_bounded"]
+fn child_exit_with_work_that_never_ends() {
+    let (_img, kernel) = load_kernels();
+    let out = alloc(0, 1024, TARGET_ALLOC_DEFAULT);
+    let plugin = omptarget_amdgpu::plugin::Plugin::get().unwrap();
+    let rt = plugin.rt().unwrap();
+    let dev = rt.device(0).unwrap();
+    let pool = omptarget_amdgpu::signal::SignalPool::new(&rt.hsa, 1).unwrap();
+    // A kernel behind a barrier on a signal nobody will ever complete.
+    let hold = pool.get().unwrap();
+    let mut a = new_info();
+    dev.stream_for(&mut a).unwrap().wait_for(hold.clone()).unwrap();
+    assert_eq!(launch_fill(0, kernel, out, 0, &mut a), OK);
+    std::mem::forget((hold, pool, _img));
+}
+
+/// Exit with work that can never finish: the plugin's teardown waits a
+/// bounded time, says so, and the process ends.
+#[test]
+fn exit_with_work_that_never_ends_is_bounded() {
+    let out = run_child("child_exit_with_work_that_never_ends", &[]);
+    let (_, stderr) = common::texts(&out);
+    assert!(stderr.contains("work still pending"), "{stderr}");
+}
+
+/// A copy the runtime refuses leaves its async info failed: synchronize
+/// and query_async say so at once (and release the stream).
+#[test]
+fn a_refused_copy_fails_its_async_info() {
+    setup();
+    let mut host = pattern(64, 5);
+    let hp = host.as_mut_ptr() as *mut c_void;
+    let bogus = 0x1234_5000 as *mut c_void;
+    unsafe {
+        let mut a = new_info();
+        assert_eq!(__tgt_rtl_data_submit_async(0, bogus, hp, 64, &mut a), FAIL);
+        assert!(!a.queue.is_null());
+        assert_eq!(__tgt_rtl_synchronize(0, &mut a), FAIL);
+        assert!(a.queue.is_null());
+        let mut b = new_info();
+        assert_eq!(__tgt_rtl_data_retrieve_async(0, hp, bogus, 64, &mut b), FAIL);
+        assert_eq!(__tgt_rtl_query_async(0, &mut b), FAIL);
+        assert!(b.queue.is_null());
+        // The stream is clean for its next user.
+        let d = alloc(0, 64, TARGET_ALLOC_DEFAULT);
+        let mut c = new_info();
+        let want = host.clone();
+        assert_eq!(__tgt_rtl_data_submit_async(0, d, hp, 64, &mut c), OK);
+        let mut back = vec![0u8; 64];
+        assert_eq!(
+            __tgt_rtl_data_retrieve_async(0, back.as_mut_ptr() as *mut c_void, d, 64, &mut c),
+            OK
+        );
+        assert_eq!(__tgt_rtl_synchronize(0, &mut c), OK);
+        assert_eq!(back, want);
+        assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
+    }
+}
