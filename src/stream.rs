@@ -276,14 +276,16 @@ impl Stream {
         self.state.lock().failed = true;
     }
 
-    /// The stream's queue, replaced first when the runtime stopped it.
-    /// Caller holds the state lock.
+    /// Replaces the stream's queue (`st.queue`) when the runtime stopped
+    /// it. Caller holds the state lock.
+    ///
+    /// Errors: the replacement queue could not be created.
     #[inline]
-    fn usable_queue(&self, st: &mut State) -> Result<Arc<Queue>> {
+    fn ensure_usable_queue(&self, st: &mut State) -> Result<()> {
         if st.queue.is_broken() {
             st.queue = self.queues.get(self.queue_slot)?;
         }
-        Ok(st.queue.clone())
+        Ok(())
     }
 
     /// Marks the stream lent (`true`) or idle; returns the previous state.
@@ -341,11 +343,11 @@ impl Stream {
             kernarg: addr,
             ..*d
         };
-        let queue = self.usable_queue(&mut st);
+        let usable = self.ensure_usable_queue(&mut st);
         let input = st.consume_with(out.clone(), Some(kernarg), Vec::new());
-        let pushed = queue.and_then(|q| {
+        let pushed = usable.and_then(|()| {
             refuse_after_failure(input.as_ref())?;
-            q.push_kernel(&dispatch, &out, input.as_ref())
+            st.queue.push_kernel(&dispatch, &out, input.as_ref())
         });
         if pushed.is_err() {
             // Nobody will ever complete `out`: fail it, so that waiting on
@@ -557,16 +559,16 @@ impl Stream {
         let out = self.signals.get()?;
         let mut st = self.state.lock();
         let other_raw = other.raw();
-        let queue = self.usable_queue(&mut st);
+        let usable = self.ensure_usable_queue(&mut st);
         let input = st.consume(out.clone(), vec![Held::Signal(other.clone())]);
         let mut deps = vec![other_raw];
         if let Some(i) = &input {
             deps.push(i.raw());
         }
-        let pushed = queue.and_then(|q| {
+        let pushed = usable.and_then(|()| {
             refuse_after_failure(Some(&other))?;
             refuse_after_failure(input.as_ref())?;
-            q.push_barrier(&deps, &out)
+            st.queue.push_barrier(&deps, &out)
         });
         if pushed.is_err() {
             // As in `push_kernel`: `out` would never complete.

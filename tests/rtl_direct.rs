@@ -1022,7 +1022,10 @@ fn child_exit_with_work_that_never_ends() {
     // A kernel behind a barrier on a signal nobody will ever complete.
     let hold = pool.get().unwrap();
     let mut a = new_info();
-    dev.stream_for(&mut a).unwrap().wait_for(hold.clone()).unwrap();
+    dev.stream_for(&mut a)
+        .unwrap()
+        .wait_for(hold.clone())
+        .unwrap();
     assert_eq!(launch_fill(0, kernel, out, 0, &mut a), OK);
     std::mem::forget((hold, pool, _img));
 }
@@ -1051,7 +1054,10 @@ fn a_refused_copy_fails_its_async_info() {
         assert_eq!(__tgt_rtl_synchronize(0, &mut a), FAIL);
         assert!(a.queue.is_null());
         let mut b = new_info();
-        assert_eq!(__tgt_rtl_data_retrieve_async(0, hp, bogus, 64, &mut b), FAIL);
+        assert_eq!(
+            __tgt_rtl_data_retrieve_async(0, hp, bogus, 64, &mut b),
+            FAIL
+        );
         assert_eq!(__tgt_rtl_query_async(0, &mut b), FAIL);
         assert!(b.queue.is_null());
         // The stream is clean for its next user.
