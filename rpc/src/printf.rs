@@ -376,6 +376,9 @@ enum CArg<'a> {
 /// Renders one conversion. `string` is the text a `%s` prints (`None`:
 /// NULL). `None` means the conversion failed (LLVM's `-1`).
 pub(crate) fn render(c: &Conversion, string: Option<&[u8]>, limit: u64) -> Option<Vec<u8>> {
+    if c.width as u64 > limit || (c.precision > 0 && c.precision as u64 > limit) {
+        return None;
+    }
     match (c.conv, c.value) {
         (b'%', _) => Some(b"%".to_vec()),
         (b'n', _) => Some(Vec::new()),
@@ -484,5 +487,39 @@ mod tests {
         assert_eq!(out, b"[-56][   -5][1.500][(nullptr)][0x1000][%q]");
         assert_eq!(run(b"100%%", &[], &[]), b"100%");
         assert_eq!(run(b"tail %", &[], &[]), b"tail %");
+    }
+
+    #[test]
+    fn random_formats_and_arguments_never_panic() {
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rand = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let alphabet = b"%%%%-+ #0123456789.*lhLjztwfdiouxXbBcspnaAeEfFgG%qy";
+        for _ in 0..3000 {
+            let len = (rand() % 24) as usize;
+            let fmt: Vec<u8> = (0..len)
+                .map(|_| alphabet[(rand() % alphabet.len() as u64) as usize])
+                .collect();
+            let args: Vec<u8> = (0..(rand() % 40)).map(|_| rand() as u8).collect();
+            let mut counter = ArgCounter {
+                packed: rand() % 2 == 0,
+                count: 0,
+            };
+            parse(&fmt, &mut counter);
+            let mut src = ArgBytes {
+                bytes: &args,
+                pos: 0,
+                packed: counter.packed,
+            };
+            for s in parse(&fmt, &mut src) {
+                if let Section::Conv(c) = s {
+                    let _ = render(&c, Some(b"abc"), 1 << 16);
+                }
+            }
+        }
     }
 }
