@@ -256,7 +256,7 @@ impl Launcher<'_> {
             .executable_symbol(self.exe, &symbol_name, self.gpu)
             .map_err(|e| {
                 if e.status == HSA_STATUS_ERROR_INVALID_SYMBOL_NAME {
-                    Error::Missing(format!("the image has no kernel {name}"))
+                    Error::Missing(format!("the image has no kernel {name} ({e})"))
                 } else {
                     e.into()
                 }
@@ -359,7 +359,7 @@ fn print_resources(name: &str, image: &[u8], params: &LaunchParameters, dynamic_
     let threads = params.threads.iter().product::<u32>();
     match resources::from_image(image, name) {
         Some(r) => eprintln!(
-            "{name}: SGPRs {}, VGPRs {} (architectural {}, AGPRs {}), LDS {} bytes, scratch {} bytes per work-item{}, occupancy {} waves per SIMD",
+            "{name}: SGPRs {}, VGPRs {} (architectural {}, AGPRs at most {}), LDS {} bytes, scratch {} bytes per work-item{}, occupancy {} waves per SIMD",
             r.sgprs,
             r.vgprs_total,
             r.arch_vgprs,

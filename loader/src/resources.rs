@@ -15,7 +15,9 @@ pub struct Resources {
     pub vgprs_total: u32,
     /// Architectural VGPRs (the accumulation offset).
     pub arch_vgprs: u32,
-    /// AGPRs (accumulation registers).
+    /// Upper bound of the AGPRs (accumulation registers): the unified
+    /// entries past the architectural ones (the descriptor rounds the total
+    /// up to 8, so the exact count is not recorded there).
     pub agprs: u32,
     /// LDS bytes per workgroup (group segment fixed size).
     pub lds: u32,

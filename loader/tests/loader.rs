@@ -22,15 +22,21 @@ fn scratch() -> PathBuf {
     d
 }
 
-/// A folder holding the virtual device under ROCm's library names.
+/// A folder holding the virtual device under ROCm's library names (made
+/// once per test process: tests run in parallel).
 fn sim_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(make_sim_dir).clone()
+}
+
+fn make_sim_dir() -> PathBuf {
     let lib = profile_dir().join("libhsa_runtime64.so");
     assert!(
         lib.exists(),
         "{} is missing: run `cargo build --release -p sim` first",
         lib.display()
     );
-    let dir = scratch().join("sim");
+    let dir = scratch().join(format!("sim-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
         let l = dir.join(name);
@@ -40,9 +46,21 @@ fn sim_dir() -> PathBuf {
     dir
 }
 
+/// The startup image for `cpu`, compiled once per test process.
 fn image(cpu: &str) -> PathBuf {
+    static IMAGES: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut images = IMAGES.lock().unwrap();
+    if let Some((_, p)) = images.iter().find(|(c, _)| c == cpu) {
+        return p.clone();
+    }
+    let p = compile(cpu);
+    images.push((cpu.to_string(), p.clone()));
+    p
+}
+
+fn compile(cpu: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/startup.c");
-    let out = scratch().join(format!("startup.{cpu}"));
+    let out = scratch().join(format!("startup-{}.{cpu}", std::process::id()));
     let st = Command::new("clang-16")
         .args([
             "--target=amdgcn-amd-amdhsa",

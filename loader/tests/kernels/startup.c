@@ -1,3 +1,5 @@
+// Kernels are protected, as LLVM libc declares them, so the HSA loader can
+// find them by name.
 // A minimal stand-in for LLVM libc's GPU startup code, for testing
 // amdhsa-loader without the RPC client: the three startup kernels with the
 // argument layout of LLVM 19's loader, and a "main" computed from argv/envp.
@@ -35,9 +37,9 @@ static const char *after_prefix(const char *s, const char *prefix) {
   return s;
 }
 
-__attribute__((amdgpu_kernel)) void _begin(int argc, char **argv, char **envp) {}
+__attribute__((amdgpu_kernel, visibility("protected"))) void _begin(int argc, char **argv, char **envp) {}
 
-__attribute__((amdgpu_kernel)) void _start(int argc, char **argv, char **envp,
+__attribute__((amdgpu_kernel, visibility("protected"))) void _start(int argc, char **argv, char **envp,
                                            int *ret) {
   if (argc != 2) {
     __atomic_fetch_or(ret, 200 + argc, __ATOMIC_RELAXED);
@@ -61,4 +63,4 @@ __attribute__((amdgpu_kernel)) void _start(int argc, char **argv, char **envp,
   }
 }
 
-__attribute__((amdgpu_kernel)) void _end(int retval) {}
+__attribute__((amdgpu_kernel, visibility("protected"))) void _end(int retval) {}
