@@ -113,7 +113,7 @@ fn requests(lanes: u32) -> Vec<Request> {
                             1e20,
                             1.0 + l as f64,
                             -0.1,
-                            2.71828,
+                            2.5625,
                             -2.5e-5,
                             l as f64,
                             1.0 / 3.0,
