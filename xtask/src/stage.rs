@@ -3,7 +3,8 @@
 //!
 //! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and
 //!   `libomptarget.rtl.amdgpu.so` (the two names libomptarget 16 tries);
-//! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`.
+//! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`;
+//! - `target/stage/bin/amdhsa-loader` (the standalone loader).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,6 +35,8 @@ pub struct Staged {
     pub plugin_dir: PathBuf,
     /// `target/stage/sim`.
     pub sim_dir: PathBuf,
+    /// `target/stage/bin` (holds `amdhsa-loader`).
+    pub bin_dir: PathBuf,
 }
 
 fn copy(from: &Path, to: &Path) -> Result<(), String> {
@@ -45,7 +48,7 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
         .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), to.display()))
 }
 
-/// Builds (release) and stages both libraries.
+/// Builds (release) and stages both libraries and the loader.
 pub fn stage() -> Result<Staged, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
@@ -58,6 +61,8 @@ pub fn stage() -> Result<Staged, String> {
             "omptarget-amdgpu",
             "-p",
             "sim",
+            "-p",
+            "amdhsa-loader",
         ])
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -68,7 +73,8 @@ pub fn stage() -> Result<Staged, String> {
     let stage = target_dir().join("stage");
     let plugin_dir = stage.join("plugin");
     let sim_dir = stage.join("sim");
-    for d in [&plugin_dir, &sim_dir] {
+    let bin_dir = stage.join("bin");
+    for d in [&plugin_dir, &sim_dir, &bin_dir] {
         std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))?;
     }
     let plugin = release.join("libomptarget_amdgpu.so");
@@ -82,9 +88,14 @@ pub fn stage() -> Result<Staged, String> {
     for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
         copy(&sim, &sim_dir.join(name))?;
     }
+    copy(
+        &release.join("amdhsa-loader"),
+        &bin_dir.join("amdhsa-loader"),
+    )?;
     Ok(Staged {
         plugin_dir,
         sim_dir,
+        bin_dir,
     })
 }
 
@@ -96,5 +107,6 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let staged = stage()?;
     eprintln!("stage: plugin in {}", staged.plugin_dir.display());
     eprintln!("stage: virtual device in {}", staged.sim_dir.display());
+    eprintln!("stage: loader in {}", staged.bin_dir.display());
     Ok(())
 }
