@@ -24,6 +24,7 @@ mod bindings;
 #[cfg(test)]
 mod crosscheck;
 mod demo;
+mod device;
 mod run;
 mod setup;
 mod stage;
