@@ -146,3 +146,62 @@ pub fn stage_device(stage: &Path, sim_dir: &Path) -> Result<(), String> {
 
     Ok(())
 }
+
+/// The second half of `cargo xtask demo`: `device/examples/hello_lanes.c`
+/// compiled with `amdgpu-cc` and run by our `amdhsa-loader` on 64 threads of
+/// the virtual gfx90a with a few arguments, then by `llvm-rpc-oracle` (LLVM
+/// 19's server); PASS when both print the same bytes and exit 0.
+pub fn loader_demo() -> Result<(), String> {
+    let stage = crate::stage::target_dir().join("stage");
+    let src = workspace_root().join("device/examples/hello_lanes.c");
+    let build = crate::stage::target_dir().join("device-build");
+    mkdir(&build)?;
+    let image = build.join("hello_lanes.gpu");
+    println!();
+    println!("loader demo: device/examples/hello_lanes.c, main on the GPU, through amdhsa-loader");
+    run(Command::new(stage.join("bin/amdgpu-cc"))
+        .arg("-O2")
+        .arg(&src)
+        .arg("-o")
+        .arg(&image))?;
+    let args = ["40", "2", "hello world"];
+    let run_with = |loader: &Path| -> Result<std::process::Output, String> {
+        Command::new(loader)
+            .env("LD_LIBRARY_PATH", stage.join("sim"))
+            .args(["--threads", "64"])
+            .arg(&image)
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", loader.display()))
+    };
+    let ours = run_with(&stage.join("bin/amdhsa-loader"))?;
+    println!(
+        "$ amdgpu-cc -O2 hello_lanes.c -o hello_lanes.gpu && amdhsa-loader --threads 64 hello_lanes.gpu {}",
+        args.map(|a| if a.contains(' ') { format!("'{a}'") } else { a.to_string() }).join(" ")
+    );
+    print!("{}", String::from_utf8_lossy(&ours.stdout));
+    eprint!("{}", String::from_utf8_lossy(&ours.stderr));
+    let llvm = run_with(&stage.join("oracle/llvm-rpc-oracle"))?;
+    let same = ours.status.success()
+        && llvm.status.success()
+        && ours.stdout == llvm.stdout
+        && ours.stderr == llvm.stderr
+        && !ours.stdout.is_empty();
+    if same {
+        println!("result:        identical to the run served by LLVM 19's RPC server");
+        println!("PASS");
+        Ok(())
+    } else {
+        println!(
+            "--- LLVM 19's server (exit {:?})\n{}",
+            llvm.status.code(),
+            String::from_utf8_lossy(&llvm.stdout)
+        );
+        println!("FAIL");
+        Err(format!(
+            "amdhsa-loader (exit {:?}) and LLVM's server (exit {:?}) differ",
+            ours.status.code(),
+            llvm.status.code()
+        ))
+    }
+}
