@@ -190,6 +190,20 @@ fn argv_and_envp_are_echoed() {
 }
 
 #[test]
+fn string_functions_and_atoi_match_the_host() {
+    let gpu = device_build("strings");
+    let host = host_build("strings", 1, 1);
+    let expected = run_host(&host, &[]);
+    for s in SERVERS {
+        assert_same(
+            &run_device(s, &gpu, 1, 1, &[]),
+            &expected,
+            &format!("{s:?}"),
+        );
+    }
+}
+
+#[test]
 fn exit_code_comes_from_return() {
     let gpu = device_build("exit_return");
     let host = host_build("exit_return", 1, 1);
