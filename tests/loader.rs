@@ -337,8 +337,11 @@ fn a_faulting_kernel_is_reported_and_ends_the_program() {
     for s in SERVERS {
         let out = run_device(s, &gpu, 1, 1, &[]);
         let (_, err) = common::texts(&out);
-        assert_ne!(out.status.code(), Some(0), "{s:?}: {}", show(&out));
-        assert!(!out.status.success(), "{s:?}: {}", show(&out));
+        assert!(
+            out.status.code().is_some_and(|c| c != 0),
+            "{s:?}: {}",
+            show(&out)
+        );
         assert!(
             err.contains("0xdead0001"),
             "{s:?}: no fault address\n{}",
@@ -399,7 +402,11 @@ fn an_image_for_gfx1030_is_refused() {
     );
     for s in SERVERS {
         let out = run_device(s, &image, 1, 1, &[]);
-        assert_eq!(out.status.code(), Some(1), "{s:?}: {}", show(&out));
+        assert!(
+            out.status.code().is_some_and(|c| c != 0),
+            "{s:?}: {}",
+            show(&out)
+        );
         assert!(out.stdout.is_empty(), "{s:?}: {}", show(&out));
         assert!(!out.stderr.is_empty(), "{s:?}: no message");
     }
