@@ -364,9 +364,8 @@ fn a_truncated_image_is_refused() {
         std::fs::write(&cut, &bytes[..keep]).unwrap();
         for s in SERVERS {
             let out = run_device(s, &cut, 1, 1, &[]);
-            assert_eq!(
-                out.status.code(),
-                Some(1),
+            assert!(
+                out.status.code().is_some_and(|c| c != 0),
                 "{s:?} {keep} bytes: {}",
                 show(&out)
             );
