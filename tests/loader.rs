@@ -100,6 +100,18 @@ const SERVERS: [Server; 1] = [Server::Llvm];
 
 /// Runs `image` with `threads` x `blocks` under `server`.
 fn run_device(server: Server, image: &Path, threads: u32, blocks: u32, args: &[&str]) -> Output {
+    run_device_with_input(server, image, threads, blocks, args, None)
+}
+
+/// Same, with standard input read from `input`.
+fn run_device_with_input(
+    server: Server,
+    image: &Path,
+    threads: u32,
+    blocks: u32,
+    args: &[&str],
+    input: Option<&Path>,
+) -> Output {
     let loader = match server {
         Server::Llvm => stage_dir().join("oracle/llvm-rpc-oracle"),
     };
@@ -111,6 +123,9 @@ fn run_device(server: Server, image: &Path, threads: u32, blocks: u32, args: &[&
         .arg(blocks.to_string())
         .arg(image)
         .args(args);
+    if let Some(input) = input {
+        cmd.stdin(std::fs::File::open(input).expect("input file"));
+    }
     common::run(&mut cmd, 900)
 }
 
@@ -200,6 +215,26 @@ fn string_functions_and_atoi_match_the_host() {
             &expected,
             &format!("{s:?}"),
         );
+    }
+}
+
+#[test]
+fn stdin_is_read_with_fgets() {
+    let gpu = device_build("stdin");
+    let host = host_build("stdin", 1, 1);
+    let input = scratch().join("stdin-input.txt");
+    let mut text = String::from(
+        "first line\n\nthird line, longer than the forty-byte buffer of the program\n",
+    );
+    text.push_str("no newline at the end");
+    std::fs::write(&input, &text).unwrap();
+    let mut cmd = Command::new(&host);
+    fixed_env(&mut cmd).stdin(std::fs::File::open(&input).unwrap());
+    let expected = common::run(&mut cmd, 60);
+    assert!(expected.stdout.len() > text.len());
+    for s in SERVERS {
+        let out = run_device_with_input(s, &gpu, 1, 1, &[], Some(&input));
+        assert_same(&out, &expected, &format!("{s:?}"));
     }
 }
 
