@@ -53,10 +53,15 @@ fn checked(cmd: &mut Command) {
 
 /// `amdgpu-cc -O2 tests/loader_programs/<name>.c -o <scratch>/<name>.gpu`.
 fn device_build(name: &str) -> PathBuf {
-    let out = scratch().join(format!("{name}.gpu"));
+    device_build_at(name, "-O2")
+}
+
+/// Same at another optimisation level.
+fn device_build_at(name: &str, opt: &str) -> PathBuf {
+    let out = scratch().join(format!("{name}{opt}.gpu"));
     checked(
         Command::new(stage_dir().join("bin/amdgpu-cc"))
-            .arg("-O2")
+            .arg(opt)
             .arg(programs_dir().join(format!("{name}.c")))
             .arg("-o")
             .arg(&out),
