@@ -307,15 +307,22 @@ fn printf_every_conversion_from_one_lane() {
 
 #[test]
 fn printf_from_64_divergent_lanes() {
-    let gpu = device_build("printf");
     let host = host_build("printf", 1, 64);
     let expected = run_host(&host, &[]);
-    for s in SERVERS {
-        assert_same_lines(
-            &run_device(s, &gpu, 64, 1, &[]),
-            &expected,
-            &format!("{s:?}"),
-        );
+    for opt in ["-O0", "-O2"] {
+        let gpu = device_build_at("printf", opt);
+        let mut outs = Vec::new();
+        for s in SERVERS {
+            let out = run_device(s, &gpu, 64, 1, &[]);
+            assert_same_lines(&out, &expected, &format!("{s:?} {opt}"));
+            outs.push(out);
+        }
+        // One wavefront prints in a fixed order: the servers must agree on
+        // every byte.
+        for (i, w) in outs.windows(2).enumerate() {
+            let what = format!("{opt}: {:?} vs {:?}", SERVERS[i + 1], SERVERS[i]);
+            assert_same(&w[1], &w[0], &what);
+        }
     }
 }
 
