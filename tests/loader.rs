@@ -1,7 +1,8 @@
 //! The standalone loader's acceptance tests: every program of
 //! `tests/loader_programs/` is compiled with the staged `amdgpu-cc` and run
 //! on the virtual gfx90a under LLVM 19's RPC server (`llvm-rpc-oracle`,
-//! built on Debian's `libllvmlibc_rpc_server.a`). Expected outputs come from
+//! built on Debian's `libllvmlibc_rpc_server.a`) and under ours
+//! (`amdhsa-loader`). Expected outputs come from
 //! the same program built for the host with the system `cc`, or, where the
 //! host cannot say (faults, bad images), from the outcome itself.
 //!
@@ -23,6 +24,7 @@ fn stage_dir() -> PathBuf {
     for f in [
         "bin/amdgpu-cc",
         "oracle/llvm-rpc-oracle",
+        "bin/amdhsa-loader",
         "sim/libhsa-runtime64.so.1",
     ] {
         assert!(
@@ -99,9 +101,11 @@ fn fixed_env(cmd: &mut Command) -> &mut Command {
 enum Server {
     /// LLVM 19's server in `llvm-rpc-oracle`.
     Llvm,
+    /// Ours: `amdhsa-loader` (crates `loader/`, `rpc/`, `hsa/`).
+    Ours,
 }
 
-const SERVERS: [Server; 1] = [Server::Llvm];
+const SERVERS: [Server; 2] = [Server::Llvm, Server::Ours];
 
 /// Runs `image` with `threads` x `blocks` under `server`.
 fn run_device(server: Server, image: &Path, threads: u32, blocks: u32, args: &[&str]) -> Output {
@@ -119,6 +123,7 @@ fn run_device_with_input(
 ) -> Output {
     let loader = match server {
         Server::Llvm => stage_dir().join("oracle/llvm-rpc-oracle"),
+        Server::Ours => stage_dir().join("bin/amdhsa-loader"),
     };
     let mut cmd = Command::new(loader);
     fixed_env(&mut cmd)
