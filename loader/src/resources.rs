@@ -58,14 +58,13 @@ impl Resources {
     /// 800 SGPRs per SIMD, and 64 KiB of LDS per CU of 4 SIMDs.
     pub fn occupancy(&self, threads: u32) -> u32 {
         let mut waves = 8u32;
-        if self.vgprs_total > 0 {
-            waves = waves.min(512 / self.vgprs_total);
+        if let Some(w) = 512u32.checked_div(self.vgprs_total) {
+            waves = waves.min(w);
         }
-        if self.sgprs > 0 {
-            waves = waves.min(800 / self.sgprs);
+        if let Some(w) = 800u32.checked_div(self.sgprs) {
+            waves = waves.min(w);
         }
-        if self.lds > 0 {
-            let groups = 65536 / self.lds;
+        if let Some(groups) = 65536u32.checked_div(self.lds) {
             let waves_per_group = threads.div_ceil(64).max(1);
             waves = waves.min(groups * waves_per_group / 4);
         }
