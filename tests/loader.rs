@@ -465,3 +465,34 @@ fn an_image_for_gfx1030_is_refused() {
         assert!(!out.stderr.is_empty(), "{s:?}: no message");
     }
 }
+
+#[test]
+fn images_export_the_symbols_llvm_19_loaders_look_up() {
+    // llvm-readelf is the oracle for what the image exports.
+    let gpu = device_build("exit_return");
+    let out = Command::new("llvm-readelf-16")
+        .arg("--dyn-symbols")
+        .arg(&gpu)
+        .output()
+        .expect("llvm-readelf-16 runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for (name, kind) in [
+        ("_begin.kd", "OBJECT"),
+        ("_start.kd", "OBJECT"),
+        ("_end.kd", "OBJECT"),
+        ("__llvm_libc_rpc_client", "OBJECT"),
+        ("__llvm_libc_clock_freq", "OBJECT"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .unwrap_or_else(|| panic!("{name} is not exported:\n{text}"));
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert!(fields.contains(&kind), "{name}: {line}");
+        assert!(fields.contains(&"PROTECTED"), "{name}: {line}");
+        // The client pointer and the clock frequency are 8 bytes each.
+        if !name.ends_with(".kd") {
+            assert!(fields.contains(&"8"), "{name}: {line}");
+        }
+    }
+}
