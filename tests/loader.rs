@@ -58,9 +58,17 @@ fn device_build(name: &str) -> PathBuf {
     device_build_at(name, "-O2")
 }
 
-/// Same at another optimisation level.
+/// Same at another optimisation level. Each image is built once per test
+/// process (tests run in parallel and share images).
 fn device_build_at(name: &str, opt: &str) -> PathBuf {
-    let out = scratch().join(format!("{name}{opt}.gpu"));
+    static BUILT: std::sync::Mutex<BTreeMap<String, PathBuf>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let key = format!("{name}{opt}");
+    if let Some(p) = built.get(&key) {
+        return p.clone();
+    }
+    let out = scratch().join(format!("{key}.gpu"));
     checked(
         Command::new(stage_dir().join("bin/amdgpu-cc"))
             .arg(opt)
@@ -68,6 +76,7 @@ fn device_build_at(name: &str, opt: &str) -> PathBuf {
             .arg("-o")
             .arg(&out),
     );
+    built.insert(key, out.clone());
     out
 }
 
