@@ -4,7 +4,9 @@
 //! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and
 //!   `libomptarget.rtl.amdgpu.so` (the two names libomptarget 16 tries);
 //! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`;
-//! - `target/stage/bin/amdhsa-loader` (the standalone loader).
+//! - `target/stage/bin/amdhsa-loader` (the standalone loader);
+//! - the device side of the loader (`bin/amdgpu-cc`, `device/`, `oracle/`),
+//!   see `device.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -92,6 +94,7 @@ pub fn stage() -> Result<Staged, String> {
         &release.join("amdhsa-loader"),
         &bin_dir.join("amdhsa-loader"),
     )?;
+    crate::device::stage_device(&stage, &sim_dir)?;
     Ok(Staged {
         plugin_dir,
         sim_dir,
