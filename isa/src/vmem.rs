@@ -1115,6 +1115,99 @@ impl Wave {
         true
     }
 
+    /// Whole-dword loads and stores (4, 8, 12 or 16 bytes, every active lane's
+    /// offset 4-aligned) through a swizzled buffer (scratch): every dword of every
+    /// lane addressed as [`Swizzle::address`] gives it, one region check for the whole
+    /// wave, then the dwords in lane order. Returns false, having done nothing, when
+    /// the access has another form or its range is not inside one region (the per-lane
+    /// path then runs and reports the faulting lane).
+    #[allow(clippy::too_many_arguments)]
+    fn swizzled_fast(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        access: Access,
+        swz: Swizzle,
+        index: &[u64; WAVE_SIZE],
+        offset: &[u64; WAVE_SIZE],
+        exec: u64,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        let (bytes, load) = match access {
+            Access::Load { bytes, .. } => (bytes as usize, true),
+            Access::Store { bytes, hi16: false } => (bytes as usize, false),
+            _ => return false,
+        };
+        if exec == 0
+            || !matches!(bytes, 4 | 8 | 12 | 16)
+            || swz.element < 4
+            || !swz.element.is_power_of_two()
+            || !swz.index_stride.is_power_of_two()
+        {
+            return false;
+        }
+        let nd = bytes / 4;
+        let mut addrs = [[0u64; WAVE_SIZE]; 4];
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if offset[l] & 3 != 0 {
+                return false;
+            }
+            for k in 0..nd {
+                let a = swz.address(index[l], offset[l].wrapping_add(4 * k as u64));
+                addrs[k][l] = a;
+                lo = lo.min(a);
+                hi = hi.max(a);
+            }
+        }
+        let Some(size) = (hi - lo).checked_add(4) else {
+            return false;
+        };
+        if !self.regions.ensure(ctx.memory, lo, size) {
+            return false;
+        }
+        if load {
+            let Some(d) = vdst else { return true };
+            let mut out = [[0u32; WAVE_SIZE]; 4];
+            {
+                let Some(span) = self.regions.cached(lo, size) else {
+                    return false;
+                };
+                let mut m = exec;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    for k in 0..nd {
+                        out[k][l] = span.load_u32((addrs[k][l] - lo) as usize);
+                    }
+                }
+            }
+            for (k, o) in out.iter().enumerate().take(nd) {
+                self.vwrite(&d, k, o, exec);
+            }
+            return true;
+        }
+        let src: [Src<'_>; 4] = std::array::from_fn(|k| match data.as_ref() {
+            Some(op) if k < nd => self.vsrc(op, k, ctx),
+            _ => Src::Splat(0),
+        });
+        let Some(span) = self.regions.cached(lo, size) else {
+            return false;
+        };
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            for k in 0..nd {
+                span.store_u32((addrs[k][l] - lo) as usize, src[k].at(l));
+            }
+        }
+        true
+    }
+
     pub(crate) fn exec_flat(
         &mut self,
         i: &Flat,
@@ -1133,7 +1226,7 @@ impl Wave {
         let exec = self.exec();
         let offset = i64::from(i.offset);
         let flat_scratch = self.flat_scratch();
-        let mut targets = [None; WAVE_SIZE];
+        let mut targets: [Option<Target>; WAVE_SIZE];
         match i.seg {
             Segment::Flat | Segment::Global => {
                 let addrs: [u64; WAVE_SIZE] = match (&i.saddr, &i.vaddr) {
@@ -1168,6 +1261,7 @@ impl Wave {
                 if !apertured && self.global_fast(ctx, access, &addrs, exec, i.data, i.vdst) {
                     return Ok(());
                 }
+                targets = [None; WAVE_SIZE];
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 0 {
                         continue;
@@ -1194,6 +1288,14 @@ impl Wave {
                     (None, Some(v)) => self.vread(v, 0, ctx).map(u64::from),
                     _ => [0; WAVE_SIZE],
                 };
+                let swz = Swizzle::scratch(flat_scratch);
+                let offs: [u64; WAVE_SIZE] =
+                    std::array::from_fn(|l| base[l].wrapping_add_signed(offset) & 0xFFFF_FFFF);
+                let lanes: [u64; WAVE_SIZE] = std::array::from_fn(|l| l as u64);
+                if self.swizzled_fast(ctx, access, swz, &lanes, &offs, exec, i.data, i.vdst) {
+                    return Ok(());
+                }
+                targets = [None; WAVE_SIZE];
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 1 {
                         targets[l] = Some(Target::Swizzled {
@@ -1262,14 +1364,25 @@ impl Wave {
             index_stride: idx_stride,
             stride,
         };
+        if swizzle {
+            let index: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
+                vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 }
+            });
+            let offs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
+                u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]))
+            });
+            if self.swizzled_fast(ctx, access, swz, &index, &offs, exec, i.vdata, i.vdata) {
+                return Ok(());
+            }
+        }
         let mut targets = [None; WAVE_SIZE];
         for l in 0..WAVE_SIZE {
             if (exec >> l) & 1 == 0 {
                 continue;
             }
             let index =
-                vidx.map(|v| u64::from(v[l])).unwrap_or(0) + if add_tid { l as u64 } else { 0 };
-            let off = u64::from(i.offset) + voff.map(|v| u64::from(v[l])).unwrap_or(0);
+                vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 };
+            let off = u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]));
             targets[l] = Some(if swizzle {
                 // Swizzled (scratch): soffset is added unswizzled; no range check.
                 Target::Swizzled {
