@@ -1014,9 +1014,10 @@ impl Wave {
         }
         let (mut lo, mut hi) = (u64::MAX, 0u64);
         for l in 0..WAVE_SIZE {
-            let on = (exec >> l) & 1 == 1;
-            lo = if on { lo.min(addrs[l]) } else { lo };
-            hi = if on { hi.max(addrs[l]) } else { hi };
+            // All ones in active lanes, zero in the others (branch-free, vectorises).
+            let on = 0u64.wrapping_sub((exec >> l) & 1);
+            lo = lo.min(addrs[l] | !on);
+            hi = hi.max(addrs[l] & on);
         }
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return false;
@@ -1253,10 +1254,12 @@ impl Wave {
                 );
                 let mut apertured = false;
                 if i.seg == Segment::Flat {
+                    let mut hit = 0u64;
                     for l in 0..WAVE_SIZE {
                         let h = addrs[l] >> 32;
-                        apertured |= (exec >> l) & 1 == 1 && (h == shared || h == private);
+                        hit |= u64::from(h == shared || h == private) << l;
                     }
+                    apertured = hit & exec != 0;
                 }
                 if !apertured && self.global_fast(ctx, access, &addrs, exec, i.data, i.vdst) {
                     return Ok(());
@@ -1413,8 +1416,9 @@ impl Wave {
     fn lds_lanes_in_range(lds_len: usize, exec: u64, addr: &VReg, off: u64, bytes: u64) -> bool {
         let mut hi = 0u32;
         for l in 0..WAVE_SIZE {
-            let on = (exec >> l) & 1 == 1;
-            hi = if on { hi.max(addr[l]) } else { hi };
+            // All ones in active lanes, zero in the others (branch-free, vectorises).
+            let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
+            hi = hi.max(addr[l] & on);
         }
         exec != 0 && u64::from(hi) + off + bytes <= lds_len as u64
     }
@@ -1597,7 +1601,6 @@ impl Wave {
         let single = |l: usize| -> Option<Target> {
             ((exec >> l) & 1 == 1).then(|| Target::Lds(u64::from(addr[l]) + off))
         };
-        let targets: [Option<Target>; WAVE_SIZE] = std::array::from_fn(single);
         let simple = match i.op {
             O::DsWriteB8 => Some(Access::Store {
                 bytes: 1,
@@ -1672,6 +1675,7 @@ impl Wave {
             _ => None,
         };
         if let Some(access) = simple {
+            let targets: [Option<Target>; WAVE_SIZE] = std::array::from_fn(single);
             let n = match access {
                 Access::Store { bytes, .. } => (bytes as usize).div_ceil(4),
                 _ => 0,
@@ -1680,6 +1684,7 @@ impl Wave {
             return self.run_access(ctx, access, &targets, &data, i.vdst, false, pc);
         }
         if let Some((rmw, bytes, returns)) = ds_rmw(i.op) {
+            let targets: [Option<Target>; WAVE_SIZE] = std::array::from_fn(single);
             let nd = (bytes / 4) as usize;
             // DS cmpst: DATA0 = compare value, DATA1 = new value; mskor and wrap:
             // DATA0 = DATA, DATA1 = DATA2.

@@ -164,10 +164,10 @@ impl Wave {
                 if mask == u64::MAX {
                     *dst = *vals;
                 } else {
+                    // A select per lane, without branches (vectorises to blends).
                     for l in 0..WAVE_SIZE {
-                        if (mask >> l) & 1 == 1 {
-                            dst[l] = vals[l];
-                        }
+                        let on = 0u32.wrapping_sub((mask >> l) as u32 & 1);
+                        dst[l] = (vals[l] & on) | (dst[l] & !on);
                     }
                 }
             }
