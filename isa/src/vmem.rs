@@ -2189,6 +2189,89 @@ mod tests {
     }
 
     #[test]
+    fn lds_two_address_and_sub_dword_forms_keep_their_layout_and_exec() {
+        let mut h = Harness::new(2048);
+        let mut w = wave();
+        // Odd lanes inactive: their destinations keep 0xDEAD, their LDS bytes stay 0.
+        w.set_exec(0x5555_5555_5555_5555);
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = 16 * l as u32;
+            w.vgpr[1][l] = 0x8000_0000 | l as u32;
+            w.vgpr[2][l] = 0x1000 + l as u32;
+            w.vgpr[3][l] = 0x7F80 | l as u32;
+            w.vgpr[4][l] = 0x2000 + l as u32;
+            for r in 10..14 {
+                w.vgpr[r][l] = 0xDEAD;
+            }
+        }
+        // ds_write2_b64 v0, v[1:2], v[3:4] offset0:0 offset1:1 (units of 8 bytes).
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsWrite2B64, None, Some(v(1, 2)), Some(v(3, 2)), 0, 1),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let at = |o: usize| u32::from_le_bytes(h.lds[o..o + 4].try_into().unwrap());
+            let b = 16 * l;
+            let want: [u32; 4] = if l % 2 == 0 {
+                [
+                    0x8000_0000 | l as u32,
+                    0x1000 + l as u32,
+                    0x7F80 | l as u32,
+                    0x2000 + l as u32,
+                ]
+            } else {
+                [0; 4]
+            };
+            assert_eq!([at(b), at(b + 4), at(b + 8), at(b + 12)], want, "lane {l}");
+        }
+        // ds_read2_b64 v[10:13], v0 offset0:1 offset1:0: the halves swapped.
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsRead2B64, Some(v(10, 4)), None, None, 1, 0),
+        )
+        .unwrap();
+        // ds_read_i16 v14, v0 offset:2 (high half of the first dword, sign-extended).
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsReadI16, Some(v(14, 1)), None, None, 2, 0),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let got = [w.vgpr[10][l], w.vgpr[11][l], w.vgpr[12][l], w.vgpr[13][l]];
+            if l % 2 == 0 {
+                let x = l as u32;
+                assert_eq!(got, [0x7F80 | x, 0x2000 + x, 0x8000_0000 | x, 0x1000 + x]);
+                assert_eq!(w.vgpr[14][l], 0xFFFF_8000, "lane {l}");
+            } else {
+                assert_eq!(got, [0xDEAD; 4], "lane {l}");
+            }
+        }
+        // A lane past the end of the LDS: the per-lane path reports its range.
+        w.set_exec(u64::MAX);
+        w.vgpr[0][37] = 2048 - 4;
+        h.lds.fill(0);
+        let err = h
+            .exec(
+                &mut w,
+                &ds(DsOp::DsWriteB64, None, Some(v(1, 2)), None, 0, 0),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Fault::LdsOutOfRange {
+                    offset: 2044,
+                    size: 8,
+                    lds_size: 2048,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
     fn lds_atomics_and_exchanges() {
         let mut h = Harness::new(1024);
         let mut w = wave();
