@@ -1033,6 +1033,15 @@ impl Wave {
                 let Some(span) = self.regions.cached(lo, size) else {
                     return false;
                 };
+                // Scattered lanes (a gather): start every lane's cache miss first.
+                if size > 64 * 64 {
+                    let mut m = exec;
+                    while m != 0 {
+                        let l = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        span.prefetch((addrs[l] - lo) as usize);
+                    }
+                }
                 let mut m = exec;
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
@@ -1209,6 +1218,9 @@ impl Wave {
         true
     }
 
+    // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
+    // only by the instructions that need it.
+    #[inline(never)]
     pub(crate) fn exec_flat(
         &mut self,
         i: &Flat,
@@ -1314,6 +1326,9 @@ impl Wave {
         self.run_access(ctx, access, &targets, &data, i.vdst, i.glc, pc)
     }
 
+    // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
+    // only by the instructions that need it.
+    #[inline(never)]
     pub(crate) fn exec_mubuf(
         &mut self,
         i: &Mubuf,
@@ -1578,6 +1593,9 @@ impl Wave {
         true
     }
 
+    // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
+    // only by the instructions that need it.
+    #[inline(never)]
     pub(crate) fn exec_ds(
         &mut self,
         i: &Ds,
@@ -1866,7 +1884,9 @@ impl Wave {
                     // Lane l reads the lane named by its address; inactive sources read 0.
                     for l in 0..WAVE_SIZE {
                         let src = ((u64::from(addr[l]) + off) / 4 % 64) as usize;
-                        out[l] = if (exec >> src) & 1 == 1 { data[src] } else { 0 };
+                        // Branch-free: all ones if the source lane is active.
+                        let on = 0u32.wrapping_sub((exec >> src) as u32 & 1);
+                        out[l] = data[src] & on;
                     }
                 } else {
                     // Active lane l writes its data to the lane named by its address.

@@ -13,7 +13,7 @@ use crate::error::Fault;
 use crate::wave::WAVE_SIZE;
 
 use super::fp::{class_bit, class_bit16, h2f};
-use super::{Exe, Src};
+use super::{wide, Exe, Src};
 
 /// Float compare condition `c`: f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru.
 /// The negated forms are true for unordered operands.
@@ -66,32 +66,6 @@ fn mask(f: impl Fn(usize) -> bool) -> u64 {
         m |= u64::from(f(l)) << l;
     }
     m
-}
-
-/// 64-bit lanes from low and high dwords (the register/splat choice made once, so
-/// the lane loop vectorises).
-#[inline(always)]
-fn wide(lo: Src<'_>, hi: Src<'_>) -> [u64; WAVE_SIZE] {
-    let mut out = [0u64; WAVE_SIZE];
-    match (lo, hi) {
-        (Src::Reg(a), Src::Reg(b)) => {
-            for l in 0..WAVE_SIZE {
-                out[l] = u64::from(a[l]) | u64::from(b[l]) << 32;
-            }
-        }
-        (Src::Reg(a), Src::Splat(b)) => {
-            for l in 0..WAVE_SIZE {
-                out[l] = u64::from(a[l]) | u64::from(b) << 32;
-            }
-        }
-        (Src::Splat(a), Src::Reg(b)) => {
-            for l in 0..WAVE_SIZE {
-                out[l] = u64::from(a) | u64::from(b[l]) << 32;
-            }
-        }
-        (Src::Splat(a), Src::Splat(b)) => out = [u64::from(a) | u64::from(b) << 32; WAVE_SIZE],
-    }
-    out
 }
 
 /// A 64-bit integer compare (condition `c` as [`icmp`]) of operands given as their
