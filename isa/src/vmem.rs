@@ -653,6 +653,24 @@ fn swizzle_source(pattern: u16, l: usize) -> usize {
     }
 }
 
+/// The lowest and highest address of the lanes in `exec` (`(u64::MAX, 0)` for none).
+#[inline]
+fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
+    if exec == u64::MAX {
+        let lo = addrs.iter().copied().fold(u64::MAX, u64::min);
+        let hi = addrs.iter().copied().fold(0, u64::max);
+        return (lo, hi);
+    }
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for l in 0..WAVE_SIZE {
+        // All ones in active lanes, zero in the others (branch-free).
+        let on = 0u64.wrapping_sub((exec >> l) & 1);
+        lo = lo.min(addrs[l] | !on);
+        hi = hi.max(addrs[l] & on);
+    }
+    (lo, hi)
+}
+
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
 fn lane_dwords(regs: &[VReg], l: usize) -> [u32; 4] {
     let mut out = [0u32; 4];
@@ -991,7 +1009,8 @@ impl Wave {
     }
 
     /// Plain global loads and stores (no atomics, no D16 loads) whose active lanes all
-    /// fall inside one region: one region check for the whole wave, then each lane's
+    /// fall inside one region (`lo`..`hi`: the lowest and highest lane address, see
+    /// `lane_bounds`): one region check for the whole wave, then each lane's
     /// access in lane order, exactly as the per-lane path makes them. Returns false
     /// (having done nothing) when the lanes' range is not inside one region, so that
     /// the per-lane path runs and reports the faulting lane.
@@ -1000,6 +1019,7 @@ impl Wave {
         ctx: &WaveContext<'_>,
         access: Access,
         addrs: &[u64; WAVE_SIZE],
+        (lo, hi): (u64, u64),
         exec: u64,
         data: Option<Operand>,
         vdst: Option<Operand>,
@@ -1011,13 +1031,6 @@ impl Wave {
         };
         if exec == 0 || bytes == 0 || bytes > 16 {
             return false;
-        }
-        let (mut lo, mut hi) = (u64::MAX, 0u64);
-        for l in 0..WAVE_SIZE {
-            // All ones in active lanes, zero in the others (branch-free, vectorises).
-            let on = 0u64.wrapping_sub((exec >> l) & 1);
-            lo = lo.min(addrs[l] | !on);
-            hi = hi.max(addrs[l] & on);
         }
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return false;
@@ -1265,7 +1278,16 @@ impl Wave {
                     ctx.apertures.private_base >> 32,
                 );
                 let mut apertured = false;
-                if i.seg == Segment::Flat {
+                // Only lanes between the lowest and highest address can be in an
+                // aperture: when neither aperture meets that range, none is.
+                let (lo, hi) = lane_bounds(&addrs, exec);
+                let meets = |base: u64| {
+                    let start = base & !0xFFFF_FFFF;
+                    start <= hi && lo <= start | 0xFFFF_FFFF
+                };
+                if i.seg == Segment::Flat
+                    && (meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base))
+                {
                     let mut hit = 0u64;
                     for l in 0..WAVE_SIZE {
                         let h = addrs[l] >> 32;
@@ -1273,7 +1295,9 @@ impl Wave {
                     }
                     apertured = hit & exec != 0;
                 }
-                if !apertured && self.global_fast(ctx, access, &addrs, exec, i.data, i.vdst) {
+                if !apertured
+                    && self.global_fast(ctx, access, &addrs, (lo, hi), exec, i.data, i.vdst)
+                {
                     return Ok(());
                 }
                 targets = [None; WAVE_SIZE];
