@@ -653,6 +653,24 @@ fn swizzle_source(pattern: u16, l: usize) -> usize {
     }
 }
 
+/// The lowest and highest address of the lanes in `exec` (`(u64::MAX, 0)` for none).
+#[inline]
+fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
+    if exec == u64::MAX {
+        let lo = addrs.iter().copied().fold(u64::MAX, u64::min);
+        let hi = addrs.iter().copied().fold(0, u64::max);
+        return (lo, hi);
+    }
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for l in 0..WAVE_SIZE {
+        // All ones in active lanes, zero in the others (branch-free).
+        let on = 0u64.wrapping_sub((exec >> l) & 1);
+        lo = lo.min(addrs[l] | !on);
+        hi = hi.max(addrs[l] & on);
+    }
+    (lo, hi)
+}
+
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
 fn lane_dwords(regs: &[VReg], l: usize) -> [u32; 4] {
     let mut out = [0u32; 4];
@@ -723,18 +741,7 @@ impl Wave {
                 let span = self
                     .regions
                     .translate(ctx.memory, a, buf.len() as u64, false, pc)?;
-                let mut tmp = [0u8; 16];
-                for k in (0..buf.len()).step_by(4) {
-                    let n = (buf.len() - k).min(4);
-                    if n == 4 {
-                        tmp[k..k + 4].copy_from_slice(&span.load::<4>(k));
-                    } else {
-                        for j in 0..n {
-                            tmp[k + j] = span.load::<1>(k + j)[0];
-                        }
-                    }
-                }
-                buf.copy_from_slice(&tmp[..buf.len()]);
+                span.load_into(0, buf);
             }
             Target::Lds(o) => {
                 let r = Self::lds_range(ctx, o, buf.len() as u64, pc)?;
@@ -763,10 +770,7 @@ impl Wave {
                 let span = self
                     .regions
                     .translate(ctx.memory, a, buf.len() as u64, true, pc)?;
-                for k in (0..buf.len()).step_by(4) {
-                    let n = (buf.len() - k).min(4);
-                    span.store(k, &buf[k..k + n]);
-                }
+                span.store(0, buf);
             }
             Target::Lds(o) => {
                 let r = Self::lds_range(ctx, o, buf.len() as u64, pc)?;
@@ -1005,7 +1009,8 @@ impl Wave {
     }
 
     /// Plain global loads and stores (no atomics, no D16 loads) whose active lanes all
-    /// fall inside one region: one region check for the whole wave, then each lane's
+    /// fall inside one region (`lo`..`hi`: the lowest and highest lane address, see
+    /// `lane_bounds`): one region check for the whole wave, then each lane's
     /// access in lane order, exactly as the per-lane path makes them. Returns false
     /// (having done nothing) when the lanes' range is not inside one region, so that
     /// the per-lane path runs and reports the faulting lane.
@@ -1014,6 +1019,7 @@ impl Wave {
         ctx: &WaveContext<'_>,
         access: Access,
         addrs: &[u64; WAVE_SIZE],
+        (lo, hi): (u64, u64),
         exec: u64,
         data: Option<Operand>,
         vdst: Option<Operand>,
@@ -1026,12 +1032,6 @@ impl Wave {
         if exec == 0 || bytes == 0 || bytes > 16 {
             return false;
         }
-        let (mut lo, mut hi) = (u64::MAX, 0u64);
-        for l in 0..WAVE_SIZE {
-            let on = (exec >> l) & 1 == 1;
-            lo = if on { lo.min(addrs[l]) } else { lo };
-            hi = if on { hi.max(addrs[l]) } else { hi };
-        }
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return false;
         };
@@ -1041,40 +1041,57 @@ impl Wave {
         let nd = bytes.div_ceil(4);
         if load {
             let Some(d) = vdst else { return true };
-            for k in 0..nd {
-                let mut out = [0u32; WAVE_SIZE];
-                {
-                    let Some(span) = self.regions.cached(lo, size) else {
-                        return false;
-                    };
-                    if bytes >= 4 {
-                        for l in 0..WAVE_SIZE {
-                            if (exec >> l) & 1 == 1 {
-                                out[l] = span.load_u32((addrs[l] - lo) as usize + 4 * k);
-                            }
+            let mut out = [[0u32; WAVE_SIZE]; 4];
+            {
+                let Some(span) = self.regions.cached(lo, size) else {
+                    return false;
+                };
+                // Scattered lanes (a gather): start every lane's cache miss first.
+                if size > 64 * 64 {
+                    let mut m = exec;
+                    while m != 0 {
+                        let l = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        span.prefetch((addrs[l] - lo) as usize);
+                    }
+                }
+                let mut m = exec;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let off = (addrs[l] - lo) as usize;
+                    match (bytes, signed) {
+                        (4, _) => out[0][l] = span.load_u32(off),
+                        (8, _) => {
+                            let v = span.load_u64(off);
+                            out[0][l] = v as u32;
+                            out[1][l] = (v >> 32) as u32;
                         }
-                    } else {
-                        for l in 0..WAVE_SIZE {
-                            if (exec >> l) & 1 == 0 {
-                                continue;
+                        (1, true) => out[0][l] = span.load::<1>(off)[0] as i8 as i32 as u32,
+                        (1, false) => out[0][l] = u32::from(span.load::<1>(off)[0]),
+                        (2, true) => {
+                            out[0][l] = i16::from_le_bytes(span.load::<2>(off)) as i32 as u32
+                        }
+                        (2, false) => {
+                            out[0][l] = u32::from(u16::from_le_bytes(span.load::<2>(off)))
+                        }
+                        _ => {
+                            let mut buf = [0u8; 16];
+                            span.load_into(off, &mut buf[..bytes]);
+                            for k in 0..nd {
+                                out[k][l] = u32::from_le_bytes([
+                                    buf[4 * k],
+                                    buf[4 * k + 1],
+                                    buf[4 * k + 2],
+                                    buf[4 * k + 3],
+                                ]);
                             }
-                            let off = (addrs[l] - lo) as usize;
-                            out[l] = match (bytes, signed) {
-                                (1, true) => span.load::<1>(off)[0] as i8 as i32 as u32,
-                                (1, false) => u32::from(span.load::<1>(off)[0]),
-                                _ => {
-                                    let b = [span.load::<1>(off)[0], span.load::<1>(off + 1)[0]];
-                                    if signed {
-                                        i16::from_le_bytes(b) as i32 as u32
-                                    } else {
-                                        u32::from(u16::from_le_bytes(b))
-                                    }
-                                }
-                            };
                         }
                     }
                 }
-                self.vwrite(&d, k, &out, exec);
+            }
+            for (k, o) in out.iter().enumerate().take(nd) {
+                self.vwrite(&d, k, o, exec);
             }
             return true;
         }
@@ -1093,28 +1110,130 @@ impl Wave {
         let Some(span) = self.regions.cached(lo, size) else {
             return false;
         };
-        for l in 0..WAVE_SIZE {
-            if (exec >> l) & 1 == 0 {
-                continue;
-            }
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
             let off = (addrs[l] - lo) as usize;
-            if bytes <= 4 {
-                let w = if hi16 {
-                    src[0].at(l) >> 16
-                } else {
-                    src[0].at(l)
-                };
-                span.store(off, &w.to_le_bytes()[..bytes]);
-            } else {
-                for (k, s) in src.iter().enumerate().take(nd) {
-                    let n = (bytes - 4 * k).min(4);
-                    span.store(off + 4 * k, &s.at(l).to_le_bytes()[..n]);
+            match bytes {
+                4 => span.store_u32(off, src[0].at(l)),
+                8 => span.store_u64(off, u64::from(src[0].at(l)) | u64::from(src[1].at(l)) << 32),
+                1 | 2 => {
+                    let w = if hi16 {
+                        src[0].at(l) >> 16
+                    } else {
+                        src[0].at(l)
+                    };
+                    span.store(off, &w.to_le_bytes()[..bytes]);
+                }
+                _ => {
+                    let mut buf = [0u8; 16];
+                    for (k, s) in src.iter().enumerate().take(nd) {
+                        buf[4 * k..4 * k + 4].copy_from_slice(&s.at(l).to_le_bytes());
+                    }
+                    span.store(off, &buf[..bytes]);
                 }
             }
         }
         true
     }
 
+    /// Whole-dword loads and stores (4, 8, 12 or 16 bytes, every active lane's
+    /// offset 4-aligned) through a swizzled buffer (scratch): every dword of every
+    /// lane addressed as [`Swizzle::address`] gives it, one region check for the whole
+    /// wave, then the dwords in lane order. Returns false, having done nothing, when
+    /// the access has another form or its range is not inside one region (the per-lane
+    /// path then runs and reports the faulting lane).
+    #[allow(clippy::too_many_arguments)]
+    fn swizzled_fast(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        access: Access,
+        swz: Swizzle,
+        index: &[u64; WAVE_SIZE],
+        offset: &[u64; WAVE_SIZE],
+        exec: u64,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        let (bytes, load) = match access {
+            Access::Load { bytes, .. } => (bytes as usize, true),
+            Access::Store { bytes, hi16: false } => (bytes as usize, false),
+            _ => return false,
+        };
+        if exec == 0
+            || !matches!(bytes, 4 | 8 | 12 | 16)
+            || swz.element < 4
+            || !swz.element.is_power_of_two()
+            || !swz.index_stride.is_power_of_two()
+        {
+            return false;
+        }
+        let nd = bytes / 4;
+        let mut addrs = [[0u64; WAVE_SIZE]; 4];
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if offset[l] & 3 != 0 {
+                return false;
+            }
+            for k in 0..nd {
+                let a = swz.address(index[l], offset[l].wrapping_add(4 * k as u64));
+                addrs[k][l] = a;
+                lo = lo.min(a);
+                hi = hi.max(a);
+            }
+        }
+        let Some(size) = (hi - lo).checked_add(4) else {
+            return false;
+        };
+        if !self.regions.ensure(ctx.memory, lo, size) {
+            return false;
+        }
+        if load {
+            let Some(d) = vdst else { return true };
+            let mut out = [[0u32; WAVE_SIZE]; 4];
+            {
+                let Some(span) = self.regions.cached(lo, size) else {
+                    return false;
+                };
+                let mut m = exec;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    for k in 0..nd {
+                        out[k][l] = span.load_u32((addrs[k][l] - lo) as usize);
+                    }
+                }
+            }
+            for (k, o) in out.iter().enumerate().take(nd) {
+                self.vwrite(&d, k, o, exec);
+            }
+            return true;
+        }
+        let src: [Src<'_>; 4] = std::array::from_fn(|k| match data.as_ref() {
+            Some(op) if k < nd => self.vsrc(op, k, ctx),
+            _ => Src::Splat(0),
+        });
+        let Some(span) = self.regions.cached(lo, size) else {
+            return false;
+        };
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            for k in 0..nd {
+                span.store_u32((addrs[k][l] - lo) as usize, src[k].at(l));
+            }
+        }
+        true
+    }
+
+    // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
+    // only by the instructions that need it.
+    #[inline(never)]
     pub(crate) fn exec_flat(
         &mut self,
         i: &Flat,
@@ -1133,7 +1252,7 @@ impl Wave {
         let exec = self.exec();
         let offset = i64::from(i.offset);
         let flat_scratch = self.flat_scratch();
-        let mut targets = [None; WAVE_SIZE];
+        let mut targets: [Option<Target>; WAVE_SIZE];
         match i.seg {
             Segment::Flat | Segment::Global => {
                 let addrs: [u64; WAVE_SIZE] = match (&i.saddr, &i.vaddr) {
@@ -1159,15 +1278,29 @@ impl Wave {
                     ctx.apertures.private_base >> 32,
                 );
                 let mut apertured = false;
-                if i.seg == Segment::Flat {
+                // Only lanes between the lowest and highest address can be in an
+                // aperture: when neither aperture meets that range, none is.
+                let (lo, hi) = lane_bounds(&addrs, exec);
+                let meets = |base: u64| {
+                    let start = base & !0xFFFF_FFFF;
+                    start <= hi && lo <= start | 0xFFFF_FFFF
+                };
+                if i.seg == Segment::Flat
+                    && (meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base))
+                {
+                    let mut hit = 0u64;
                     for l in 0..WAVE_SIZE {
                         let h = addrs[l] >> 32;
-                        apertured |= (exec >> l) & 1 == 1 && (h == shared || h == private);
+                        hit |= u64::from(h == shared || h == private) << l;
                     }
+                    apertured = hit & exec != 0;
                 }
-                if !apertured && self.global_fast(ctx, access, &addrs, exec, i.data, i.vdst) {
+                if !apertured
+                    && self.global_fast(ctx, access, &addrs, (lo, hi), exec, i.data, i.vdst)
+                {
                     return Ok(());
                 }
+                targets = [None; WAVE_SIZE];
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 0 {
                         continue;
@@ -1194,6 +1327,14 @@ impl Wave {
                     (None, Some(v)) => self.vread(v, 0, ctx).map(u64::from),
                     _ => [0; WAVE_SIZE],
                 };
+                let swz = Swizzle::scratch(flat_scratch);
+                let offs: [u64; WAVE_SIZE] =
+                    std::array::from_fn(|l| base[l].wrapping_add_signed(offset) & 0xFFFF_FFFF);
+                let lanes: [u64; WAVE_SIZE] = std::array::from_fn(|l| l as u64);
+                if self.swizzled_fast(ctx, access, swz, &lanes, &offs, exec, i.data, i.vdst) {
+                    return Ok(());
+                }
+                targets = [None; WAVE_SIZE];
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 1 {
                         targets[l] = Some(Target::Swizzled {
@@ -1209,6 +1350,9 @@ impl Wave {
         self.run_access(ctx, access, &targets, &data, i.vdst, i.glc, pc)
     }
 
+    // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
+    // only by the instructions that need it.
+    #[inline(never)]
     pub(crate) fn exec_mubuf(
         &mut self,
         i: &Mubuf,
@@ -1262,14 +1406,25 @@ impl Wave {
             index_stride: idx_stride,
             stride,
         };
+        if swizzle {
+            let index: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
+                vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 }
+            });
+            let offs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
+                u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]))
+            });
+            if self.swizzled_fast(ctx, access, swz, &index, &offs, exec, i.vdata, i.vdata) {
+                return Ok(());
+            }
+        }
         let mut targets = [None; WAVE_SIZE];
         for l in 0..WAVE_SIZE {
             if (exec >> l) & 1 == 0 {
                 continue;
             }
             let index =
-                vidx.map(|v| u64::from(v[l])).unwrap_or(0) + if add_tid { l as u64 } else { 0 };
-            let off = u64::from(i.offset) + voff.map(|v| u64::from(v[l])).unwrap_or(0);
+                vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 };
+            let off = u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]));
             targets[l] = Some(if swizzle {
                 // Swizzled (scratch): soffset is added unswizzled; no range check.
                 Target::Swizzled {
@@ -1294,6 +1449,177 @@ impl Wave {
         self.run_access(ctx, access, &targets, &data, i.vdata, i.glc, pc)
     }
 
+    /// Whether every active lane's LDS range `[addr + off, addr + off + bytes)` lies
+    /// inside the workgroup's LDS (false for an empty EXEC: nothing to do fast).
+    #[inline]
+    fn lds_lanes_in_range(lds_len: usize, exec: u64, addr: &VReg, off: u64, bytes: u64) -> bool {
+        let mut hi = 0u32;
+        for l in 0..WAVE_SIZE {
+            // All ones in active lanes, zero in the others (branch-free, vectorises).
+            let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
+            hi = hi.max(addr[l] & on);
+        }
+        exec != 0 && u64::from(hi) + off + bytes <= lds_len as u64
+    }
+
+    /// An LDS load of `bytes` (1, 2, 4, 8, 12 or 16) per active lane into dwords
+    /// `first..` of `vdst`, straight from the LDS bytes (the caller checked the range
+    /// with [`lds_lanes_in_range`](Self::lds_lanes_in_range)). Sub-dword loads zero- or
+    /// sign-extend. The LDS belongs to this workgroup, which runs on one host thread.
+    #[allow(clippy::too_many_arguments)]
+    fn lds_load_fast(
+        &mut self,
+        lds: &[u8],
+        exec: u64,
+        addr: &VReg,
+        off: u64,
+        bytes: usize,
+        signed: bool,
+        vdst: &Operand,
+        first: usize,
+    ) {
+        let nd = bytes.div_ceil(4);
+        let mut out = [[0u32; WAVE_SIZE]; 4];
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let o = (u64::from(addr[l]) + off) as usize;
+            let Some(src) = lds.get(o..o + bytes) else {
+                continue;
+            };
+            match (bytes, signed) {
+                (1, true) => out[0][l] = src[0] as i8 as i32 as u32,
+                (1, false) => out[0][l] = u32::from(src[0]),
+                (2, true) => out[0][l] = i16::from_le_bytes([src[0], src[1]]) as i32 as u32,
+                (2, false) => out[0][l] = u32::from(u16::from_le_bytes([src[0], src[1]])),
+                _ => {
+                    for (k, w) in src.chunks_exact(4).enumerate() {
+                        out[k][l] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    }
+                }
+            }
+        }
+        for (k, o) in out.iter().enumerate().take(nd) {
+            self.vwrite(vdst, first + k, o, exec);
+        }
+    }
+
+    /// An LDS store of `bytes` per active lane, in lane order, from dwords `first..` of
+    /// `data` (`hi16`: the high half of dword 0), straight into the LDS bytes (range
+    /// checked by the caller).
+    #[allow(clippy::too_many_arguments)]
+    fn lds_store_fast(
+        &self,
+        ctx: &WaveContext<'_>,
+        lds: &mut [u8],
+        exec: u64,
+        addr: &VReg,
+        off: u64,
+        bytes: usize,
+        hi16: bool,
+        data: Option<&Operand>,
+        first: usize,
+    ) {
+        let nd = bytes.div_ceil(4);
+        let src: [Src<'_>; 4] = std::array::from_fn(|k| match data {
+            Some(d) if k < nd => self.vsrc(d, first + k, ctx),
+            _ => Src::Splat(0),
+        });
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let o = (u64::from(addr[l]) + off) as usize;
+            let Some(dst) = lds.get_mut(o..o + bytes) else {
+                continue;
+            };
+            if bytes < 4 {
+                let w = if hi16 {
+                    src[0].at(l) >> 16
+                } else {
+                    src[0].at(l)
+                };
+                dst.copy_from_slice(&w.to_le_bytes()[..bytes]);
+            } else {
+                for (k, d) in dst.chunks_exact_mut(4).enumerate() {
+                    d.copy_from_slice(&src[k].at(l).to_le_bytes());
+                }
+            }
+        }
+    }
+
+    /// The plain LDS loads and stores (`ds_read_*`/`ds_write_*` without D16, and the
+    /// `2`/`2st64` forms) when every active lane is in range: straight on the LDS
+    /// bytes. Returns false, having done nothing, otherwise (the per-lane path then
+    /// runs and reports a faulting lane).
+    fn ds_fast(&mut self, i: &Ds, exec: u64, addr: &VReg, ctx: &mut WaveContext<'_>) -> bool {
+        use DsOp as O;
+        // (bytes, load, signed, hi16, two addresses with this unit)
+        let (bytes, load, signed, hi16, two): (usize, bool, bool, bool, Option<u64>) = match i.op {
+            O::DsWriteB8 => (1, false, false, false, None),
+            O::DsWriteB16 => (2, false, false, false, None),
+            O::DsWriteB8D16Hi => (1, false, false, true, None),
+            O::DsWriteB16D16Hi => (2, false, false, true, None),
+            O::DsWriteB32 => (4, false, false, false, None),
+            O::DsWriteB64 => (8, false, false, false, None),
+            O::DsWriteB96 => (12, false, false, false, None),
+            O::DsWriteB128 => (16, false, false, false, None),
+            O::DsReadI8 => (1, true, true, false, None),
+            O::DsReadU8 => (1, true, false, false, None),
+            O::DsReadI16 => (2, true, true, false, None),
+            O::DsReadU16 => (2, true, false, false, None),
+            O::DsReadB32 => (4, true, false, false, None),
+            O::DsReadB64 => (8, true, false, false, None),
+            O::DsReadB96 => (12, true, false, false, None),
+            O::DsReadB128 => (16, true, false, false, None),
+            O::DsWrite2B32 => (4, false, false, false, Some(4)),
+            O::DsWrite2st64B32 => (4, false, false, false, Some(256)),
+            O::DsWrite2B64 => (8, false, false, false, Some(8)),
+            O::DsWrite2st64B64 => (8, false, false, false, Some(512)),
+            O::DsRead2B32 => (4, true, false, false, Some(4)),
+            O::DsRead2st64B32 => (4, true, false, false, Some(256)),
+            O::DsRead2B64 => (8, true, false, false, Some(8)),
+            O::DsRead2st64B64 => (8, true, false, false, Some(512)),
+            _ => return false,
+        };
+        let offs: [u64; 2] = match two {
+            Some(unit) => [u64::from(i.offset0) * unit, u64::from(i.offset1) * unit],
+            None => [u64::from(i.offset()); 2],
+        };
+        let n = if two.is_some() { 2 } else { 1 };
+        let len = ctx.lds.len();
+        if !offs[..n]
+            .iter()
+            .all(|&o| Self::lds_lanes_in_range(len, exec, addr, o, bytes as u64))
+        {
+            return false;
+        }
+        let nd = bytes.div_ceil(4);
+        if load {
+            let Some(d) = i.vdst else { return true };
+            for (h, &o) in offs[..n].iter().enumerate() {
+                self.lds_load_fast(ctx.lds, exec, addr, o, bytes, signed, &d, h * nd);
+            }
+        } else {
+            // Take the LDS out of the context so that operands can be read from it.
+            let lds = std::mem::take(&mut ctx.lds);
+            for (h, &o) in offs[..n].iter().enumerate() {
+                let data = if h == 0 {
+                    i.data0.as_ref()
+                } else {
+                    i.data1.as_ref()
+                };
+                self.lds_store_fast(ctx, lds, exec, addr, o, bytes, hi16, data, 0);
+            }
+            ctx.lds = lds;
+        }
+        true
+    }
+
+    // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
+    // only by the instructions that need it.
+    #[inline(never)]
     pub(crate) fn exec_ds(
         &mut self,
         i: &Ds,
@@ -1310,11 +1636,13 @@ impl Wave {
             Some(a) => self.vread(a, 0, ctx),
             None => [0; WAVE_SIZE],
         };
+        if self.ds_fast(i, exec, &addr, ctx) {
+            return Ok(());
+        }
         let off = u64::from(i.offset());
         let single = |l: usize| -> Option<Target> {
             ((exec >> l) & 1 == 1).then(|| Target::Lds(u64::from(addr[l]) + off))
         };
-        let targets: [Option<Target>; WAVE_SIZE] = std::array::from_fn(single);
         let simple = match i.op {
             O::DsWriteB8 => Some(Access::Store {
                 bytes: 1,
@@ -1389,6 +1717,7 @@ impl Wave {
             _ => None,
         };
         if let Some(access) = simple {
+            let targets: [Option<Target>; WAVE_SIZE] = std::array::from_fn(single);
             let n = match access {
                 Access::Store { bytes, .. } => (bytes as usize).div_ceil(4),
                 _ => 0,
@@ -1397,6 +1726,7 @@ impl Wave {
             return self.run_access(ctx, access, &targets, &data, i.vdst, false, pc);
         }
         if let Some((rmw, bytes, returns)) = ds_rmw(i.op) {
+            let targets: [Option<Target>; WAVE_SIZE] = std::array::from_fn(single);
             let nd = (bytes / 4) as usize;
             // DS cmpst: DATA0 = compare value, DATA1 = new value; mskor and wrap:
             // DATA0 = DATA, DATA1 = DATA2.
@@ -1578,7 +1908,9 @@ impl Wave {
                     // Lane l reads the lane named by its address; inactive sources read 0.
                     for l in 0..WAVE_SIZE {
                         let src = ((u64::from(addr[l]) + off) / 4 % 64) as usize;
-                        out[l] = if (exec >> src) & 1 == 1 { data[src] } else { 0 };
+                        // Branch-free: all ones if the source lane is active.
+                        let on = 0u32.wrapping_sub((exec >> src) as u32 & 1);
+                        out[l] = data[src] & on;
                     }
                 } else {
                     // Active lane l writes its data to the lane named by its address.
@@ -1898,6 +2230,89 @@ mod tests {
         });
         assert_eq!(f64::from_bits(read_u64(&r, 0)), 4.0 * 64.0 * 100.0);
         assert_eq!(read_u64(&r, 8), 4 * 64 * 100);
+    }
+
+    #[test]
+    fn lds_two_address_and_sub_dword_forms_keep_their_layout_and_exec() {
+        let mut h = Harness::new(2048);
+        let mut w = wave();
+        // Odd lanes inactive: their destinations keep 0xDEAD, their LDS bytes stay 0.
+        w.set_exec(0x5555_5555_5555_5555);
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = 16 * l as u32;
+            w.vgpr[1][l] = 0x8000_0000 | l as u32;
+            w.vgpr[2][l] = 0x1000 + l as u32;
+            w.vgpr[3][l] = 0x7F80 | l as u32;
+            w.vgpr[4][l] = 0x2000 + l as u32;
+            for r in 10..14 {
+                w.vgpr[r][l] = 0xDEAD;
+            }
+        }
+        // ds_write2_b64 v0, v[1:2], v[3:4] offset0:0 offset1:1 (units of 8 bytes).
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsWrite2B64, None, Some(v(1, 2)), Some(v(3, 2)), 0, 1),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let at = |o: usize| u32::from_le_bytes(h.lds[o..o + 4].try_into().unwrap());
+            let b = 16 * l;
+            let want: [u32; 4] = if l % 2 == 0 {
+                [
+                    0x8000_0000 | l as u32,
+                    0x1000 + l as u32,
+                    0x7F80 | l as u32,
+                    0x2000 + l as u32,
+                ]
+            } else {
+                [0; 4]
+            };
+            assert_eq!([at(b), at(b + 4), at(b + 8), at(b + 12)], want, "lane {l}");
+        }
+        // ds_read2_b64 v[10:13], v0 offset0:1 offset1:0: the halves swapped.
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsRead2B64, Some(v(10, 4)), None, None, 1, 0),
+        )
+        .unwrap();
+        // ds_read_i16 v14, v0 offset:2 (high half of the first dword, sign-extended).
+        h.exec(
+            &mut w,
+            &ds(DsOp::DsReadI16, Some(v(14, 1)), None, None, 2, 0),
+        )
+        .unwrap();
+        for l in 0..WAVE_SIZE {
+            let got = [w.vgpr[10][l], w.vgpr[11][l], w.vgpr[12][l], w.vgpr[13][l]];
+            if l % 2 == 0 {
+                let x = l as u32;
+                assert_eq!(got, [0x7F80 | x, 0x2000 + x, 0x8000_0000 | x, 0x1000 + x]);
+                assert_eq!(w.vgpr[14][l], 0xFFFF_8000, "lane {l}");
+            } else {
+                assert_eq!(got, [0xDEAD; 4], "lane {l}");
+            }
+        }
+        // A lane past the end of the LDS: the per-lane path reports its range.
+        w.set_exec(u64::MAX);
+        w.vgpr[0][37] = 2048 - 4;
+        h.lds.fill(0);
+        let err = h
+            .exec(
+                &mut w,
+                &ds(DsOp::DsWriteB64, None, Some(v(1, 2)), None, 0, 0),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Fault::LdsOutOfRange {
+                    offset: 2044,
+                    size: 8,
+                    lds_size: 2048,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -81,6 +81,32 @@ pub(crate) fn map2(a: Src<'_>, b: Src<'_>, f: impl Fn(u32, u32) -> u32) -> VReg 
     }
 }
 
+/// 64-bit lanes from low and high dwords (the register/splat choice made once, so
+/// the lane loop vectorises).
+#[inline(always)]
+pub(crate) fn wide(lo: Src<'_>, hi: Src<'_>) -> [u64; WAVE_SIZE] {
+    let mut out = [0u64; WAVE_SIZE];
+    match (lo, hi) {
+        (Src::Reg(a), Src::Reg(b)) => {
+            for l in 0..WAVE_SIZE {
+                out[l] = u64::from(a[l]) | u64::from(b[l]) << 32;
+            }
+        }
+        (Src::Reg(a), Src::Splat(b)) => {
+            for l in 0..WAVE_SIZE {
+                out[l] = u64::from(a[l]) | u64::from(b) << 32;
+            }
+        }
+        (Src::Splat(a), Src::Reg(b)) => {
+            for l in 0..WAVE_SIZE {
+                out[l] = u64::from(a) | u64::from(b[l]) << 32;
+            }
+        }
+        (Src::Splat(a), Src::Splat(b)) => out = [u64::from(a) | u64::from(b) << 32; WAVE_SIZE],
+    }
+    out
+}
+
 /// Register-file index and width of a vector operand.
 fn reg_base(op: &Operand) -> Option<(usize, usize)> {
     match *op {
@@ -164,10 +190,10 @@ impl Wave {
                 if mask == u64::MAX {
                     *dst = *vals;
                 } else {
+                    // A select per lane, without branches (vectorises to blends).
                     for l in 0..WAVE_SIZE {
-                        if (mask >> l) & 1 == 1 {
-                            dst[l] = vals[l];
-                        }
+                        let on = 0u32.wrapping_sub((mask >> l) as u32 & 1);
+                        dst[l] = (vals[l] & on) | (dst[l] & !on);
                     }
                 }
             }
@@ -343,9 +369,7 @@ impl Exe<'_, '_> {
                 return [v; WAVE_SIZE];
             }
         }
-        let lo = self.raw(s, 0);
-        let hi = self.raw(s, 1);
-        lanes(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32)
+        wide(self.src(s, 0), self.src(s, 1))
     }
 
     /// A scalar source value (lane selects, masks), from the operand itself.
