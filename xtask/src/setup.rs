@@ -13,6 +13,7 @@ pub const PACKAGES: &[&str] = &[
     "rocm-device-libs",
     "libclang-16-dev",
     "libhsa-runtime-dev",
+    "llvm-16-tools",
 ];
 
 fn installed(pkg: &str) -> bool {
@@ -38,7 +39,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-fn privileged(args: &[&str]) -> Command {
+pub(crate) fn privileged(args: &[&str]) -> Command {
     // SAFETY-free check of root: `id -u` prints 0 for root.
     let root = Command::new("id")
         .arg("-u")
