@@ -502,9 +502,11 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
             "llvm" => which = Which::Llvm,
             "both" => which = Which::Both,
             f if filter.is_none() => filter = Some(f.to_string()),
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "unexpected argument {other:?}; usage: cargo xtask lit [ours|llvm|both] [FILTER]"
-            )),
+            ))
+            }
         }
     }
     let results = run(which, filter.as_deref())?;

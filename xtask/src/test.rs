@@ -120,9 +120,9 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
                 failed += 1;
             }
         }
-        match crate::stress::run(STRESS_RUNS) {
+        match crate::stress::run(STRESS_RUNS, true) {
             Ok(t) => {
-                println!("{}", crate::stress::render(&t));
+                println!("{}", crate::stress::render(&t, true));
                 for x in &t {
                     if x.failures == 0 {
                         passed += 1;
