@@ -49,12 +49,31 @@ const ALL_TARGETS: &[&str] = &[
 /// failure, not a stuck suite).
 const RUN_TIMEOUT_S: u32 = 600;
 
-/// Pass counts measured over the virtual gfx90a (114 tests) that a later run
-/// must not fall below: LLVM's C++ nextgen plugin, and ours.
-pub const RECORDED_PASSES_LLVM: usize = 83;
-/// See [`RECORDED_PASSES_LLVM`]. Ours fails `offloading/dynamic_module_load.c`
-/// until the plugin's image-unload fix lands; then this becomes 83.
-pub const RECORDED_PASSES_OURS: usize = 82;
+/// Tests that fail at random through either plugin because of a bug of LLVM
+/// 16 itself, with the evidence; they are left out of the regression check
+/// and of the recorded pass counts (their rows are still shown).
+///
+/// `mapping/private_mapping.c`: libomptarget 16 packs small firstprivate
+/// arguments into an inline `SmallVector<char>` of its
+/// `PrivateArgumentManagerTy` (a local of `target()`), starts the
+/// asynchronous host-to-device copy from that buffer, then moves the manager
+/// into a post-processing lambda and returns; the plugin's copy may read the
+/// buffer only later (LLVM's plugin defers the host-side `memcpy` to an
+/// `hsa_amd_signal_async_handler` when an earlier operation of the stream is
+/// still pending), by when the stack it lived on has been reused, so the
+/// kernel sums garbage (`Assertion sum[i] == 6 failed`). Measured over the
+/// virtual device: LLVM's plugin 9 to 26 of 40 runs fail, ours 19 of 40;
+/// LLVM's plugin with `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES=0` (every copy
+/// synchronous, the buffer read before `target()` returns) 0 of 40.
+pub const KNOWN_LLVM16_BUGS: &[&str] = &["mapping/private_mapping.c"];
+
+/// Pass counts over the virtual gfx90a (114 tests, known LLVM 16 bugs left
+/// out) that a later run must not fall below: LLVM's C++ nextgen plugin.
+pub const RECORDED_PASSES_LLVM: usize = 82;
+/// See [`RECORDED_PASSES_LLVM`]; ours. Ours fails
+/// `offloading/dynamic_module_load.c` until the plugin's image-unload fix
+/// lands; then this becomes 82.
+pub const RECORDED_PASSES_OURS: usize = 81;
 
 /// Which plugin(s) a run covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,10 +131,23 @@ impl Results {
         c
     }
 
-    /// Tests LLVM's plugin passes and ours does not.
+    /// Passes of our column (`ours = true`) or LLVM's, known LLVM 16 bugs left out.
+    pub fn passes_without_known_bugs(&self, ours: bool) -> usize {
+        self.rows
+            .iter()
+            .filter(|(t, _)| !KNOWN_LLVM16_BUGS.contains(&t.as_str()))
+            .filter(|(_, (o, l))| {
+                let x = if ours { o } else { l };
+                x.as_deref().is_some_and(passing)
+            })
+            .count()
+    }
+
+    /// Tests LLVM's plugin passes and ours does not (known LLVM 16 bugs left out).
     pub fn regressions(&self) -> Vec<&str> {
         self.rows
             .iter()
+            .filter(|(t, _)| !KNOWN_LLVM16_BUGS.contains(&t.as_str()))
             .filter(|(_, (o, l))| matches!((o, l), (Some(o), Some(l)) if passing(l) && !passing(o)))
             .map(|(t, _)| t.as_str())
             .collect()
@@ -128,7 +160,12 @@ impl Results {
         for (t, (o, l)) in &self.rows {
             let o = o.as_deref().unwrap_or("-");
             let l = l.as_deref().unwrap_or("-");
-            s += &format!("{t:<width$}  {o:<11}  {l:<11}\n");
+            let note = if KNOWN_LLVM16_BUGS.contains(&t.as_str()) {
+                "  (LLVM 16 bug, see KNOWN_LLVM16_BUGS)"
+            } else {
+                ""
+            };
+            s += &format!("{t:<width$}  {o:<11}  {l:<11}{note}\n");
         }
         s += &self.summary();
         s
@@ -512,7 +549,13 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let results = run(which, filter.as_deref())?;
     println!("{}", results.render());
     let regressions = results.regressions();
-    let failed_any = results.counts(true).failed + results.counts(false).failed > 0;
+    let failed_any = results.rows.iter().any(|(t, (o, l))| {
+        !KNOWN_LLVM16_BUGS.contains(&t.as_str())
+            && [o, l]
+                .into_iter()
+                .flatten()
+                .any(|x| !passing(x) && x != "UNSUPPORTED")
+    });
     if !regressions.is_empty() {
         return Err(format!(
             "our plugin fails what LLVM's passes: {}",
