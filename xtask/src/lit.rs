@@ -262,12 +262,13 @@ pub fn ensure_sources() -> Result<PathBuf, String> {
     std::fs::create_dir_all(&download)
         .map_err(|e| format!("creating {}: {e}", download.display()))?;
     eprintln!("lit: fetching Debian's llvm-toolchain-16 source package (once; about 140 MB)");
-    run_ok(Command::new("apt-get").current_dir(&download).args([
-        "source",
-        "--download-only",
-        "-q",
-        "llvm-toolchain-16",
-    ]))?;
+    run_ok(
+        Command::new("apt-get")
+            .current_dir(&download)
+            .args(["source", "--download-only", "-q", "llvm-toolchain-16"])
+            // Progress goes to stderr: stdout carries the table.
+            .stdout(Stdio::from(std::io::stderr())),
+    )?;
     let orig = std::fs::read_dir(&download)
         .map_err(|e| format!("reading {}: {e}", download.display()))?
         .filter_map(Result::ok)
