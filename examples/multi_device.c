@@ -17,6 +17,20 @@ int main(void) {
   int d1 = ndev > 1 ? 1 : d0;
   fprintf(stderr, "multi_device: devices %d %d of %d\n", d0, d1, ndev);
 
+  // LLVM 16's C++ AMDGPU plugin cannot initialize two devices at once: each
+  // device builds its memory pool objects with the plugin-wide
+  // llvm::BumpPtrAllocator, which has no lock, so the two threads can be
+  // handed the same object and one device then allocates from the other's
+  // memory (its kernels fault). The tests run LLVM's plugin with this
+  // variable set: an empty region on each device, one after the other, makes
+  // every first use below find both devices ready. Our plugin runs without it.
+  if (getenv("OMPTARGET_WORKAROUND_LLVM16_CONCURRENT_DEVICE_INIT")) {
+#pragma omp target device(d0)
+    {}
+#pragma omp target device(d1)
+    {}
+  }
+
   // 1. Split a loop across both devices, concurrently.
   static double x[N], y[N];
   for (int i = 0; i < N; i++) {

@@ -5,16 +5,16 @@
 //!   plugin on the virtual gfx90a, checked against the host (PASS/FAIL).
 //! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O<n>] PROGRAM [ARGS]`:
 //!   compile (if given a source) and run an OpenMP program.
-//! - `demo`: stage everything and run `examples/stencil_heat.c` through our
-//!   plugin on the virtual gfx90a, checked against the host (PASS/FAIL).
-//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O<n>] PROGRAM [ARGS]`:
-//!   compile (if given a source) and run an OpenMP program.
 //! - `bench`: our plugin against LLVM's C++ plugin on the virtual gfx90a
 //!   (round trip, nowait throughput, instructions per launch, map times).
 //! - `loader-bench`: the standalone loader's benchmark (puts round trip,
 //!   printf lines per second, server CPU use), LLVM 19's server and ours.
 //! - `bench-device`: the virtual gfx90a against the host at 1 and 2 workers
 //!   (STREAM, a gather-heavy kernel, saxpy, matmul), device/host ratios.
+//! - `lit [ours|llvm|both] [FILTER]`: LLVM 16's libomptarget lit suite over
+//!   the virtual gfx90a through our plugin, LLVM's, or both (table + summary).
+//! - `stress [N]`: the concurrency and multi-device examples N times (default
+//!   50) through both plugins under full CPU load; failures per program and plugin.
 //! - `setup`: install the Debian packages the project needs, if missing.
 //! - `stage`: build the plugin and the virtual device (release) and lay them
 //!   out in `target/stage/plugin/` and `target/stage/sim/`.
@@ -31,9 +31,11 @@ mod crosscheck;
 mod demo;
 mod device;
 mod loader_bench;
+mod lit;
 mod run;
 mod setup;
 mod stage;
+mod stress;
 mod test;
 
 use std::process::ExitCode;
@@ -41,7 +43,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(command) = args.next() else {
-        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | demo | run [options] PROGRAM [ARGS] | setup | stage | test [args] | bindings [--check]");
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | demo | lit [ours|llvm|both] [FILTER] | loader-bench | run [options] PROGRAM [ARGS] | setup | stress [N] | stage | test [args] | bindings [--check]");
         return ExitCode::FAILURE;
     };
     let rest: Vec<String> = args.collect();
@@ -55,6 +57,8 @@ fn main() -> ExitCode {
         "bench" => bench::run_command(&rest),
         "loader-bench" => loader_bench::run_command(&rest),
         "bench-device" => bench_device::run_command(&rest),
+        "lit" => lit::run_command(&rest),
+        "stress" => stress::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {

@@ -14,6 +14,7 @@ pub const PACKAGES: &[&str] = &[
     "libclang-16-dev",
     "libhsa-runtime-dev",
     "libllvmlibc-19-dev",
+    "llvm-16-tools",
 ];
 
 fn installed(pkg: &str) -> bool {
@@ -39,7 +40,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-fn privileged(args: &[&str]) -> Command {
+pub(crate) fn privileged(args: &[&str]) -> Command {
     // SAFETY-free check of root: `id -u` prints 0 for root.
     let root = Command::new("id")
         .arg("-u")

@@ -2,10 +2,55 @@
 //!
 //! Installs the system packages it needs, stages the release libraries
 //! (`cargo xtask stage`; the end-to-end tests load them from there through
-//! `OMPTARGET_STAGE_DIR`), then runs every test of the workspace with `cargo test`, and ends with the plain summary line
-//! `N passed, N failed` counted from cargo's per-binary result lines.
+//! `OMPTARGET_STAGE_DIR`), then runs every test of the workspace with `cargo test`,
+//! then (when no extra arguments narrow the run) LLVM 16's libomptarget lit
+//! suite through both plugins (`cargo xtask lit both`) and a short stress run
+//! (`cargo xtask stress` with [`STRESS_RUNS`] runs), and ends with the plain
+//! summary line `N passed, N failed`, counted from cargo's per-binary result
+//! lines plus:
+//!
+//! - lit: one check per test LLVM's plugin passes (failed when ours does not;
+//!   the tests of [`crate::lit::KNOWN_LLVM16_BUGS`] are left out),
+//!   and one per plugin that its pass count is at least the recorded one
+//!   ([`crate::lit::RECORDED_PASSES_LLVM`], [`crate::lit::RECORDED_PASSES_OURS`]);
+//! - stress: one check per program and plugin (failed on any failed run).
 
 use std::io::{BufRead, BufReader};
+
+/// Runs per program and plugin of the stress part of `cargo xtask test`.
+pub const STRESS_RUNS: usize = 5;
+
+/// Adds lit's checks (see the module doc) to the counts.
+fn count_lit(r: &crate::lit::Results, passed: &mut u64, failed: &mut u64) {
+    for (test, (ours, llvm)) in &r.rows {
+        if crate::lit::KNOWN_LLVM16_BUGS.contains(&test.as_str()) {
+            continue;
+        }
+        if let (Some(o), Some("PASS" | "XFAIL")) = (ours.as_deref(), llvm.as_deref()) {
+            if matches!(o, "PASS" | "XFAIL") {
+                *passed += 1;
+            } else {
+                *failed += 1;
+            }
+        }
+    }
+    for (got, floor) in [
+        (
+            r.passes_without_known_bugs(false),
+            crate::lit::RECORDED_PASSES_LLVM,
+        ),
+        (
+            r.passes_without_known_bugs(true),
+            crate::lit::RECORDED_PASSES_OURS,
+        ),
+    ] {
+        if got >= floor {
+            *passed += 1;
+        } else {
+            *failed += 1;
+        }
+    }
+}
 use std::process::{Command, Stdio};
 
 /// Adds up cargo's `test result: ok. 12 passed; 0 failed; ...` lines.
@@ -67,6 +112,41 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let status = child
         .wait()
         .map_err(|e| format!("waiting for cargo test: {e}"))?;
+    if args.is_empty() {
+        match crate::lit::run(crate::lit::Which::Both, None) {
+            Ok(r) => {
+                println!("{}", r.render());
+                let regressions = r.regressions();
+                if !regressions.is_empty() {
+                    println!(
+                        "lit: ours fails what LLVM's passes: {}",
+                        regressions.join(", ")
+                    );
+                }
+                count_lit(&r, &mut passed, &mut failed);
+            }
+            Err(e) => {
+                println!("lit: {e}");
+                failed += 1;
+            }
+        }
+        match crate::stress::run(STRESS_RUNS, true) {
+            Ok(t) => {
+                println!("{}", crate::stress::render(&t, true));
+                for x in &t {
+                    if x.failures == 0 {
+                        passed += 1;
+                    } else {
+                        failed += 1;
+                    }
+                }
+            }
+            Err(e) => {
+                println!("stress: {e}");
+                failed += 1;
+            }
+        }
+    }
     println!("{passed} passed, {failed} failed");
     if status.success() && failed == 0 {
         Ok(())
@@ -88,5 +168,28 @@ mod tests {
         );
         super::count("running 5 tests", &mut p, &mut f);
         assert_eq!((p, f), (15, 2));
+    }
+
+    #[test]
+    fn lit_checks_count_llvm_passes_and_floors() {
+        let mut r = crate::lit::Results::default();
+        for i in 0..crate::lit::RECORDED_PASSES_LLVM {
+            r.rows.insert(
+                format!("t{i}.c"),
+                (Some("PASS".into()), Some("PASS".into())),
+            );
+        }
+        // Ours fails one LLVM's passes: one failed check, and ours is below its floor
+        // only if the floor is the full count.
+        r.rows
+            .insert("x.c".into(), (Some("FAIL".into()), Some("PASS".into())));
+        r.rows.insert(
+            "u.c".into(),
+            (Some("UNSUPPORTED".into()), Some("UNSUPPORTED".into())),
+        );
+        let (mut p, mut f) = (0, 0);
+        super::count_lit(&r, &mut p, &mut f);
+        let n = crate::lit::RECORDED_PASSES_LLVM as u64;
+        assert_eq!((p, f), (n + 2, 1));
     }
 }
