@@ -22,7 +22,9 @@ pub mod abi;
 pub mod device;
 pub mod env;
 pub mod error;
-pub mod hsa;
+/// The safe HSA layer, now its own crate (`hsa/`), re-exported so
+/// `crate::hsa::...` paths keep working.
+pub use ::hsa;
 pub mod image;
 pub mod info;
 pub mod launch;

@@ -1,5 +1,6 @@
-//! The result layer over the dlopened HSA runtime: one small wrapper per HSA
-//! call the plugin makes, each turning the call's `hsa_status_t` into a
+//! The safe HSA layer, shared by the offload plugin and `amdhsa-loader`:
+//! the result layer over the dlopened HSA runtime, one small wrapper per HSA
+//! call either makes, each turning the call's `hsa_status_t` into a
 //! `Result<_, HsaError>` (cudarc's "result" layer).
 //!
 //! The runtime is opened through [`hsa_sys::HsaApi`]: first the file named by
@@ -715,4 +716,172 @@ impl Hsa {
         };
         self.check("hsa_executable_symbol_get_info", s).map(|()| v)
     }
+
+    // ----- loader helpers: agents, pools, copies, waits, dispatch -----
+
+    /// The agents whose `HSA_AGENT_INFO_DEVICE` is `device` (e.g.
+    /// `HSA_DEVICE_TYPE_GPU`), in the runtime's order. For GPUs only kernel
+    /// agents (feature `HSA_AGENT_FEATURE_KERNEL_DISPATCH`) are kept.
+    pub fn agents_of_type(&self, device: hsa_device_type_t) -> HsaResult<Vec<hsa_agent_t>> {
+        let mut out = Vec::new();
+        for agent in self.agents()? {
+            let kind: u32 = self.agent_info(agent, HSA_AGENT_INFO_DEVICE)?;
+            if kind != device {
+                continue;
+            }
+            if device == HSA_DEVICE_TYPE_GPU {
+                let features: u32 = self.agent_info(agent, HSA_AGENT_INFO_FEATURE)?;
+                if features & HSA_AGENT_FEATURE_KERNEL_DISPATCH == 0 {
+                    continue;
+                }
+            }
+            out.push(agent);
+        }
+        Ok(out)
+    }
+
+    /// The last global-segment memory pool of `agent` whose
+    /// `HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS` contain `flag` (e.g.
+    /// `HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED`), or `None`.
+    pub fn global_pool_with_flag(
+        &self,
+        agent: hsa_agent_t,
+        flag: u32,
+    ) -> HsaResult<Option<hsa_amd_memory_pool_t>> {
+        let mut found = None;
+        for pool in self.memory_pools(agent)? {
+            let segment: u32 = self.pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT)?;
+            if segment != HSA_AMD_SEGMENT_GLOBAL {
+                continue;
+            }
+            let flags: u32 = self.pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS)?;
+            if flags & flag != 0 {
+                found = Some(pool);
+            }
+        }
+        Ok(found)
+    }
+
+    /// `hsa_memory_copy(dst, src, size)`: a blocking copy between any two
+    /// runtime-visible ranges.
+    ///
+    /// # Safety
+    /// `[src, src + size)` must be readable and `[dst, dst + size)` writable
+    /// memory known to the runtime (pool memory, locked host memory or
+    /// ordinary host memory on an agent with system access).
+    pub unsafe fn memory_copy(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+    ) -> HsaResult<()> {
+        // SAFETY: ranges per the caller's contract.
+        let s = unsafe { (self.api.hsa_memory_copy)(dst, src, size) };
+        self.check("hsa_memory_copy", s)
+    }
+
+    /// `hsa_amd_memory_fill(ptr, value, count)`: writes `count` 32-bit words.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + 4 * count)` must be writable runtime memory.
+    pub unsafe fn memory_fill(&self, ptr: *mut c_void, value: u32, count: usize) -> HsaResult<()> {
+        // SAFETY: range per the caller's contract.
+        let s = unsafe { (self.api.hsa_amd_memory_fill)(ptr, value, count) };
+        self.check("hsa_amd_memory_fill", s)
+    }
+
+    /// `hsa_signal_wait_scacquire(signal, cond, value, timeout_hint, state)`:
+    /// the signal's value when the wait returned (the condition may not
+    /// hold: the runtime may return early, e.g. after `timeout_hint` ticks).
+    pub fn signal_wait(
+        &self,
+        signal: hsa_signal_t,
+        cond: hsa_signal_condition_t,
+        value: hsa_signal_value_t,
+        timeout_hint: u64,
+        state: hsa_wait_state_t,
+    ) -> hsa_signal_value_t {
+        // SAFETY: as `signal_load`.
+        unsafe { (self.api.hsa_signal_wait_scacquire)(signal, cond, value, timeout_hint, state) }
+    }
+
+    /// Publishes one kernel dispatch AQL packet on `queue` (HSA spec 2.9,
+    /// AMDGPUUsage "Kernel Dispatch"): reserves a slot, waits until the
+    /// packet processor has freed it, writes the body, stores the header and
+    /// setup word with release order, and rings the doorbell. Returns the
+    /// packet id.
+    ///
+    /// # Safety
+    /// `queue` must be a live queue of this runtime; the kernarg segment and
+    /// kernel object in `packet` must stay valid until the completion signal
+    /// reports the dispatch done.
+    pub unsafe fn dispatch_kernel(&self, queue: *mut hsa_queue_t, packet: &KernelDispatch) -> u64 {
+        // SAFETY: the caller vouches that `queue` is live; its fields are
+        // written once by the runtime at creation.
+        let q = unsafe { &*queue };
+        // SAFETY: as above.
+        let id = unsafe { self.queue_add_write_index(queue, 1) };
+        // SAFETY: as above.
+        while id.wrapping_sub(unsafe { self.queue_load_read_index(queue) }) >= u64::from(q.size) {
+            std::hint::spin_loop();
+        }
+        let mask = u64::from(q.size.max(1)) - 1;
+        // SAFETY: `base_address` holds `size` 64-byte packets; `id & mask`
+        // indexes one of them, which the wait above made ours.
+        let slot = unsafe {
+            (q.base_address as *mut hsa_kernel_dispatch_packet_t).add((id & mask) as usize)
+        };
+        let body = hsa_kernel_dispatch_packet_t {
+            header: HSA_PACKET_TYPE_INVALID as u16,
+            setup: packet.dimensions << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
+            workgroup_size_x: packet.workgroup_size[0],
+            workgroup_size_y: packet.workgroup_size[1],
+            workgroup_size_z: packet.workgroup_size[2],
+            reserved0: 0,
+            grid_size_x: packet.grid_size[0],
+            grid_size_y: packet.grid_size[1],
+            grid_size_z: packet.grid_size[2],
+            private_segment_size: packet.private_segment_size,
+            group_segment_size: packet.group_segment_size,
+            kernel_object: packet.kernel_object,
+            kernarg_address: packet.kernarg_address,
+            reserved2: 0,
+            completion_signal: packet.completion_signal,
+        };
+        // SAFETY: the slot is ours (see above); the header stays INVALID so
+        // the packet processor ignores the body until the store below.
+        unsafe { std::ptr::write_volatile(slot, body) };
+        let header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE)
+            | (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE)
+            | (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+        let word = header | (u32::from(body.setup) << 16);
+        // SAFETY: the first 4 bytes of the 64-byte aligned packet are the
+        // header and setup fields; an aligned u32 atomic store publishes them.
+        let atomic = unsafe { &*(slot as *const std::sync::atomic::AtomicU32) };
+        atomic.store(word, std::sync::atomic::Ordering::Release);
+        self.signal_store_relaxed(q.doorbell_signal, id as hsa_signal_value_t);
+        id
+    }
+}
+
+/// The fields of one kernel dispatch AQL packet (HSA spec 2.9.6), as
+/// [`Hsa::dispatch_kernel`] writes them.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelDispatch {
+    /// Number of grid dimensions, 1 to 3 (the packet's setup field).
+    pub dimensions: u16,
+    /// Work-items per workgroup in x, y, z.
+    pub workgroup_size: [u16; 3],
+    /// Work-items in the grid in x, y, z.
+    pub grid_size: [u32; 3],
+    /// Bytes of private (scratch) memory per work-item.
+    pub private_segment_size: u32,
+    /// Bytes of group (LDS) memory per workgroup.
+    pub group_segment_size: u32,
+    /// Address of the kernel descriptor (`KERNEL_OBJECT` symbol info).
+    pub kernel_object: u64,
+    /// Address of the kernarg segment.
+    pub kernarg_address: *mut c_void,
+    /// Signal the packet processor decrements when the kernel ends.
+    pub completion_signal: hsa_signal_t,
 }
