@@ -7,7 +7,8 @@
 //! it on the host and through our plugin on the virtual device with
 //! `OMP_TARGET_OFFLOAD=MANDATORY`, and report the device found, the kernels
 //! launched with their teams and threads, the bytes moved, the times, and PASS
-//! or FAIL (identical output to the host's).
+//! or FAIL (identical output to the host's). Then a GPU program with its own
+//! `main` runs through `amdhsa-loader` (see `device::loader_demo`).
 
 use crate::run::{compile, run_captured, Device, Mode, Plugin, LLVM_BIN};
 use crate::stage::workspace_root;
@@ -204,7 +205,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     if same {
         println!("result:        identical to the host's output ({lines} lines)");
         println!("PASS");
-        Ok(())
+        crate::device::loader_demo()
     } else {
         println!("result:        differs from the host's output");
         println!(

@@ -11,6 +11,8 @@
 //!   compile (if given a source) and run an OpenMP program.
 //! - `bench`: our plugin against LLVM's C++ plugin on the virtual gfx90a
 //!   (round trip, nowait throughput, instructions per launch, map times).
+//! - `loader-bench`: the standalone loader's benchmark (puts round trip,
+//!   printf lines per second, server CPU use), LLVM 19's server and ours.
 //! - `setup`: install the Debian packages the project needs, if missing.
 //! - `stage`: build the plugin and the virtual device (release) and lay them
 //!   out in `target/stage/plugin/` and `target/stage/sim/`.
@@ -24,6 +26,8 @@ mod bindings;
 #[cfg(test)]
 mod crosscheck;
 mod demo;
+mod device;
+mod loader_bench;
 mod run;
 mod setup;
 mod stage;
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
         "run" => run::run_command(&rest),
         "demo" => demo::run_command(&rest),
         "bench" => bench::run_command(&rest),
+        "loader-bench" => loader_bench::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {

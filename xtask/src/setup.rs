@@ -13,6 +13,7 @@ pub const PACKAGES: &[&str] = &[
     "rocm-device-libs",
     "libclang-16-dev",
     "libhsa-runtime-dev",
+    "libllvmlibc-19-dev",
 ];
 
 fn installed(pkg: &str) -> bool {

@@ -3,7 +3,9 @@
 //!
 //! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and
 //!   `libomptarget.rtl.amdgpu.so` (the two names libomptarget 16 tries);
-//! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`.
+//! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`;
+//! - the device side of the loader (`bin/amdgpu-cc`, `device/`, `oracle/`),
+//!   see `device.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,6 +84,7 @@ pub fn stage() -> Result<Staged, String> {
     for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
         copy(&sim, &sim_dir.join(name))?;
     }
+    crate::device::stage_device(&stage, &sim_dir)?;
     Ok(Staged {
         plugin_dir,
         sim_dir,

@@ -1,0 +1,190 @@
+//! `cargo xtask loader-bench`: the standalone loader's benchmark on the
+//! virtual gfx90a, for LLVM 19's RPC server (`llvm-rpc-oracle`) and ours
+//! (`amdhsa-loader`). It prints, asserts nothing:
+//!
+//! - the round trip of one `puts` from one lane (median over 500 calls, timed
+//!   on the device with the 100 MHz `s_memrealtime` counter), in µs;
+//! - printf lines per second from 16384 threads (64 workgroups x 256), from
+//!   the wall time of a run printing one line per thread minus that of the
+//!   same run printing none;
+//! - the server's CPU use while a kernel computes for 2 s without RPC: CPU
+//!   time of the loader's threads other than the virtual device's own
+//!   (`hsa-*`), read from `/proc/PID/task/*/stat`, over the wall time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::stage::target_dir;
+
+fn stage() -> PathBuf {
+    target_dir().join("stage")
+}
+
+fn compile(name: &str, out_dir: &Path) -> Result<PathBuf, String> {
+    let src = crate::stage::workspace_root()
+        .join("device/bench")
+        .join(format!("{name}.c"));
+    let out = out_dir.join(format!("{name}.gpu"));
+    let status = Command::new(stage().join("bin/amdgpu-cc"))
+        .arg("-O2")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .map_err(|e| format!("cannot run amdgpu-cc: {e}"))?;
+    if !status.success() {
+        return Err(format!("amdgpu-cc {} failed ({status})", src.display()));
+    }
+    Ok(out)
+}
+
+fn loader_command(loader: &Path, grid: (u32, u32), image: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(loader);
+    cmd.env("LD_LIBRARY_PATH", stage().join("sim"))
+        .arg("--threads")
+        .arg(grid.0.to_string())
+        .arg("--blocks")
+        .arg(grid.1.to_string())
+        .arg(image)
+        .args(args);
+    cmd
+}
+
+/// Median `puts` round trip in µs, from the program's own report.
+fn puts_round_trip(loader: &Path, image: &Path) -> Result<f64, String> {
+    let out = loader_command(loader, (1, 1), image, &["500"])
+        .stdout(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", loader.display()))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ns = err
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("puts_round_trip_median_ns="))
+        .and_then(|v| v.parse::<f64>().ok())
+        .ok_or_else(|| format!("no median in the output: {err}"))?;
+    Ok(ns / 1000.0)
+}
+
+fn wall_time(mut cmd: Command) -> Result<f64, String> {
+    let t0 = Instant::now();
+    let status = cmd
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run the loader: {e}"))?;
+    if !status.success() {
+        return Err(format!("the run failed ({status})"));
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+/// printf lines per second from 64 x 256 threads.
+fn printf_rate(loader: &Path, image: &Path) -> Result<f64, String> {
+    let grid = (256, 64);
+    let with = wall_time(loader_command(loader, grid, image, &["1"]))?;
+    let without = wall_time(loader_command(loader, grid, image, &["0"]))?;
+    Ok(16384.0 / (with - without).max(1e-6))
+}
+
+/// User + system clock ticks of the threads of `pid` whose name does not
+/// start with `hsa-`.
+fn server_ticks(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0;
+    for t in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        // "tid (comm) state ..."; comm may hold spaces, so split at the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if stat[open + 1..close].starts_with("hsa-") {
+            continue;
+        }
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // After the comm: state is field 0, utime 11, stime 12.
+        let utime = fields.get(11).and_then(|v| v.parse::<u64>().ok())?;
+        let stime = fields.get(12).and_then(|v| v.parse::<u64>().ok())?;
+        total += utime + stime;
+    }
+    Some(total)
+}
+
+/// Server CPU use in percent of one core while the spin kernel runs.
+fn server_cpu(loader: &Path, image: &Path) -> Result<f64, String> {
+    let mut child = loader_command(loader, (1, 1), image, &["2000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", loader.display()))?;
+    // Skip the start-up (loading, the _begin kernel), then sample.
+    std::thread::sleep(Duration::from_millis(300));
+    let first = server_ticks(child.id());
+    let t0 = Instant::now();
+    let mut last = first;
+    let mut t_last = t0;
+    while child
+        .try_wait()
+        .map_err(|e| format!("waiting: {e}"))?
+        .is_none()
+    {
+        std::thread::sleep(Duration::from_millis(50));
+        if let Some(t) = server_ticks(child.id()) {
+            last = Some(t);
+            t_last = Instant::now();
+        }
+    }
+    // /proc stat times are in USER_HZ, fixed at 100 per second on x86-64 Linux.
+    let ticks_per_s = 100.0;
+    match (first, last) {
+        (Some(a), Some(b)) if t_last > t0 => {
+            let cpu = (b.saturating_sub(a)) as f64 / ticks_per_s;
+            Ok(100.0 * cpu / (t_last - t0).as_secs_f64())
+        }
+        _ => Err("the run ended before it could be sampled".into()),
+    }
+}
+
+/// `cargo xtask loader-bench`.
+pub fn run_command(args: &[String]) -> Result<(), String> {
+    if let Some(a) = args.first() {
+        return Err(format!("loader-bench takes no arguments (got {a:?})"));
+    }
+    crate::stage::stage()?;
+    let out_dir = target_dir().join("loader-bench");
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+    let puts = compile("rpc_puts", &out_dir)?;
+    let printf = compile("printf_lines", &out_dir)?;
+    let spin = compile("spin", &out_dir)?;
+    let loaders = [
+        (
+            "LLVM 19 server (llvm-rpc-oracle)",
+            stage().join("oracle/llvm-rpc-oracle"),
+        ),
+        ("ours (amdhsa-loader)", stage().join("bin/amdhsa-loader")),
+    ];
+    println!("standalone loader on the virtual gfx90a (prints, asserts nothing)");
+    println!(
+        "{:<34} {:>20} {:>22} {:>24}",
+        "server", "puts round trip", "printf lines/s", "server CPU, no RPC"
+    );
+    for (name, loader) in loaders {
+        if !loader.exists() {
+            println!("{name:<34} not staged ({})", loader.display());
+            continue;
+        }
+        let show = |r: Result<f64, String>, unit: &str| match r {
+            Ok(v) => format!("{v:.1} {unit}"),
+            Err(e) => format!("error: {e}"),
+        };
+        println!(
+            "{:<34} {:>20} {:>22} {:>24}",
+            name,
+            show(puts_round_trip(&loader, &puts), "µs (median)"),
+            show(printf_rate(&loader, &printf), "lines/s"),
+            show(server_cpu(&loader, &spin), "% of a core"),
+        );
+    }
+    Ok(())
+}
