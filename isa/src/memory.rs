@@ -8,7 +8,7 @@
 //! consistent for atomics) and never form Rust references to the bytes.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::Fault;
@@ -57,7 +57,9 @@ pub(crate) struct HostSpan<'a> {
 }
 
 impl HostSpan<'_> {
-    /// Loads `N` bytes at byte offset `off` (must satisfy `off + N <= len`).
+    /// Loads `N` bytes at byte offset `off` (must satisfy `off + N <= len`; zeros
+    /// otherwise), as the widest naturally aligned relaxed atomics the host address
+    /// allows (8, 4, 2, then 1 byte): aligned 8- and 16-byte accesses are whole words.
     #[inline]
     pub(crate) fn load<const N: usize>(&self, off: usize) -> [u8; N] {
         let mut out = [0u8; N];
@@ -67,18 +69,23 @@ impl HostSpan<'_> {
         // SAFETY: `ptr` is valid for `len` bytes (RegionCache::translate checked the range
         // against a live region whose Arc the cache holds), and off + N <= len.
         let p = unsafe { self.ptr.add(off) };
-        if N == 4 && (p as usize) & 3 == 0 {
-            // SAFETY: p is 4-aligned and valid for 4 bytes; the memory is only ever accessed
-            // atomically by the engine.
-            let v = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.load(Ordering::Relaxed);
-            out.copy_from_slice(&v.to_le_bytes()[..N]);
-        } else {
-            for (i, b) in out.iter_mut().enumerate() {
-                // SAFETY: p + i is within the checked span.
-                *b = unsafe { AtomicU8::from_ptr(p.add(i)) }.load(Ordering::Relaxed);
-            }
-        }
+        // SAFETY: p is valid for N bytes (above).
+        unsafe { load_pieces(p, &mut out) };
         out
+    }
+
+    /// Loads `out.len()` bytes at byte offset `off` (as `load`; zeros if the range
+    /// does not fit).
+    #[inline]
+    pub(crate) fn load_into(&self, off: usize, out: &mut [u8]) {
+        if off + out.len() > self.len {
+            out.fill(0);
+            return;
+        }
+        // SAFETY: as in `load`: the checked span is valid for `len` bytes.
+        let p = unsafe { self.ptr.add(off) };
+        // SAFETY: p is valid for out.len() bytes (above).
+        unsafe { load_pieces(p, out) };
     }
 
     /// The little-endian dword at byte offset `off` (0 if `off + 4 > len`), as
@@ -99,7 +106,26 @@ impl HostSpan<'_> {
         }
     }
 
-    /// Stores `bytes` at byte offset `off` (must satisfy `off + bytes.len() <= len`).
+    /// The little-endian qword at byte offset `off` (0 if `off + 8 > len`), one
+    /// relaxed 64-bit atomic when the host address is 8-aligned (else as `load`).
+    #[inline(always)]
+    pub(crate) fn load_u64(&self, off: usize) -> u64 {
+        if off + 8 > self.len {
+            return 0;
+        }
+        // SAFETY: as in `load`: the checked span is valid for `len` bytes.
+        let p = unsafe { self.ptr.add(off) };
+        if (p as usize) & 7 == 0 {
+            // SAFETY: p is 8-aligned and valid for 8 bytes; the memory is only ever
+            // accessed atomically by the engine.
+            unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }.load(Ordering::Relaxed)
+        } else {
+            u64::from_le_bytes(self.load::<8>(off))
+        }
+    }
+
+    /// Stores `bytes` at byte offset `off` (nothing if `off + bytes.len() > len`), as
+    /// the widest naturally aligned relaxed atomics the host address allows.
     #[inline]
     pub(crate) fn store(&self, off: usize, bytes: &[u8]) {
         if off + bytes.len() > self.len {
@@ -112,10 +138,41 @@ impl HostSpan<'_> {
             // SAFETY: p is 4-aligned and valid for 4 bytes.
             unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.store(v, Ordering::Relaxed);
         } else {
-            for (i, b) in bytes.iter().enumerate() {
-                // SAFETY: p + i is within the checked span.
-                unsafe { AtomicU8::from_ptr(p.add(i)) }.store(*b, Ordering::Relaxed);
-            }
+            // SAFETY: p is valid for bytes.len() bytes (above).
+            unsafe { store_pieces(p, bytes) };
+        }
+    }
+
+    /// Stores the dword `v` at byte offset `off` (as `store`).
+    #[inline(always)]
+    pub(crate) fn store_u32(&self, off: usize, v: u32) {
+        if off + 4 > self.len {
+            return;
+        }
+        // SAFETY: as in `load`.
+        let p = unsafe { self.ptr.add(off) };
+        if (p as usize) & 3 == 0 {
+            // SAFETY: p is 4-aligned and valid for 4 bytes.
+            unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.store(v, Ordering::Relaxed);
+        } else {
+            self.store(off, &v.to_le_bytes());
+        }
+    }
+
+    /// Stores the qword `v` at byte offset `off` (one relaxed 64-bit atomic when the
+    /// host address is 8-aligned, else as `store`).
+    #[inline(always)]
+    pub(crate) fn store_u64(&self, off: usize, v: u64) {
+        if off + 8 > self.len {
+            return;
+        }
+        // SAFETY: as in `load`.
+        let p = unsafe { self.ptr.add(off) };
+        if (p as usize) & 7 == 0 {
+            // SAFETY: p is 8-aligned and valid for 8 bytes.
+            unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }.store(v, Ordering::Relaxed);
+        } else {
+            self.store(off, &v.to_le_bytes());
         }
     }
 
@@ -132,6 +189,82 @@ impl HostSpan<'_> {
     pub(crate) fn atomic_u64(&self) -> &AtomicU64 {
         // SAFETY: as in atomic_u32, with 8 bytes and 8-byte alignment checked.
         unsafe { AtomicU64::from_ptr(self.ptr.cast::<u64>()) }
+    }
+}
+
+/// Reads `out.len()` bytes at `p` as the widest naturally aligned relaxed atomics
+/// (8, 4, 2 or 1 bytes) each position allows.
+///
+/// # Safety
+/// `p` must be valid for reads of `out.len()` bytes of memory that is only ever
+/// accessed atomically while this runs.
+#[inline]
+unsafe fn load_pieces(p: *mut u8, out: &mut [u8]) {
+    let n = out.len();
+    let mut k = 0;
+    while k < n {
+        // SAFETY: k < n, so p + k is inside the caller's range; each piece below fits
+        // in the remaining n - k bytes and is naturally aligned.
+        let q = unsafe { p.add(k) };
+        let (rem, a) = (n - k, q as usize);
+        if rem >= 8 && a & 7 == 0 {
+            // SAFETY: see above.
+            let v = unsafe { AtomicU64::from_ptr(q.cast::<u64>()) }.load(Ordering::Relaxed);
+            out[k..k + 8].copy_from_slice(&v.to_le_bytes());
+            k += 8;
+        } else if rem >= 4 && a & 3 == 0 {
+            // SAFETY: see above.
+            let v = unsafe { AtomicU32::from_ptr(q.cast::<u32>()) }.load(Ordering::Relaxed);
+            out[k..k + 4].copy_from_slice(&v.to_le_bytes());
+            k += 4;
+        } else if rem >= 2 && a & 1 == 0 {
+            // SAFETY: see above.
+            let v = unsafe { AtomicU16::from_ptr(q.cast::<u16>()) }.load(Ordering::Relaxed);
+            out[k..k + 2].copy_from_slice(&v.to_le_bytes());
+            k += 2;
+        } else {
+            // SAFETY: see above.
+            out[k] = unsafe { AtomicU8::from_ptr(q) }.load(Ordering::Relaxed);
+            k += 1;
+        }
+    }
+}
+
+/// Writes `bytes` at `p` as the widest naturally aligned relaxed atomics each
+/// position allows (as [`load_pieces`]).
+///
+/// # Safety
+/// `p` must be valid for writes of `bytes.len()` bytes of memory that is only ever
+/// accessed atomically while this runs.
+#[inline]
+unsafe fn store_pieces(p: *mut u8, bytes: &[u8]) {
+    let n = bytes.len();
+    let mut k = 0;
+    while k < n {
+        // SAFETY: as in load_pieces.
+        let q = unsafe { p.add(k) };
+        let (rem, a) = (n - k, q as usize);
+        let b = &bytes[k..];
+        if rem >= 8 && a & 7 == 0 {
+            let v = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            // SAFETY: as in load_pieces.
+            unsafe { AtomicU64::from_ptr(q.cast::<u64>()) }.store(v, Ordering::Relaxed);
+            k += 8;
+        } else if rem >= 4 && a & 3 == 0 {
+            let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            // SAFETY: as in load_pieces.
+            unsafe { AtomicU32::from_ptr(q.cast::<u32>()) }.store(v, Ordering::Relaxed);
+            k += 4;
+        } else if rem >= 2 && a & 1 == 0 {
+            let v = u16::from_le_bytes([b[0], b[1]]);
+            // SAFETY: as in load_pieces.
+            unsafe { AtomicU16::from_ptr(q.cast::<u16>()) }.store(v, Ordering::Relaxed);
+            k += 2;
+        } else {
+            // SAFETY: as in load_pieces.
+            unsafe { AtomicU8::from_ptr(q) }.store(b[0], Ordering::Relaxed);
+            k += 1;
+        }
     }
 }
 

@@ -649,24 +649,24 @@ impl Wave {
         match limit {
             // Buffer loads past NUM_RECORDS return 0 for the dwords out of range.
             Some(lim) => {
-                for (k, v) in vals.iter_mut().enumerate().take(n) {
-                    let off = (offset as u64 & !3) + 4 * k as u64;
-                    if off + 4 <= lim {
-                        let span = self.regions.translate(
-                            ctx.memory,
-                            addr + 4 * k as u64,
-                            4,
-                            false,
-                            pc,
-                        )?;
-                        *v = u32::from_le_bytes(span.load::<4>(0));
+                // The dwords below NUM_RECORDS are a prefix: one range check for them.
+                let first = offset as u64 & !3;
+                let inside = (0..n)
+                    .take_while(|&k| first + 4 * k as u64 + 4 <= lim)
+                    .count();
+                if inside > 0 {
+                    let span =
+                        self.regions
+                            .translate(ctx.memory, addr, 4 * inside as u64, false, pc)?;
+                    for (k, v) in vals.iter_mut().enumerate().take(inside) {
+                        *v = span.load_u32(4 * k);
                     }
                 }
             }
             None => {
                 let span = self.regions.translate(ctx.memory, addr, bytes, false, pc)?;
                 for (k, v) in vals.iter_mut().enumerate().take(n) {
-                    *v = u32::from_le_bytes(span.load::<4>(4 * k));
+                    *v = span.load_u32(4 * k);
                 }
             }
         }

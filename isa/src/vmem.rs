@@ -723,18 +723,7 @@ impl Wave {
                 let span = self
                     .regions
                     .translate(ctx.memory, a, buf.len() as u64, false, pc)?;
-                let mut tmp = [0u8; 16];
-                for k in (0..buf.len()).step_by(4) {
-                    let n = (buf.len() - k).min(4);
-                    if n == 4 {
-                        tmp[k..k + 4].copy_from_slice(&span.load::<4>(k));
-                    } else {
-                        for j in 0..n {
-                            tmp[k + j] = span.load::<1>(k + j)[0];
-                        }
-                    }
-                }
-                buf.copy_from_slice(&tmp[..buf.len()]);
+                span.load_into(0, buf);
             }
             Target::Lds(o) => {
                 let r = Self::lds_range(ctx, o, buf.len() as u64, pc)?;
@@ -763,10 +752,7 @@ impl Wave {
                 let span = self
                     .regions
                     .translate(ctx.memory, a, buf.len() as u64, true, pc)?;
-                for k in (0..buf.len()).step_by(4) {
-                    let n = (buf.len() - k).min(4);
-                    span.store(k, &buf[k..k + n]);
-                }
+                span.store(0, buf);
             }
             Target::Lds(o) => {
                 let r = Self::lds_range(ctx, o, buf.len() as u64, pc)?;
@@ -1041,40 +1027,48 @@ impl Wave {
         let nd = bytes.div_ceil(4);
         if load {
             let Some(d) = vdst else { return true };
-            for k in 0..nd {
-                let mut out = [0u32; WAVE_SIZE];
-                {
-                    let Some(span) = self.regions.cached(lo, size) else {
-                        return false;
-                    };
-                    if bytes >= 4 {
-                        for l in 0..WAVE_SIZE {
-                            if (exec >> l) & 1 == 1 {
-                                out[l] = span.load_u32((addrs[l] - lo) as usize + 4 * k);
-                            }
+            let mut out = [[0u32; WAVE_SIZE]; 4];
+            {
+                let Some(span) = self.regions.cached(lo, size) else {
+                    return false;
+                };
+                let mut m = exec;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let off = (addrs[l] - lo) as usize;
+                    match (bytes, signed) {
+                        (4, _) => out[0][l] = span.load_u32(off),
+                        (8, _) => {
+                            let v = span.load_u64(off);
+                            out[0][l] = v as u32;
+                            out[1][l] = (v >> 32) as u32;
                         }
-                    } else {
-                        for l in 0..WAVE_SIZE {
-                            if (exec >> l) & 1 == 0 {
-                                continue;
+                        (1, true) => out[0][l] = span.load::<1>(off)[0] as i8 as i32 as u32,
+                        (1, false) => out[0][l] = u32::from(span.load::<1>(off)[0]),
+                        (2, true) => {
+                            out[0][l] = i16::from_le_bytes(span.load::<2>(off)) as i32 as u32
+                        }
+                        (2, false) => {
+                            out[0][l] = u32::from(u16::from_le_bytes(span.load::<2>(off)))
+                        }
+                        _ => {
+                            let mut buf = [0u8; 16];
+                            span.load_into(off, &mut buf[..bytes]);
+                            for k in 0..nd {
+                                out[k][l] = u32::from_le_bytes([
+                                    buf[4 * k],
+                                    buf[4 * k + 1],
+                                    buf[4 * k + 2],
+                                    buf[4 * k + 3],
+                                ]);
                             }
-                            let off = (addrs[l] - lo) as usize;
-                            out[l] = match (bytes, signed) {
-                                (1, true) => span.load::<1>(off)[0] as i8 as i32 as u32,
-                                (1, false) => u32::from(span.load::<1>(off)[0]),
-                                _ => {
-                                    let b = [span.load::<1>(off)[0], span.load::<1>(off + 1)[0]];
-                                    if signed {
-                                        i16::from_le_bytes(b) as i32 as u32
-                                    } else {
-                                        u32::from(u16::from_le_bytes(b))
-                                    }
-                                }
-                            };
                         }
                     }
                 }
-                self.vwrite(&d, k, &out, exec);
+            }
+            for (k, o) in out.iter().enumerate().take(nd) {
+                self.vwrite(&d, k, o, exec);
             }
             return true;
         }
@@ -1093,23 +1087,122 @@ impl Wave {
         let Some(span) = self.regions.cached(lo, size) else {
             return false;
         };
-        for l in 0..WAVE_SIZE {
-            if (exec >> l) & 1 == 0 {
-                continue;
-            }
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
             let off = (addrs[l] - lo) as usize;
-            if bytes <= 4 {
-                let w = if hi16 {
-                    src[0].at(l) >> 16
-                } else {
-                    src[0].at(l)
-                };
-                span.store(off, &w.to_le_bytes()[..bytes]);
-            } else {
-                for (k, s) in src.iter().enumerate().take(nd) {
-                    let n = (bytes - 4 * k).min(4);
-                    span.store(off + 4 * k, &s.at(l).to_le_bytes()[..n]);
+            match bytes {
+                4 => span.store_u32(off, src[0].at(l)),
+                8 => span.store_u64(off, u64::from(src[0].at(l)) | u64::from(src[1].at(l)) << 32),
+                1 | 2 => {
+                    let w = if hi16 {
+                        src[0].at(l) >> 16
+                    } else {
+                        src[0].at(l)
+                    };
+                    span.store(off, &w.to_le_bytes()[..bytes]);
                 }
+                _ => {
+                    let mut buf = [0u8; 16];
+                    for (k, s) in src.iter().enumerate().take(nd) {
+                        buf[4 * k..4 * k + 4].copy_from_slice(&s.at(l).to_le_bytes());
+                    }
+                    span.store(off, &buf[..bytes]);
+                }
+            }
+        }
+        true
+    }
+
+    /// Whole-dword loads and stores (4, 8, 12 or 16 bytes, every active lane's
+    /// offset 4-aligned) through a swizzled buffer (scratch): every dword of every
+    /// lane addressed as [`Swizzle::address`] gives it, one region check for the whole
+    /// wave, then the dwords in lane order. Returns false, having done nothing, when
+    /// the access has another form or its range is not inside one region (the per-lane
+    /// path then runs and reports the faulting lane).
+    #[allow(clippy::too_many_arguments)]
+    fn swizzled_fast(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        access: Access,
+        swz: Swizzle,
+        index: &[u64; WAVE_SIZE],
+        offset: &[u64; WAVE_SIZE],
+        exec: u64,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        let (bytes, load) = match access {
+            Access::Load { bytes, .. } => (bytes as usize, true),
+            Access::Store { bytes, hi16: false } => (bytes as usize, false),
+            _ => return false,
+        };
+        if exec == 0
+            || !matches!(bytes, 4 | 8 | 12 | 16)
+            || swz.element < 4
+            || !swz.element.is_power_of_two()
+            || !swz.index_stride.is_power_of_two()
+        {
+            return false;
+        }
+        let nd = bytes / 4;
+        let mut addrs = [[0u64; WAVE_SIZE]; 4];
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if offset[l] & 3 != 0 {
+                return false;
+            }
+            for k in 0..nd {
+                let a = swz.address(index[l], offset[l].wrapping_add(4 * k as u64));
+                addrs[k][l] = a;
+                lo = lo.min(a);
+                hi = hi.max(a);
+            }
+        }
+        let Some(size) = (hi - lo).checked_add(4) else {
+            return false;
+        };
+        if !self.regions.ensure(ctx.memory, lo, size) {
+            return false;
+        }
+        if load {
+            let Some(d) = vdst else { return true };
+            let mut out = [[0u32; WAVE_SIZE]; 4];
+            {
+                let Some(span) = self.regions.cached(lo, size) else {
+                    return false;
+                };
+                let mut m = exec;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    for k in 0..nd {
+                        out[k][l] = span.load_u32((addrs[k][l] - lo) as usize);
+                    }
+                }
+            }
+            for (k, o) in out.iter().enumerate().take(nd) {
+                self.vwrite(&d, k, o, exec);
+            }
+            return true;
+        }
+        let src: [Src<'_>; 4] = std::array::from_fn(|k| match data.as_ref() {
+            Some(op) if k < nd => self.vsrc(op, k, ctx),
+            _ => Src::Splat(0),
+        });
+        let Some(span) = self.regions.cached(lo, size) else {
+            return false;
+        };
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            for k in 0..nd {
+                span.store_u32((addrs[k][l] - lo) as usize, src[k].at(l));
             }
         }
         true
@@ -1133,7 +1226,7 @@ impl Wave {
         let exec = self.exec();
         let offset = i64::from(i.offset);
         let flat_scratch = self.flat_scratch();
-        let mut targets = [None; WAVE_SIZE];
+        let mut targets: [Option<Target>; WAVE_SIZE];
         match i.seg {
             Segment::Flat | Segment::Global => {
                 let addrs: [u64; WAVE_SIZE] = match (&i.saddr, &i.vaddr) {
@@ -1168,6 +1261,7 @@ impl Wave {
                 if !apertured && self.global_fast(ctx, access, &addrs, exec, i.data, i.vdst) {
                     return Ok(());
                 }
+                targets = [None; WAVE_SIZE];
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 0 {
                         continue;
@@ -1194,6 +1288,14 @@ impl Wave {
                     (None, Some(v)) => self.vread(v, 0, ctx).map(u64::from),
                     _ => [0; WAVE_SIZE],
                 };
+                let swz = Swizzle::scratch(flat_scratch);
+                let offs: [u64; WAVE_SIZE] =
+                    std::array::from_fn(|l| base[l].wrapping_add_signed(offset) & 0xFFFF_FFFF);
+                let lanes: [u64; WAVE_SIZE] = std::array::from_fn(|l| l as u64);
+                if self.swizzled_fast(ctx, access, swz, &lanes, &offs, exec, i.data, i.vdst) {
+                    return Ok(());
+                }
+                targets = [None; WAVE_SIZE];
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 1 {
                         targets[l] = Some(Target::Swizzled {
@@ -1262,14 +1364,25 @@ impl Wave {
             index_stride: idx_stride,
             stride,
         };
+        if swizzle {
+            let index: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
+                vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 }
+            });
+            let offs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
+                u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]))
+            });
+            if self.swizzled_fast(ctx, access, swz, &index, &offs, exec, i.vdata, i.vdata) {
+                return Ok(());
+            }
+        }
         let mut targets = [None; WAVE_SIZE];
         for l in 0..WAVE_SIZE {
             if (exec >> l) & 1 == 0 {
                 continue;
             }
             let index =
-                vidx.map(|v| u64::from(v[l])).unwrap_or(0) + if add_tid { l as u64 } else { 0 };
-            let off = u64::from(i.offset) + voff.map(|v| u64::from(v[l])).unwrap_or(0);
+                vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 };
+            let off = u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]));
             targets[l] = Some(if swizzle {
                 // Swizzled (scratch): soffset is added unswizzled; no range check.
                 Target::Swizzled {
@@ -1294,6 +1407,173 @@ impl Wave {
         self.run_access(ctx, access, &targets, &data, i.vdata, i.glc, pc)
     }
 
+    /// Whether every active lane's LDS range `[addr + off, addr + off + bytes)` lies
+    /// inside the workgroup's LDS (false for an empty EXEC: nothing to do fast).
+    #[inline]
+    fn lds_lanes_in_range(lds_len: usize, exec: u64, addr: &VReg, off: u64, bytes: u64) -> bool {
+        let mut hi = 0u32;
+        for l in 0..WAVE_SIZE {
+            let on = (exec >> l) & 1 == 1;
+            hi = if on { hi.max(addr[l]) } else { hi };
+        }
+        exec != 0 && u64::from(hi) + off + bytes <= lds_len as u64
+    }
+
+    /// An LDS load of `bytes` (1, 2, 4, 8, 12 or 16) per active lane into dwords
+    /// `first..` of `vdst`, straight from the LDS bytes (the caller checked the range
+    /// with [`lds_lanes_in_range`](Self::lds_lanes_in_range)). Sub-dword loads zero- or
+    /// sign-extend. The LDS belongs to this workgroup, which runs on one host thread.
+    #[allow(clippy::too_many_arguments)]
+    fn lds_load_fast(
+        &mut self,
+        lds: &[u8],
+        exec: u64,
+        addr: &VReg,
+        off: u64,
+        bytes: usize,
+        signed: bool,
+        vdst: &Operand,
+        first: usize,
+    ) {
+        let nd = bytes.div_ceil(4);
+        let mut out = [[0u32; WAVE_SIZE]; 4];
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let o = (u64::from(addr[l]) + off) as usize;
+            let Some(src) = lds.get(o..o + bytes) else {
+                continue;
+            };
+            match (bytes, signed) {
+                (1, true) => out[0][l] = src[0] as i8 as i32 as u32,
+                (1, false) => out[0][l] = u32::from(src[0]),
+                (2, true) => out[0][l] = i16::from_le_bytes([src[0], src[1]]) as i32 as u32,
+                (2, false) => out[0][l] = u32::from(u16::from_le_bytes([src[0], src[1]])),
+                _ => {
+                    for (k, w) in src.chunks_exact(4).enumerate() {
+                        out[k][l] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    }
+                }
+            }
+        }
+        for (k, o) in out.iter().enumerate().take(nd) {
+            self.vwrite(vdst, first + k, o, exec);
+        }
+    }
+
+    /// An LDS store of `bytes` per active lane, in lane order, from dwords `first..` of
+    /// `data` (`hi16`: the high half of dword 0), straight into the LDS bytes (range
+    /// checked by the caller).
+    #[allow(clippy::too_many_arguments)]
+    fn lds_store_fast(
+        &self,
+        ctx: &WaveContext<'_>,
+        lds: &mut [u8],
+        exec: u64,
+        addr: &VReg,
+        off: u64,
+        bytes: usize,
+        hi16: bool,
+        data: Option<&Operand>,
+        first: usize,
+    ) {
+        let nd = bytes.div_ceil(4);
+        let src: [Src<'_>; 4] = std::array::from_fn(|k| match data {
+            Some(d) if k < nd => self.vsrc(d, first + k, ctx),
+            _ => Src::Splat(0),
+        });
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let o = (u64::from(addr[l]) + off) as usize;
+            let Some(dst) = lds.get_mut(o..o + bytes) else {
+                continue;
+            };
+            if bytes < 4 {
+                let w = if hi16 {
+                    src[0].at(l) >> 16
+                } else {
+                    src[0].at(l)
+                };
+                dst.copy_from_slice(&w.to_le_bytes()[..bytes]);
+            } else {
+                for (k, d) in dst.chunks_exact_mut(4).enumerate() {
+                    d.copy_from_slice(&src[k].at(l).to_le_bytes());
+                }
+            }
+        }
+    }
+
+    /// The plain LDS loads and stores (`ds_read_*`/`ds_write_*` without D16, and the
+    /// `2`/`2st64` forms) when every active lane is in range: straight on the LDS
+    /// bytes. Returns false, having done nothing, otherwise (the per-lane path then
+    /// runs and reports a faulting lane).
+    fn ds_fast(&mut self, i: &Ds, exec: u64, addr: &VReg, ctx: &mut WaveContext<'_>) -> bool {
+        use DsOp as O;
+        // (bytes, load, signed, hi16, two addresses with this unit)
+        let (bytes, load, signed, hi16, two): (usize, bool, bool, bool, Option<u64>) = match i.op {
+            O::DsWriteB8 => (1, false, false, false, None),
+            O::DsWriteB16 => (2, false, false, false, None),
+            O::DsWriteB8D16Hi => (1, false, false, true, None),
+            O::DsWriteB16D16Hi => (2, false, false, true, None),
+            O::DsWriteB32 => (4, false, false, false, None),
+            O::DsWriteB64 => (8, false, false, false, None),
+            O::DsWriteB96 => (12, false, false, false, None),
+            O::DsWriteB128 => (16, false, false, false, None),
+            O::DsReadI8 => (1, true, true, false, None),
+            O::DsReadU8 => (1, true, false, false, None),
+            O::DsReadI16 => (2, true, true, false, None),
+            O::DsReadU16 => (2, true, false, false, None),
+            O::DsReadB32 => (4, true, false, false, None),
+            O::DsReadB64 => (8, true, false, false, None),
+            O::DsReadB96 => (12, true, false, false, None),
+            O::DsReadB128 => (16, true, false, false, None),
+            O::DsWrite2B32 => (4, false, false, false, Some(4)),
+            O::DsWrite2st64B32 => (4, false, false, false, Some(256)),
+            O::DsWrite2B64 => (8, false, false, false, Some(8)),
+            O::DsWrite2st64B64 => (8, false, false, false, Some(512)),
+            O::DsRead2B32 => (4, true, false, false, Some(4)),
+            O::DsRead2st64B32 => (4, true, false, false, Some(256)),
+            O::DsRead2B64 => (8, true, false, false, Some(8)),
+            O::DsRead2st64B64 => (8, true, false, false, Some(512)),
+            _ => return false,
+        };
+        let offs: [u64; 2] = match two {
+            Some(unit) => [u64::from(i.offset0) * unit, u64::from(i.offset1) * unit],
+            None => [u64::from(i.offset()); 2],
+        };
+        let n = if two.is_some() { 2 } else { 1 };
+        let len = ctx.lds.len();
+        if !offs[..n]
+            .iter()
+            .all(|&o| Self::lds_lanes_in_range(len, exec, addr, o, bytes as u64))
+        {
+            return false;
+        }
+        let nd = bytes.div_ceil(4);
+        if load {
+            let Some(d) = i.vdst else { return true };
+            for (h, &o) in offs[..n].iter().enumerate() {
+                self.lds_load_fast(ctx.lds, exec, addr, o, bytes, signed, &d, h * nd);
+            }
+        } else {
+            // Take the LDS out of the context so that operands can be read from it.
+            let lds = std::mem::take(&mut ctx.lds);
+            for (h, &o) in offs[..n].iter().enumerate() {
+                let data = if h == 0 {
+                    i.data0.as_ref()
+                } else {
+                    i.data1.as_ref()
+                };
+                self.lds_store_fast(ctx, lds, exec, addr, o, bytes, hi16, data, 0);
+            }
+            ctx.lds = lds;
+        }
+        true
+    }
+
     pub(crate) fn exec_ds(
         &mut self,
         i: &Ds,
@@ -1310,6 +1590,9 @@ impl Wave {
             Some(a) => self.vread(a, 0, ctx),
             None => [0; WAVE_SIZE],
         };
+        if self.ds_fast(i, exec, &addr, ctx) {
+            return Ok(());
+        }
         let off = u64::from(i.offset());
         let single = |l: usize| -> Option<Target> {
             ((exec >> l) & 1 == 1).then(|| Target::Lds(u64::from(addr[l]) + off))

@@ -13,6 +13,8 @@
 //!   (round trip, nowait throughput, instructions per launch, map times).
 //! - `loader-bench`: the standalone loader's benchmark (puts round trip,
 //!   printf lines per second, server CPU use), LLVM 19's server and ours.
+//! - `bench-device`: the virtual gfx90a against the host at 1 and 2 workers
+//!   (STREAM, a gather-heavy kernel, saxpy, matmul), device/host ratios.
 //! - `setup`: install the Debian packages the project needs, if missing.
 //! - `stage`: build the plugin and the virtual device (release) and lay them
 //!   out in `target/stage/plugin/` and `target/stage/sim/`.
@@ -22,6 +24,7 @@
 //!   `--check`, fail if the committed files are stale).
 
 mod bench;
+mod bench_device;
 mod bindings;
 #[cfg(test)]
 mod crosscheck;
@@ -38,7 +41,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(command) = args.next() else {
-        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | demo | run [options] PROGRAM [ARGS] | setup | stage | test [args] | bindings [--check]");
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | demo | run [options] PROGRAM [ARGS] | setup | stage | test [args] | bindings [--check]");
         return ExitCode::FAILURE;
     };
     let rest: Vec<String> = args.collect();
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         "demo" => demo::run_command(&rest),
         "bench" => bench::run_command(&rest),
         "loader-bench" => loader_bench::run_command(&rest),
+        "bench-device" => bench_device::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {

@@ -7,11 +7,13 @@
 //! f16/f32/f64 with 16 conditions (+0x10 cmpx), 0xA0/0xC0/0xE0 16/32/64-bit integers
 //! with 8 conditions, signed then unsigned (+0x10 cmpx).
 
+#![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
+
 use crate::error::Fault;
 use crate::wave::WAVE_SIZE;
 
 use super::fp::{class_bit, class_bit16, h2f};
-use super::Exe;
+use super::{Exe, Src};
 
 /// Float compare condition `c`: f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru.
 /// The negated forms are true for unordered operands.
@@ -64,6 +66,58 @@ fn mask(f: impl Fn(usize) -> bool) -> u64 {
         m |= u64::from(f(l)) << l;
     }
     m
+}
+
+/// 64-bit lanes from low and high dwords (the register/splat choice made once, so
+/// the lane loop vectorises).
+#[inline(always)]
+fn wide(lo: Src<'_>, hi: Src<'_>) -> [u64; WAVE_SIZE] {
+    let mut out = [0u64; WAVE_SIZE];
+    match (lo, hi) {
+        (Src::Reg(a), Src::Reg(b)) => {
+            for l in 0..WAVE_SIZE {
+                out[l] = u64::from(a[l]) | u64::from(b[l]) << 32;
+            }
+        }
+        (Src::Reg(a), Src::Splat(b)) => {
+            for l in 0..WAVE_SIZE {
+                out[l] = u64::from(a[l]) | u64::from(b) << 32;
+            }
+        }
+        (Src::Splat(a), Src::Reg(b)) => {
+            for l in 0..WAVE_SIZE {
+                out[l] = u64::from(a) | u64::from(b[l]) << 32;
+            }
+        }
+        (Src::Splat(a), Src::Splat(b)) => out = [u64::from(a) | u64::from(b) << 32; WAVE_SIZE],
+    }
+    out
+}
+
+/// A 64-bit integer compare (condition `c` as [`icmp`]) of operands given as their
+/// low and high dwords, read in place; one loop per condition.
+#[inline]
+fn cmp64(al: Src<'_>, ah: Src<'_>, bl: Src<'_>, bh: Src<'_>, signed: bool, c: u32) -> u64 {
+    let (a, b) = (wide(al, ah), wide(bl, bh));
+    macro_rules! by {
+        ($op:tt) => {
+            if signed {
+                mask(|l| (a[l] as i64) $op (b[l] as i64))
+            } else {
+                mask(|l| a[l] $op b[l])
+            }
+        };
+    }
+    match c {
+        0 => 0,
+        1 => by!(<),
+        2 => by!(==),
+        3 => by!(<=),
+        4 => by!(>),
+        5 => by!(!=),
+        6 => by!(>=),
+        _ => u64::MAX,
+    }
 }
 
 /// Executes one compare.
@@ -121,15 +175,9 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
         }
         0xE0..=0xFF => {
             let signed = n & 8 == 0;
-            let a = x.u64(0, signed);
-            let b = x.u64(1, signed);
-            let c = cond & 7;
-            let m = if signed {
-                mask(|l| icmp(a[l] as i64, b[l] as i64, c))
-            } else {
-                mask(|l| icmp(a[l], b[l], c))
-            };
-            (m, n & 0x10 != 0)
+            let (al, ah) = x.src64(0, signed);
+            let (bl, bh) = x.src64(1, signed);
+            (cmp64(al, ah, bl, bh, signed, cond & 7), n & 0x10 != 0)
         }
         _ => return Err(x.unsup("not a compare opcode")),
     };

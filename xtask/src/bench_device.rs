@@ -1,0 +1,243 @@
+//! `cargo xtask bench-device`: the virtual gfx90a against the host on
+//! memory-bound and compute-bound OpenMP offload code (issue 13). Prints a
+//! table; fails only if a device result disagrees with the host's.
+//!
+//! `benches/programs/device_bench.c` is compiled once (clang-16, `-O2`) and
+//! each of its kernels runs, for W = 1 and 2, on the host
+//! (`OMP_TARGET_OFFLOAD=DISABLED`, `OMP_NUM_THREADS=W`) and through our plugin
+//! on the virtual device (`OMP_TARGET_OFFLOAD=MANDATORY`, `HSA_SIM_WORKERS=W`;
+//! our plugin's announcement on stderr proves which plugin ran):
+//! - STREAM: copy, scale, add, triad, dot over 2^24 doubles (128 MiB per
+//!   array, larger than the caches), GB/s as STREAM counts bytes;
+//! - gather: 2^22 random indexed reads (pairs) into a 64 MiB table of
+//!   doubles, summed;
+//! - saxpy over 2^24 floats and a 512 x 512 float matmul.
+//!
+//! Every `check_*` value the device run prints must equal the host's within
+//! a relative 1e-6 (the reductions sum in another order; the device may fuse
+//! multiply-adds).
+//!
+//! Knobs: `BENCH_DEVICE_STREAM_LOG2` (default 24) and `BENCH_DEVICE_REPS`
+//! (timed repetitions of each kernel, best taken; default 2).
+
+use crate::run::{compile, run_captured, Device, Mode, Plugin};
+use crate::stage::{stage, workspace_root};
+
+/// Relative tolerance of the device's `check_*` values against the host's.
+const CHECK_TOLERANCE: f64 = 1e-6;
+/// What our plugin prints on stderr with `OMPTARGET_AMDGPU_ANNOUNCE=1`.
+const ANNOUNCEMENT: &str = "omptarget-amdgpu: Rust AMDGPU plugin initialised";
+
+/// One benchmark's measured figure.
+struct Metric {
+    /// Key printed by the program.
+    key: &'static str,
+    /// Row label.
+    label: &'static str,
+    /// True for bandwidths (bigger is better; ratio = device / host), false
+    /// for times (ratio = device time / host time).
+    higher_is_better: bool,
+}
+
+/// The program's modes, their arguments, and the figures each prints.
+fn cases(stream_log2: u32, reps: u32) -> Vec<(Vec<String>, Vec<Metric>)> {
+    let m = |key, label, higher_is_better| Metric {
+        key,
+        label,
+        higher_is_better,
+    };
+    vec![
+        (
+            vec!["stream".into(), stream_log2.to_string(), reps.to_string()],
+            vec![
+                m("copy_gbs", "STREAM copy (GB/s)", true),
+                m("scale_gbs", "STREAM scale (GB/s)", true),
+                m("add_gbs", "STREAM add (GB/s)", true),
+                m("triad_gbs", "STREAM triad (GB/s)", true),
+                m("dot_gbs", "STREAM dot (GB/s)", true),
+            ],
+        ),
+        (
+            vec!["gather".into(), (reps + 1).to_string()],
+            vec![m(
+                "gather_ms",
+                "gather 2^22 lookups, 64 MiB table (ms)",
+                false,
+            )],
+        ),
+        (
+            vec!["saxpy".into(), "24".into(), (reps + 1).to_string()],
+            vec![m("saxpy_ms", "saxpy 2^24 floats (ms)", false)],
+        ),
+        (
+            vec!["matmul".into(), "512".into(), reps.to_string()],
+            vec![m("matmul_ms", "matmul 512x512 float (ms)", false)],
+        ),
+    ]
+}
+
+/// `key value` lines of a run's stdout.
+fn parse(stdout: &str) -> Vec<(String, f64)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn get(vals: &[(String, f64)], key: &str) -> Result<f64, String> {
+    vals.iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| format!("no `{key}` in the program's output"))
+}
+
+/// Differences between the `check_*` values of two runs, as messages.
+fn check_mismatches(host: &[(String, f64)], device: &[(String, f64)]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (k, h) in host.iter().filter(|(k, _)| k.starts_with("check_")) {
+        match device.iter().find(|(d, _)| d == k) {
+            None => bad.push(format!("{k}: missing from the device run")),
+            Some((_, d)) => {
+                let scale = h.abs().max(d.abs()).max(f64::MIN_POSITIVE);
+                if (h - d).abs() / scale > CHECK_TOLERANCE {
+                    bad.push(format!("{k}: host {h}, device {d}"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+fn env_u32(name: &str, default: u32) -> u32 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
+/// Runs the program once; returns its `key value` lines.
+fn run_once(
+    binary: &std::path::Path,
+    args: &[String],
+    mode: Mode,
+    workers: usize,
+) -> Result<Vec<(String, f64)>, String> {
+    let w = workers.to_string();
+    let env: Vec<(&str, &str)> = match mode {
+        Mode::Host => vec![("OMP_NUM_THREADS", &w)],
+        Mode::Offload(..) => vec![("HSA_SIM_WORKERS", &w), ("OMPTARGET_AMDGPU_ANNOUNCE", "1")],
+    };
+    let out = run_captured(binary, args, mode, &env)?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!(
+            "{} {args:?} ({mode:?}, W={workers}) failed ({}):\n{stderr}",
+            binary.display(),
+            out.status
+        ));
+    }
+    if matches!(mode, Mode::Offload(..)) && !stderr.contains(ANNOUNCEMENT) {
+        return Err(format!(
+            "{args:?}: our plugin did not announce itself:\n{stderr}"
+        ));
+    }
+    Ok(parse(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// `cargo xtask bench-device`.
+pub fn run_command(args: &[String]) -> Result<(), String> {
+    if let Some(a) = args.first() {
+        return Err(format!("bench-device takes no arguments (got {a:?})"));
+    }
+    stage()?;
+    let src = workspace_root().join("benches/programs/device_bench.c");
+    let binary = compile(&src, "-O2")?;
+    let stream_log2 = env_u32("BENCH_DEVICE_STREAM_LOG2", 24);
+    let reps = env_u32("BENCH_DEVICE_REPS", 2);
+    let device = Mode::Offload(Plugin::Ours, Device::Virtual);
+    let workers = [1usize, 2];
+
+    // (label, higher_is_better, [host W=1, device W=1, host W=2, device W=2])
+    let mut rows: Vec<(&str, bool, [f64; 4])> = Vec::new();
+    let mut failures = Vec::new();
+    for (args, metrics) in cases(stream_log2, reps) {
+        let mut figures = vec![[f64::NAN; 4]; metrics.len()];
+        for (wi, &w) in workers.iter().enumerate() {
+            eprintln!("bench-device: {} W={w} host", args[0]);
+            let host = run_once(&binary, &args, Mode::Host, w)?;
+            eprintln!("bench-device: {} W={w} virtual gfx90a", args[0]);
+            let dev = run_once(&binary, &args, device, w)?;
+            for bad in check_mismatches(&host, &dev) {
+                failures.push(format!("{} W={w}: {bad}", args[0]));
+            }
+            for (mi, m) in metrics.iter().enumerate() {
+                figures[mi][2 * wi] = get(&host, m.key)?;
+                figures[mi][2 * wi + 1] = get(&dev, m.key)?;
+            }
+        }
+        for (m, f) in metrics.iter().zip(figures) {
+            rows.push((m.label, m.higher_is_better, f));
+        }
+    }
+
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!();
+    println!(
+        "Virtual gfx90a (our plugin) vs the host, same binary, W = device workers = host threads ({cores} host cores)"
+    );
+    println!(
+        "{:<40} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>9}",
+        "", "host W=1", "dev W=1", "dev/host", "host W=2", "dev W=2", "dev/host", "dev 2/1"
+    );
+    for (label, higher, f) in &rows {
+        // dev/host as "fraction of the host's speed" for both kinds of figure.
+        let speed = |h: f64, d: f64| if *higher { d / h } else { h / d };
+        let scaling = if *higher { f[3] / f[1] } else { f[1] / f[3] };
+        println!(
+            "{label:<40} {:>10.3} {:>10.3} {:>9.4} {:>10.3} {:>10.3} {:>9.4} {:>8.2}x",
+            f[0],
+            f[1],
+            speed(f[0], f[1]),
+            f[2],
+            f[3],
+            speed(f[2], f[3]),
+            scaling
+        );
+    }
+    println!(
+        "dev/host = device speed as a fraction of the host's (bandwidth ratio, or host time / device time);"
+    );
+    println!("dev 2/1 = device speed with 2 workers over 1. Shared machines make figures noisy: compare ratios of one run.");
+    if failures.is_empty() {
+        println!("results: every device check equals the host's (relative tolerance {CHECK_TOLERANCE:e})");
+        Ok(())
+    } else {
+        Err(format!(
+            "device results differ from the host's:\n{}",
+            failures.join("\n")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_compare_relatively_and_notice_missing_keys() {
+        let host = parse("copy_gbs 10\ncheck_a 1000\ncheck_b 5\nnoise\n");
+        let close = parse("check_a 1000.0000001\ncheck_b 5\n");
+        assert!(check_mismatches(&host, &close).is_empty());
+        let off = parse("check_a 1001\n");
+        let bad = check_mismatches(&host, &off);
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert_eq!(get(&host, "copy_gbs").unwrap(), 10.0);
+        assert!(get(&host, "triad_gbs").is_err());
+    }
+}
