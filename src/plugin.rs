@@ -9,7 +9,14 @@
 //! `hsa_shut_down`) runs from an `atexit` handler registered when the plugin
 //! is created; it runs after the program's own exit handlers (which call
 //! `__tgt_unregister_lib`) because it was registered before them, and before
-//! the HSA library's ELF destructors.
+//! the HSA library's ELF destructors. It waits for pending device work at
+//! most [`TEARDOWN_WAIT`], then leaves the device and the runtime as they
+//! are (exit must never hang on a device), and it does nothing in a child
+//! made by `fork()`.
+//!
+//! The library is never unmapped: it is linked with `-z nodelete` (see
+//! `build.rs`), because libomptarget may call the entry points from
+//! destructors that run after LLVM's `DynamicLibrary` closed the plugin.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -219,7 +226,7 @@ impl Runtime {
         let registered =
             // SAFETY: the handler is a plain function that only logs; it needs
             // no data and stays valid for the life of the process (the plugin
-            // is never unloaded).
+            // is never unmapped: `-z nodelete`).
             unsafe { hsa.register_system_event_handler(Some(system_event), std::ptr::null_mut()) };
         if let Err(e) = registered {
             log::debug!("no system event handler: {e}");
@@ -444,7 +451,7 @@ impl Plugin {
         *PLUGIN.write() = Some(plugin);
         CREATOR_PID.store(std::process::id(), Ordering::Relaxed);
         // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
-        // library, which is never unloaded (libomptarget never dlcloses).
+        // library, which is never unmapped (linked with `-z nodelete`).
         if unsafe { libc::atexit(teardown_at_exit) } != 0 {
             log::debug!("atexit refused: no teardown at exit");
         }

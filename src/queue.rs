@@ -15,7 +15,8 @@
 //! completing the packets still in it. So that nobody waits forever on them,
 //! the queue remembers the completion signals of the packets it published;
 //! the callback marks every one still pending as failed (value -1) and the
-//! queue refuses new packets from then on.
+//! queue refuses new packets from then on; [`QueueSet`] then replaces it
+//! for the streams that used it.
 
 use crate::error::{Error, Result};
 use crate::hsa::{Hsa, HsaError};

@@ -41,6 +41,14 @@
 //! skips its copy and stores -1, and a queue that stops on an error fails
 //! every signal it still owed (see `queue.rs`). The last signal is then
 //! negative and `synchronize` reports the failure instead of hanging.
+//! An operation that cannot be queued at all fails its own signal if it
+//! already took a slot (nobody else would ever complete it), and the device
+//! marks the stream failed, so the async info reports the error at once
+//! even when the refusal came before any slot was taken. A new operation
+//! whose input already failed is refused instead of queued: a barrier on a
+//! negative signal would stop the HSA queue for every stream on it. A
+//! stream whose queue stopped moves to the replacement queue of its slot
+//! (see [`QueueSet`]).
 //!
 //! # Events
 //!

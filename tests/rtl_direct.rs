@@ -416,8 +416,12 @@ struct LoadedImage {
 /// `kernels.c`'s device image with a host entry table built from its
 /// kernel metadata plus the `table` global.
 fn kernels_image() -> LoadedImage {
-    let exe = common::compile("kernels.c", false, &[]);
-    let bytes = device_elf(&exe);
+    // Compiled once: tests run in parallel and must not rewrite the
+    // executable while another reads it.
+    static ELF: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let bytes = ELF
+        .get_or_init(|| device_elf(&common::compile("kernels.c", false, &[])))
+        .clone();
     let kernels = omptarget_amdgpu::image::kernel_metadata(&bytes).unwrap();
     assert_eq!(kernels.len(), 1, "{kernels:?}");
     let mut host_globals = Box::new([0i32; 4]);
