@@ -89,7 +89,9 @@ impl rpc::DeviceHeap for DeviceMemory {
 
     fn free(&mut self, address: u64) -> std::result::Result<(), String> {
         if !self.live.remove(&address) {
-            return Err(format!("free of {address:#x}, which device malloc did not return"));
+            return Err(format!(
+                "free of {address:#x}, which device malloc did not return"
+            ));
         }
         self.memory.free(address).map_err(|e| e.to_string())
     }
@@ -182,8 +184,6 @@ pub fn setup(
         other => log::error!("device {id}: RPC request not supported in target regions: {other:?}"),
     })
     .map_err(|e| Error::Other(format!("starting the RPC server thread: {e}")))?;
-    log::debug!(
-        "device {id}: RPC client at {client_addr:#x}, {PORT_COUNT} ports served"
-    );
+    log::debug!("device {id}: RPC client at {client_addr:#x}, {PORT_COUNT} ports served");
     Ok(Some(ImageRpc { service, stop }))
 }

@@ -20,8 +20,10 @@
 #include "../src/rpc.c"
 
 /* Whether a server wrote the client object (port count > 0). */
-/* LLVM 19's PRINTF_TO_STDOUT: arguments aligned as in a C struct. */
+/* LLVM 19's PRINTF_TO_STDOUT and PRINTF_TO_STDERR: arguments aligned as
+ * in a C struct. */
 #define CGPU_RPC_PRINTF_TO_STDOUT 21
+#define CGPU_RPC_PRINTF_TO_STDERR 22
 
 static bool rpc_ready(void) {
   return __atomic_load_n(&gpu_client.port_count, __ATOMIC_RELAXED) != 0;
@@ -40,11 +42,12 @@ static uint64_t cgpu_strlen(const char *s) {
  * parses the format, says how many argument bytes it needs, takes them,
  * then asks for the text behind each %s pointer (one string per lane a
  * round) until it answers with a null pointer and the return value. */
-int __llvm_omp_vprintf(const char *format, void *args, uint32_t size) {
+static int print_to(uint16_t opcode, const char *format, const void *args,
+                    uint32_t size) {
   if (!rpc_ready())
     return -1;
   uint64_t mask = gpu_lane_mask();
-  gpu_rpc_port_t port = gpu_rpc_open(CGPU_RPC_PRINTF_TO_STDOUT);
+  gpu_rpc_port_t port = gpu_rpc_open(opcode);
   gpu_rpc_send_n(&port, format, cgpu_strlen(format) + 1);
   uint64_t wanted = gpu_rpc_recv_begin(&port)->data[0];
   gpu_rpc_send_n(&port, args, wanted < size ? wanted : size);
@@ -59,6 +62,27 @@ int __llvm_omp_vprintf(const char *format, void *args, uint32_t size) {
   }
   gpu_rpc_close(&port);
   return (int)ret;
+}
+
+int __llvm_omp_vprintf(const char *format, void *args, uint32_t size) {
+  return print_to(CGPU_RPC_PRINTF_TO_STDOUT, format, args, size);
+}
+
+/* What a failing `assert` calls (glibc's assert.h). LLVM 16's device
+ * runtime has one too, but its message goes through its own printf stub
+ * and is lost; this one prints it to the host's stderr, in the words of
+ * the runtime's, then traps, so the target region fails. */
+void __assert_fail(const char *expr, const char *file, unsigned int line,
+                   const char *function) {
+  struct {
+    const char *file;
+    unsigned int line;
+    const char *function;
+    const char *expr;
+  } args = {file, line, function, expr};
+  print_to(CGPU_RPC_PRINTF_TO_STDERR, "%s:%u: %s: Assertion `%s' failed.\n",
+           &args, sizeof(args));
+  __builtin_trap();
 }
 
 int puts(const char *str) {

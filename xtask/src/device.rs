@@ -184,7 +184,10 @@ fn build_libcgpu(src: &Path, build: &Path, lib: &Path) -> Result<(), String> {
         .arg(&obj))?;
     let archive = build.join("libcgpu.a");
     let _ = std::fs::remove_file(&archive);
-    run(Command::new("llvm-ar-16").arg("rcs").arg(&archive).arg(&obj))?;
+    run(Command::new("llvm-ar-16")
+        .arg("rcs")
+        .arg(&archive)
+        .arg(&obj))?;
     install(&archive, &lib.join("libcgpu.a"), false)
 }
 

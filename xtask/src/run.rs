@@ -64,10 +64,7 @@ pub fn compile(src: &Path, opt: &str) -> Result<PathBuf, String> {
 /// regions (`target/stage/device/lib/libcgpu.a`, staged by `stage`).
 pub fn cgpu_link_flags() -> [String; 2] {
     [
-        format!(
-            "-L{}",
-            target_dir().join("stage/device/lib").display()
-        ),
+        format!("-L{}", target_dir().join("stage/device/lib").display()),
         "-lcgpu".to_string(),
     ]
 }
@@ -99,7 +96,11 @@ pub fn compile_with(src: &Path, opt: &str, cgpu: bool) -> Result<PathBuf, String
         .arg(&out)
         .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
         .args(if cpp { vec![] } else { vec!["-lm"] })
-        .args(if cgpu { cgpu_link_flags().to_vec() } else { vec![] })
+        .args(if cgpu {
+            cgpu_link_flags().to_vec()
+        } else {
+            vec![]
+        })
         .output()
         .map_err(|e| format!("cannot run {compiler}: {e}"))?;
     if !output.status.success() {
