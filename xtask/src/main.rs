@@ -3,16 +3,21 @@
 //! Usage: `cargo xtask <command> [args...]`. Commands:
 //! - `demo`: stage everything and run `examples/stencil_heat.c` through our
 //!   plugin on the virtual gfx90a, checked against the host (PASS/FAIL).
-//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O<n>] PROGRAM [ARGS]`:
-//!   compile (if given a source) and run an OpenMP program.
+//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [--cgpu] [-O<n>] PROGRAM [ARGS]`:
+//!   compile (if given a source) and run an OpenMP program (`--cgpu`: linked
+//!   with `libcgpu.a` for `printf`/`malloc` in target regions).
 //! - `demo`: stage everything and run `examples/stencil_heat.c` through our
 //!   plugin on the virtual gfx90a, checked against the host (PASS/FAIL).
-//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O<n>] PROGRAM [ARGS]`:
-//!   compile (if given a source) and run an OpenMP program.
+//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [--cgpu] [-O<n>] PROGRAM [ARGS]`:
+//!   compile (if given a source) and run an OpenMP program (`--cgpu`: linked
+//!   with `libcgpu.a` for `printf`/`malloc` in target regions).
 //! - `bench`: our plugin against LLVM's C++ plugin on the virtual gfx90a
 //!   (round trip, nowait throughput, instructions per launch, map times).
 //! - `loader-bench`: the standalone loader's benchmark (puts round trip,
 //!   printf lines per second, server CPU use), LLVM 19's server and ours.
+//! - `bench-printf [--baseline DIR]`: `printf` in target regions (lines/s
+//!   from 25,600 threads, one-lane round trip) and the launch instructions
+//!   of a kernel without RPC (against the plugin in DIR when given).
 //! - `bench-device`: the virtual gfx90a against the host at 1 and 2 workers
 //!   (STREAM, a gather-heavy kernel, saxpy, matmul), device/host ratios.
 //! - `setup`: install the Debian packages the project needs, if missing.
@@ -25,6 +30,7 @@
 
 mod bench;
 mod bench_device;
+mod bench_printf;
 mod bindings;
 #[cfg(test)]
 mod crosscheck;
@@ -41,7 +47,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(command) = args.next() else {
-        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | demo | run [options] PROGRAM [ARGS] | setup | stage | test [args] | bindings [--check]");
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | bench-printf [--baseline DIR] | demo | run [options] PROGRAM [ARGS] | setup | stage | test [args] | bindings [--check]");
         return ExitCode::FAILURE;
     };
     let rest: Vec<String> = args.collect();
@@ -55,6 +61,7 @@ fn main() -> ExitCode {
         "bench" => bench::run_command(&rest),
         "loader-bench" => loader_bench::run_command(&rest),
         "bench-device" => bench_device::run_command(&rest),
+        "bench-printf" => bench_printf::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {
