@@ -224,3 +224,25 @@ fn without_our_server_printf_is_minus_one_and_malloc_null() {
     let dev = ours(&bin);
     assert_eq!(texts(&dev).0, texts(&host(&bin)).0);
 }
+
+#[test]
+fn host_output_after_completion_follows_every_device_line() {
+    let bin = build("printf_order");
+    let dev = ours(&bin);
+    let hst = host(&bin);
+    assert!(dev.status.success(), "{:?}", texts(&dev));
+    let (d, _) = texts(&dev);
+    let (h, _) = texts(&hst);
+    assert_eq!(sorted_lines(&d), sorted_lines(&h));
+    let lines: Vec<&str> = d.lines().collect();
+    let at = |m: &str| lines.iter().position(|l| *l == m).expect(m);
+    let (one, two) = (at("host: after phase 1"), at("host: after phase 2"));
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("phase 1") {
+            assert!(i < one, "{l} after the host's line");
+        } else if l.starts_with("phase 2") {
+            assert!(one < i && i < two, "{l} out of its phase");
+        }
+    }
+    assert_eq!(lines.len(), 128 + 256 + 2);
+}
