@@ -84,7 +84,23 @@ impl DispatchLimits {
     /// Checks one dispatch of kernel `name` against the limits.
     ///
     /// Errors: [`Error::InvalidArgument`] naming the limit and the request.
+    #[inline]
     pub fn check(&self, name: &str, d: &Dispatch, static_lds: u32, dynamic_lds: u32) -> Result<()> {
+        // The common case in a few compares; the messages are built apart.
+        let fits = (self.group_segment_max == 0 || d.group_segment_size <= self.group_segment_max)
+            && u32::from(d.workgroup_size) <= self.workgroup_max
+            && d.grid_size <= self.grid_max
+            && d.private_segment_size <= self.private_segment_max;
+        if fits {
+            return Ok(());
+        }
+        self.refuse(name, d, static_lds, dynamic_lds)
+    }
+
+    /// The error of a dispatch [`DispatchLimits::check`] found over a limit.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&self, name: &str, d: &Dispatch, static_lds: u32, dynamic_lds: u32) -> Result<()> {
         let refuse = |what: String| {
             Err(Error::InvalidArgument(format!(
                 "kernel {name} cannot run on this device: {what}"

@@ -691,7 +691,7 @@ fn failed_result(failed: bool, value: hsa_signal_value_t) -> Result<()> {
 fn refuse_after_failure(input: Option<&Arc<Signal>>) -> Result<()> {
     match input {
         Some(s) if s.load() < 0 => Err(Error::AsyncOperationFailed(
-            "earlier operation of this stream",
+            "operation (the one before it on this stream)",
         )),
         _ => Ok(()),
     }

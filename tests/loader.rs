@@ -1,7 +1,8 @@
 //! The standalone loader's acceptance tests: every program of
 //! `tests/loader_programs/` is compiled with the staged `amdgpu-cc` and run
 //! on the virtual gfx90a under LLVM 19's RPC server (`llvm-rpc-oracle`,
-//! built on Debian's `libllvmlibc_rpc_server.a`). Expected outputs come from
+//! built on Debian's `libllvmlibc_rpc_server.a`) and under ours
+//! (`amdhsa-loader`). Expected outputs come from
 //! the same program built for the host with the system `cc`, or, where the
 //! host cannot say (faults, bad images), from the outcome itself.
 //!
@@ -23,6 +24,7 @@ fn stage_dir() -> PathBuf {
     for f in [
         "bin/amdgpu-cc",
         "oracle/llvm-rpc-oracle",
+        "bin/amdhsa-loader",
         "sim/libhsa-runtime64.so.1",
     ] {
         assert!(
@@ -56,9 +58,17 @@ fn device_build(name: &str) -> PathBuf {
     device_build_at(name, "-O2")
 }
 
-/// Same at another optimisation level.
+/// Same at another optimisation level. Each image is built once per test
+/// process (tests run in parallel and share images).
 fn device_build_at(name: &str, opt: &str) -> PathBuf {
-    let out = scratch().join(format!("{name}{opt}.gpu"));
+    static BUILT: std::sync::Mutex<BTreeMap<String, PathBuf>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let key = format!("{name}{opt}");
+    if let Some(p) = built.get(&key) {
+        return p.clone();
+    }
+    let out = scratch().join(format!("{key}.gpu"));
     checked(
         Command::new(stage_dir().join("bin/amdgpu-cc"))
             .arg(opt)
@@ -66,6 +76,7 @@ fn device_build_at(name: &str, opt: &str) -> PathBuf {
             .arg("-o")
             .arg(&out),
     );
+    built.insert(key, out.clone());
     out
 }
 
@@ -99,9 +110,11 @@ fn fixed_env(cmd: &mut Command) -> &mut Command {
 enum Server {
     /// LLVM 19's server in `llvm-rpc-oracle`.
     Llvm,
+    /// Ours: `amdhsa-loader` (crates `loader/`, `rpc/`, `hsa/`).
+    Ours,
 }
 
-const SERVERS: [Server; 1] = [Server::Llvm];
+const SERVERS: [Server; 2] = [Server::Llvm, Server::Ours];
 
 /// Runs `image` with `threads` x `blocks` under `server`.
 fn run_device(server: Server, image: &Path, threads: u32, blocks: u32, args: &[&str]) -> Output {
@@ -119,6 +132,7 @@ fn run_device_with_input(
 ) -> Output {
     let loader = match server {
         Server::Llvm => stage_dir().join("oracle/llvm-rpc-oracle"),
+        Server::Ours => stage_dir().join("bin/amdhsa-loader"),
     };
     let mut cmd = Command::new(loader);
     fixed_env(&mut cmd)
@@ -330,11 +344,14 @@ fn printf_from_64_divergent_lanes() {
 fn printf_from_64_workgroups_of_256_threads() {
     let gpu = device_build("printf");
     let host = host_build("printf", 64, 256);
-    let expected = run_host(&host, &[]);
+    // Each workgroup prints one case (all 24 appear over the 64), so every
+    // wavefront makes one request with all 64 lanes; divergent lanes are
+    // the test above.
+    let expected = run_host(&host, &["by-block"]);
     assert!(lines(&expected.stdout).values().sum::<usize>() > 16384);
     for s in SERVERS {
         assert_same_lines(
-            &run_device(s, &gpu, 256, 64, &[]),
+            &run_device(s, &gpu, 256, 64, &["by-block"]),
             &expected,
             &format!("{s:?}"),
         );
@@ -455,5 +472,36 @@ fn an_image_for_gfx1030_is_refused() {
         );
         assert!(out.stdout.is_empty(), "{s:?}: {}", show(&out));
         assert!(!out.stderr.is_empty(), "{s:?}: no message");
+    }
+}
+
+#[test]
+fn images_export_the_symbols_llvm_19_loaders_look_up() {
+    // llvm-readelf is the oracle for what the image exports.
+    let gpu = device_build("exit_return");
+    let out = Command::new("llvm-readelf-16")
+        .arg("--dyn-symbols")
+        .arg(&gpu)
+        .output()
+        .expect("llvm-readelf-16 runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for (name, kind) in [
+        ("_begin.kd", "OBJECT"),
+        ("_start.kd", "OBJECT"),
+        ("_end.kd", "OBJECT"),
+        ("__llvm_libc_rpc_client", "OBJECT"),
+        ("__llvm_libc_clock_freq", "OBJECT"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .unwrap_or_else(|| panic!("{name} is not exported:\n{text}"));
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert!(fields.contains(&kind), "{name}: {line}");
+        assert!(fields.contains(&"PROTECTED"), "{name}: {line}");
+        // The client pointer and the clock frequency are 8 bytes each.
+        if !name.ends_with(".kd") {
+            assert!(fields.contains(&"8"), "{name}: {line}");
+        }
     }
 }

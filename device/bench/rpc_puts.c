@@ -27,8 +27,10 @@ int main(int argc, char **argv) {
     ticks[j + 1] = v;
   }
   uint64_t median = ticks[count / 2];
-  fprintf(stderr, "puts_round_trip_median_ns=%lu calls=%d\n",
-          (unsigned long)(median * 10), count);
+  fprintf(stderr,
+          "puts_round_trip_median_ns=%lu p10_ns=%lu p90_ns=%lu calls=%d\n",
+          (unsigned long)(median * 10), (unsigned long)(ticks[count / 10] * 10),
+          (unsigned long)(ticks[count * 9 / 10] * 10), count);
   free(ticks);
   return 0;
 }

@@ -213,6 +213,16 @@ impl Hsa {
         self.check("hsa_system_get_info", s).map(|()| v)
     }
 
+    /// `hsa_system_get_info` for a `u64` attribute (e.g. the timestamp
+    /// frequency in Hz).
+    pub fn system_info_u64(&self, attribute: hsa_system_info_t) -> HsaResult<u64> {
+        let mut v = 0u64;
+        // SAFETY: the attributes passed here are 8-byte values.
+        let s =
+            unsafe { (self.api.hsa_system_get_info)(attribute, &mut v as *mut u64 as *mut c_void) };
+        self.check("hsa_system_get_info", s).map(|()| v)
+    }
+
     // ----- agents and ISAs (§6.2) -----
 
     /// `hsa_iterate_agents`: every agent, in the runtime's order.

@@ -195,7 +195,7 @@ impl<'a> Port<'a> {
         let mut spins = 0u32;
         while inbox.load(Ordering::Relaxed) == self.out {
             spins = spins.wrapping_add(1);
-            if spins % 64 == 0 {
+            if spins.is_multiple_of(64) {
                 if self.stop.load(Ordering::Relaxed) {
                     return Err(Error::Stopped(self.index));
                 }

@@ -128,7 +128,7 @@ impl Server {
         let base = allocator
             .allocate(size)
             .map_err(|reason| Error::Allocation { size, reason })?;
-        if base.as_ptr() as usize % 64 != 0 {
+        if !(base.as_ptr() as usize).is_multiple_of(64) {
             // SAFETY: just allocated with this size.
             unsafe { allocator.deallocate(base, size) };
             return Err(Error::Allocation {

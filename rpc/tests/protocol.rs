@@ -83,6 +83,7 @@ fn simple(c: &Client, opcode: u16, mask: u64, fill: impl Fn(u32, &mut Packet)) -
 fn c_snprintf_line(lane: u32, x: f64, s: &CString, t: &CString) -> Vec<u8> {
     let fmt = CString::new("lane %2d: %8.3f [%s] [%-6.4s] %#x %lld %c\n").unwrap();
     let mut buf = vec![0u8; 512];
+    // SAFETY: the format's conversions match the arguments' C types.
     let n = unsafe {
         libc::snprintf(
             buf.as_mut_ptr() as *mut libc::c_char,
@@ -270,9 +271,9 @@ fn file_operations_wave32() {
 struct TestHeap(HashSet<u64>, u64);
 impl DeviceHeap for TestHeap {
     fn malloc(&mut self, size: u64) -> Result<u64, String> {
-        self.1 += 0x1000;
+        self.1 += 0x1000 + size;
         self.0.insert(self.1);
-        Ok(self.1 + size * 0)
+        Ok(self.1)
     }
     fn free(&mut self, a: u64) -> Result<(), String> {
         if self.0.remove(&a) {
@@ -394,6 +395,7 @@ fn random_buffers_never_panic() {
             // (mostly valid) opcode and mask.
             for _ in 0..(rand() % 16) {
                 let at = (rand() as usize) % size;
+                // SAFETY: `at < size`, inside the server's buffer.
                 unsafe { *base.add(at) = rand() as u8 };
             }
             let port = (rand() % 8) as usize;
@@ -415,6 +417,7 @@ fn random_buffers_never_panic() {
                 777,
             ];
             let opcode = SAFE[(rand() % SAFE.len() as u64) as usize];
+            // SAFETY: the header of port `port < 8`, inside the buffer.
             unsafe {
                 *(base.add(hdr + 16 * port + 8) as *mut u16) = opcode;
                 *(base.add(hdr + 16 * port) as *mut u64) = if round % 3 == 0 {

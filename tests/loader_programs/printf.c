@@ -1,7 +1,8 @@
 /* Every printf conversion with flags, widths, precisions and length
  * modifiers. argv[1] = "all": each thread prints every case for a few
- * values; otherwise each thread prints one case (chosen by its global id,
- * so lanes diverge) with its global id as the value. */
+ * values; "by-block": each thread prints the case of its workgroup with its
+ * global id as the value; otherwise each thread prints one case chosen by
+ * its global id (so lanes diverge). */
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -51,6 +52,9 @@ static int body(int argc, char **argv, unsigned block, unsigned thread,
     for (int c = 0; c < CASES; ++c)
       for (long v = 0; v < 4; ++v)
         emit(c, v * 37 + gid);
+  } else if (argc > 1 && strcmp(argv[1], "by-block") == 0) {
+    /* one case per workgroup: every wavefront prints with all its lanes */
+    emit((int)(block % CASES), gid);
   } else {
     emit((int)(gid % CASES), gid);
   }

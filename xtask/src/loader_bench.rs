@@ -2,8 +2,9 @@
 //! virtual gfx90a, for LLVM 19's RPC server (`llvm-rpc-oracle`) and ours
 //! (`amdhsa-loader`). It prints, asserts nothing:
 //!
-//! - the round trip of one `puts` from one lane (median over 500 calls, timed
-//!   on the device with the 100 MHz `s_memrealtime` counter), in µs;
+//! - the round trip of one `puts` from one lane (median, 10th and 90th
+//!   percentiles over 500 calls, timed on the device with the 100 MHz
+//!   `s_memrealtime` counter), in µs;
 //! - printf lines per second from 16384 threads (64 workgroups x 256), from
 //!   the wall time of a run printing one line per thread minus that of the
 //!   same run printing none;
@@ -51,19 +52,25 @@ fn loader_command(loader: &Path, grid: (u32, u32), image: &Path, args: &[&str]) 
     cmd
 }
 
-/// Median `puts` round trip in µs, from the program's own report.
-fn puts_round_trip(loader: &Path, image: &Path) -> Result<f64, String> {
+/// `puts` round trip in µs from the program's own report: median, 10th and
+/// 90th percentiles as text.
+fn puts_round_trip(loader: &Path, image: &Path) -> Result<String, String> {
     let out = loader_command(loader, (1, 1), image, &["500"])
         .stdout(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", loader.display()))?;
     let err = String::from_utf8_lossy(&out.stderr);
-    let ns = err
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("puts_round_trip_median_ns="))
-        .and_then(|v| v.parse::<f64>().ok())
-        .ok_or_else(|| format!("no median in the output: {err}"))?;
-    Ok(ns / 1000.0)
+    let field = |key: &str| {
+        err.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|ns| ns / 1000.0)
+            .ok_or_else(|| format!("no {key} in the output: {err}"))
+    };
+    let median = field("puts_round_trip_median_ns=")?;
+    let p10 = field("p10_ns=")?;
+    let p90 = field("p90_ns=")?;
+    Ok(format!("{median:.1} µs (p10 {p10:.1}, p90 {p90:.1})"))
 }
 
 fn wall_time(mut cmd: Command) -> Result<f64, String> {
@@ -166,8 +173,8 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     ];
     println!("standalone loader on the virtual gfx90a (prints, asserts nothing)");
     println!(
-        "{:<34} {:>20} {:>22} {:>24}",
-        "server", "puts round trip", "printf lines/s", "server CPU, no RPC"
+        "{:<34} {:>36} {:>22} {:>24}",
+        "server", "puts round trip (median)", "printf lines/s", "server CPU, no RPC"
     );
     for (name, loader) in loaders {
         if !loader.exists() {
@@ -179,9 +186,9 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
             Err(e) => format!("error: {e}"),
         };
         println!(
-            "{:<34} {:>20} {:>22} {:>24}",
+            "{:<34} {:>36} {:>22} {:>24}",
             name,
-            show(puts_round_trip(&loader, &puts), "µs (median)"),
+            puts_round_trip(&loader, &puts).unwrap_or_else(|e| format!("error: {e}")),
             show(printf_rate(&loader, &printf), "lines/s"),
             show(server_cpu(&loader, &spin), "% of a core"),
         );

@@ -4,6 +4,7 @@
 //! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and
 //!   `libomptarget.rtl.amdgpu.so` (the two names libomptarget 16 tries);
 //! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`;
+//! - `target/stage/bin/amdhsa-loader` (the standalone loader);
 //! - the device side of the loader (`bin/amdgpu-cc`, `device/`, `oracle/`),
 //!   see `device.rs`.
 
@@ -36,6 +37,8 @@ pub struct Staged {
     pub plugin_dir: PathBuf,
     /// `target/stage/sim`.
     pub sim_dir: PathBuf,
+    /// `target/stage/bin` (holds `amdhsa-loader`).
+    pub bin_dir: PathBuf,
 }
 
 fn copy(from: &Path, to: &Path) -> Result<(), String> {
@@ -47,7 +50,7 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
         .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), to.display()))
 }
 
-/// Builds (release) and stages both libraries.
+/// Builds (release) and stages both libraries and the loader.
 pub fn stage() -> Result<Staged, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
@@ -60,6 +63,8 @@ pub fn stage() -> Result<Staged, String> {
             "omptarget-amdgpu",
             "-p",
             "sim",
+            "-p",
+            "amdhsa-loader",
         ])
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -70,7 +75,8 @@ pub fn stage() -> Result<Staged, String> {
     let stage = target_dir().join("stage");
     let plugin_dir = stage.join("plugin");
     let sim_dir = stage.join("sim");
-    for d in [&plugin_dir, &sim_dir] {
+    let bin_dir = stage.join("bin");
+    for d in [&plugin_dir, &sim_dir, &bin_dir] {
         std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))?;
     }
     let plugin = release.join("libomptarget_amdgpu.so");
@@ -84,10 +90,15 @@ pub fn stage() -> Result<Staged, String> {
     for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
         copy(&sim, &sim_dir.join(name))?;
     }
+    copy(
+        &release.join("amdhsa-loader"),
+        &bin_dir.join("amdhsa-loader"),
+    )?;
     crate::device::stage_device(&stage, &sim_dir)?;
     Ok(Staged {
         plugin_dir,
         sim_dir,
+        bin_dir,
     })
 }
 
@@ -99,5 +110,6 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let staged = stage()?;
     eprintln!("stage: plugin in {}", staged.plugin_dir.display());
     eprintln!("stage: virtual device in {}", staged.sim_dir.display());
+    eprintln!("stage: loader in {}", staged.bin_dir.display());
     Ok(())
 }

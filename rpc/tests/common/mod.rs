@@ -21,8 +21,10 @@ pub struct Client {
     lock: Vec<AtomicU32>,
 }
 
-// SAFETY (test-only): the addresses point into the server's live buffer.
+// SAFETY: the addresses point into the server's live buffer, accessed
+// with atomics and volatile copies only, as the device does.
 unsafe impl Send for Client {}
+// SAFETY: as above.
 unsafe impl Sync for Client {}
 
 fn word(bytes: &[u8], at: usize) -> u64 {
@@ -44,6 +46,8 @@ impl Client {
     }
 
     fn mailbox(&self, base: u64, i: u32) -> &AtomicU32 {
+        // SAFETY: `i < port_count`; the mailbox word lies in the server's
+        // buffer, 4-byte aligned, alive while the server is.
         unsafe { &*((base + 4 * i as u64) as *const AtomicU32) }
     }
 
@@ -64,6 +68,7 @@ impl Client {
                 let i = self.mailbox(self.inbox, index).load(Ordering::Relaxed);
                 let o = self.mailbox(self.outbox, index).load(Ordering::Relaxed);
                 if i == o {
+                    // SAFETY: the header of a port this client just locked.
                     unsafe {
                         let h = (self.header + 16 * index as u64) as *mut u8;
                         std::ptr::write_volatile(h.add(8) as *mut u16, opcode);
@@ -89,6 +94,8 @@ impl Client {
     /// Writes a raw header for a port without any protocol (malformed
     /// request tests): sets mask, opcode and flips the client outbox.
     pub fn raw_request(&self, index: u32, opcode: u16, mask: u64, packets: &[(u32, Packet)]) {
+        // SAFETY: header and packets of an in-range port and lane of the
+        // live buffer (the tests pass valid indices).
         unsafe {
             let h = (self.header + 16 * index as u64) as *mut u8;
             std::ptr::write_volatile(h.add(8) as *mut u16, opcode);
@@ -147,10 +154,12 @@ impl ClientPort<'_> {
             let ptr = self.c.packet_ptr(self.index, lane);
             let mut p = [0u64; 8];
             for (k, w) in p.iter_mut().enumerate() {
+                // SAFETY: a lane packet of the locked port, 8 aligned words.
                 *w = unsafe { std::ptr::read_volatile(ptr.add(k)) };
             }
             f(lane, &mut p);
             for (k, w) in p.iter().enumerate() {
+                // SAFETY: as above.
                 unsafe { std::ptr::write_volatile(ptr.add(k), *w) };
             }
         }
