@@ -42,6 +42,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
             let other = Staged {
                 plugin_dir: dir.clone(),
                 sim_dir: staged.sim_dir.clone(),
+                bin_dir: staged.bin_dir.clone(),
             };
             Some(instructions_per_launch(&programs, &other, Plugin::Ours)?)
         }
