@@ -408,17 +408,32 @@ pub(crate) fn render(c: &Conversion, string: Option<&[u8]>, limit: u64) -> Optio
             };
             let signed = matches!(conv, b'd' | b'i');
             let fmt = format!("{}ll{}", directive(c, 0), conv as char);
-            if signed {
-                let shift = 64 - bits;
-                let v = ((raw << shift) as i64) >> shift;
-                c_format(&fmt, CArg::I64(v), limit)
+            let mask = if bits >= 64 {
+                u64::MAX
             } else {
-                let v = if bits >= 64 {
-                    raw
-                } else {
-                    raw & ((1u64 << bits) - 1)
+                (1u64 << bits) - 1
+            };
+            if signed {
+                // As LLVM libc's int converter: the sign comes from the
+                // value as read (int or 64-bit), the magnitude is then
+                // masked by the length modifier (so `%hhd` of 200 prints
+                // 200, of -56 prints -56).
+                let read_bits = match c.length {
+                    Length::Hh | Length::H | Length::None => 32,
+                    Length::W(b) if b <= 32 => 32,
+                    _ => 64,
                 };
-                c_format(&fmt, CArg::U64(v), limit)
+                let shift = 64 - read_bits;
+                let v = ((raw << shift) as i64) >> shift;
+                let magnitude = v.unsigned_abs() & mask;
+                let value = if v < 0 {
+                    (magnitude as i64).wrapping_neg()
+                } else {
+                    magnitude as i64
+                };
+                c_format(&fmt, CArg::I64(value), limit)
+            } else {
+                c_format(&fmt, CArg::U64(raw & mask), limit)
             }
         }
         (conv, Value::Float(v)) => c_format(
@@ -484,7 +499,7 @@ mod tests {
         args.extend_from_slice(&0u64.to_le_bytes());
         args.extend_from_slice(&0x1000u64.to_le_bytes());
         let out = run(b"[%hhd][%5ld][%.3f][%p][%p][%q]", &args, &[]);
-        assert_eq!(out, b"[-56][   -5][1.500][(nullptr)][0x1000][%q]");
+        assert_eq!(out, b"[200][   -5][1.500][(nullptr)][0x1000][%q]");
         assert_eq!(run(b"100%%", &[], &[]), b"100%");
         assert_eq!(run(b"tail %", &[], &[]), b"tail %");
     }
