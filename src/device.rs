@@ -15,6 +15,7 @@ use crate::memory::{MemoryPool, PoolAllocator, PoolManager};
 use crate::memory_manager::{self, MemoryManager};
 use crate::plugin::HostDevice;
 use crate::queue::{Dispatch, QueueSet};
+use crate::rpc_host::{self, ImageRpc};
 use crate::signal::SignalPool;
 use crate::stream::{Event, Held, ManagedBlock, Stream};
 use hsa_sys::*;
@@ -153,6 +154,9 @@ pub struct Kernel {
     pub exec_mode: ExecMode,
     /// `.max_flat_workgroup_size` from the metadata, 0 when unknown.
     pub max_threads: u32,
+    /// The RPC server of the kernel's image when the image defines the
+    /// client symbol (`libcgpu.a` linked in), else `None`.
+    pub rpc: Option<Arc<ImageRpc>>,
 }
 
 /// Owned storage of a target table: the entries and the table pointing at
@@ -176,6 +180,8 @@ struct LoadedImage {
     executable: hsa_executable_t,
     code_object: hsa_code_object_t,
     tables: TableStorage,
+    /// The image's RPC server, when it has a client.
+    rpc: Option<Arc<ImageRpc>>,
 }
 
 /// One entry of an image's host entry table, read by `rtl` from the C side.
@@ -805,7 +811,7 @@ impl Device {
             let _ = hsa.code_object_destroy(code_object);
             err
         };
-        let loaded = (|| -> Result<Vec<OffloadEntry>> {
+        let loaded = (|| -> Result<(Vec<OffloadEntry>, Option<Arc<ImageRpc>>)> {
             hsa.executable_load_code_object(executable, self.agent, code_object)?;
             hsa.executable_freeze(executable)?;
             let valid = hsa.executable_validate(executable)?;
@@ -815,15 +821,27 @@ impl Device {
                 )));
             }
             self.write_device_environment(executable)?;
+            let rpc = rpc_host::setup(self, &self.hsa, &self.host, &self.memory, executable)?
+                .map(Arc::new);
             let metadata = image::kernel_metadata(bytes).unwrap_or_default();
             let mut table = Vec::with_capacity(entries.len());
             for e in entries {
-                table.push(self.resolve_entry(executable, bytes, &metadata, e, requires_usm)?);
+                table.push(self.resolve_entry(
+                    executable,
+                    bytes,
+                    &metadata,
+                    e,
+                    requires_usm,
+                    rpc.as_ref(),
+                )?);
             }
-            Ok(table)
+            Ok((table, rpc))
         })();
-        let table_entries = loaded.map_err(cleanup)?;
+        let (table_entries, rpc) = loaded.map_err(cleanup)?;
         if table_entries.is_empty() {
+            if let Some(r) = rpc.and_then(|r| Arc::try_unwrap(r).ok()) {
+                r.shutdown();
+            }
             return Err(cleanup(Error::InvalidArgument(
                 "the image has no offload entries".into(),
             )));
@@ -844,6 +862,7 @@ impl Device {
                 _entries: entries_box,
                 _table: table,
             },
+            rpc,
         });
         Ok(table_ptr)
     }
@@ -897,6 +916,7 @@ impl Device {
         metadata: &[image::KernelInfo],
         e: &EntryDesc,
         requires_usm: bool,
+        rpc: Option<&Arc<ImageRpc>>,
     ) -> Result<OffloadEntry> {
         let hsa = &self.hsa;
         let mut out = e.raw;
@@ -944,6 +964,7 @@ impl Device {
                 )?,
                 exec_mode,
                 max_threads,
+                rpc: rpc.cloned(),
             });
             log::debug!("device {}: kernel {kernel:?}", self.id);
             let key = Arc::as_ptr(&kernel) as usize;
@@ -1077,15 +1098,18 @@ impl Device {
         self.on_stream(info, |stream| {
             self.limits
                 .check(&kernel.name, &dispatch, kernel.group_size, dynamic)?;
+            if let Some(rpc) = &kernel.rpc {
+                // The server polls from before the kernel starts until its
+                // stream completes.
+                let in_flight = rpc.kernel_started();
+                stream.push_kernel(&dispatch, block_size, |block| {
+                    fill_kernargs(block, explicit, args)
+                })?;
+                stream.hold_with_last(Held::Other(Box::new(in_flight)));
+                return Ok(());
+            }
             stream.push_kernel(&dispatch, block_size, |block| {
-                // `explicit <= block_size`: at most `num_args` values, then zeros
-                // (missing values, the implicit block and padding).
-                let mut filled = 0;
-                for (chunk, a) in block[..explicit].chunks_exact_mut(8).zip(args) {
-                    chunk.copy_from_slice(&a.to_le_bytes());
-                    filled += 8;
-                }
-                block[filled..].fill(0);
+                fill_kernargs(block, explicit, args)
             })
         })
     }
@@ -1122,6 +1146,11 @@ impl Device {
         self.events.lock().clear();
         self.kernels.write().clear();
         for img in self.images.lock().drain(..) {
+            // Kernels are gone, so this is the last reference: the thread
+            // stops before the executable and the buffer go.
+            if let Some(r) = img.rpc.and_then(|r| Arc::try_unwrap(r).ok()) {
+                r.shutdown();
+            }
             let _ = self.hsa.executable_destroy(img.executable);
             let _ = self.hsa.code_object_destroy(img.code_object);
             drop(img.tables);
@@ -1139,6 +1168,19 @@ impl Device {
     pub fn image_count(&self) -> usize {
         self.images.lock().len()
     }
+}
+
+/// Writes the explicit kernel arguments (8 bytes each) to the start of a
+/// kernarg block and zeroes the rest (missing values, the implicit block and
+/// padding); `explicit <= block.len()`.
+#[inline(always)]
+fn fill_kernargs(block: &mut [u8], explicit: usize, args: impl Iterator<Item = u64>) {
+    let mut filled = 0;
+    for (chunk, a) in block[..explicit].chunks_exact_mut(8).zip(args) {
+        chunk.copy_from_slice(&a.to_le_bytes());
+        filled += 8;
+    }
+    block[filled..].fill(0);
 }
 
 /// Bits of a stream handle holding the stream's index (plus one).

@@ -34,6 +34,7 @@ pub mod memory_manager;
 pub mod pinned;
 pub mod plugin;
 pub mod queue;
+pub mod rpc_host;
 pub mod rtl;
 pub mod signal;
 pub mod stream;

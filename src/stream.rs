@@ -365,6 +365,16 @@ impl Stream {
         pushed
     }
 
+    /// Keeps `held` alive until the stream completes, with the last
+    /// operation appended (dropped at once when the stream is empty, i.e.
+    /// everything already completed).
+    pub fn hold_with_last(&self, held: Held) {
+        let mut st = self.state.lock();
+        if let Some(last) = st.slots.last_mut() {
+            last._held.push(held);
+        }
+    }
+
     /// Appends a DMA copy of `size` bytes between two device-accessible
     /// ranges (device memory, pinned or locked host memory). `held` is kept
     /// until the stream completes.

@@ -85,6 +85,12 @@ pub fn sim_dir() -> PathBuf {
 /// Compiles `tests/programs/<name>.c` (or an `examples/` program when
 /// `examples` is true) for gfx90a offload; returns the executable.
 pub fn compile(name: &str, examples: bool, extra: &[&str]) -> PathBuf {
+    compile_linked(name, examples, extra, &[])
+}
+
+/// [`compile`] with `libs` (`-L`, `-l` flags) after the source, where a
+/// static archive must come to resolve the program's symbols.
+pub fn compile_linked(name: &str, examples: bool, extra: &[&str], libs: &[&str]) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let src = if examples {
         root.join("examples").join(name)
@@ -97,8 +103,9 @@ pub fn compile(name: &str, examples: bool, extra: &[&str]) -> PathBuf {
         .to_string_lossy()
         .into_owned();
     let out = scratch_dir("bin").join(format!(
-        "{stem}{}",
-        extra.join("").replace(['-', '=', '/'], "_")
+        "{stem}{}{}",
+        extra.join("").replace(['-', '=', '/'], "_"),
+        if libs.is_empty() { "" } else { "_linked" }
     ));
     let compiler = if name.ends_with(".cpp") {
         "clang++-16"
@@ -118,6 +125,7 @@ pub fn compile(name: &str, examples: bool, extra: &[&str]) -> PathBuf {
     let src_s = src.to_string_lossy().into_owned();
     let out_s = out.to_string_lossy().into_owned();
     args.extend_from_slice(&[src_s.as_str(), "-o", out_s.as_str()]);
+    args.extend_from_slice(libs);
     let path = format!(
         "/usr/lib/llvm-16/bin:{}",
         std::env::var("PATH").unwrap_or_default()

@@ -35,7 +35,7 @@ const NOWAIT_REGIONS: usize = 10_000;
 /// Launches of the smaller callgrind run (the larger one has twice as many).
 const CALLGRIND_LAUNCHES: usize = 100;
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -44,7 +44,7 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Runs `cmd`, returns stdout, or an error with stderr.
-fn output(cmd: &mut Command) -> Result<String, String> {
+pub(crate) fn output(cmd: &mut Command) -> Result<String, String> {
     let o = cmd
         .output()
         .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
@@ -61,7 +61,7 @@ fn output(cmd: &mut Command) -> Result<String, String> {
 }
 
 /// The numbers after `key` on the line starting with it.
-fn values(stdout: &str, key: &str) -> Result<Vec<f64>, String> {
+pub(crate) fn values(stdout: &str, key: &str) -> Result<Vec<f64>, String> {
     stdout
         .lines()
         .find_map(|l| l.strip_prefix(key).filter(|r| r.starts_with(' ')))
@@ -74,13 +74,13 @@ fn values(stdout: &str, key: &str) -> Result<Vec<f64>, String> {
 }
 
 /// The builds the benchmark runs.
-struct Programs {
+pub(crate) struct Programs {
     bench: PathBuf,
     image: PathBuf,
     hsa: PathBuf,
 }
 
-fn build(staged: &Staged) -> Result<Programs, String> {
+pub(crate) fn build(staged: &Staged) -> Result<Programs, String> {
     let dir = target_dir().join("xtask-bench");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let src = workspace_root().join("benches/programs");
@@ -114,7 +114,7 @@ fn build(staged: &Staged) -> Result<Programs, String> {
 }
 
 /// The environment of an offloading run with `plugin` over the virtual device.
-fn offload_env(staged: &Staged, plugin: Plugin) -> Vec<(&'static str, String)> {
+pub(crate) fn offload_env(staged: &Staged, plugin: Plugin) -> Vec<(&'static str, String)> {
     let mut path = Vec::new();
     if plugin == Plugin::Ours {
         path.push(staged.plugin_dir.display().to_string());
@@ -127,7 +127,7 @@ fn offload_env(staged: &Staged, plugin: Plugin) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn clean(cmd: &mut Command) -> &mut Command {
+pub(crate) fn clean(cmd: &mut Command) -> &mut Command {
     for v in [
         "LIBOMPTARGET_DEBUG",
         "LIBOMPTARGET_INFO",
@@ -246,7 +246,7 @@ fn launch_costs(prof: &Profile) -> (u64, u64, u64) {
 
 /// Instructions per launch (plugin, libomptarget, runtime libraries called
 /// by the plugin), from N and 2N launches under callgrind.
-fn instructions_per_launch(
+pub(crate) fn instructions_per_launch(
     p: &Programs,
     staged: &Staged,
     plugin: Plugin,

@@ -7,6 +7,10 @@
 //! - `target/stage/device/lib/crt1.o` (the `_begin`, `_start`, `_end`
 //!   kernels) and `libgpuc.a` (RPC client + C library subset), both LLVM
 //!   bitcode for gfx90a, linked with the program by LTO;
+//! - `target/stage/device/lib/libcgpu.a`: `printf`, `puts`, `malloc`,
+//!   `calloc`, `realloc`, `free` for OpenMP target regions (LLVM 16,
+//!   gfx90a), a fat static archive whose host half is empty; users link it
+//!   with `-Ltarget/stage/device/lib -lcgpu` and our plugin serves it;
 //! - `target/stage/bin/amdgpu-cc`: the compiler driver (a shell script);
 //! - `target/stage/oracle/llvm-rpc-oracle`: a loader serving RPC with LLVM
 //!   19's `libllvmlibc_rpc_server.a` (the reference for our server).
@@ -127,6 +131,8 @@ pub fn stage_device(stage: &Path, sim_dir: &Path) -> Result<(), String> {
         .arg(&crt))?;
     install(&crt, &lib.join("crt1.o"), false)?;
 
+    build_libcgpu(&src, &build, &lib)?;
+
     let amdgpu_cc = bin.join("amdgpu-cc");
     install(&src.join("amdgpu-cc"), &amdgpu_cc, true)?;
 
@@ -145,6 +151,44 @@ pub fn stage_device(stage: &Path, sim_dir: &Path) -> Result<(), String> {
     install(&built, &oracle, true)?;
 
     Ok(())
+}
+
+/// Builds `libcgpu.a` from `device/omp/cgpu.c`: compiled as OpenMP for
+/// gfx90a, so the object carries the device code in its offloading section
+/// (clang-linker-wrapper takes it from the archive at the program's link)
+/// and an empty host part.
+fn build_libcgpu(src: &Path, build: &Path, lib: &Path) -> Result<(), String> {
+    let obj = build.join("cgpu.o");
+    run(Command::new("clang-16")
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                crate::run::LLVM_BIN,
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .args([
+            "-fopenmp",
+            "--offload-arch=gfx90a",
+            "-nogpulib",
+            "-O2",
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-c",
+        ])
+        .arg(src.join("omp/cgpu.c"))
+        .arg("-o")
+        .arg(&obj))?;
+    let archive = build.join("libcgpu.a");
+    let _ = std::fs::remove_file(&archive);
+    run(Command::new("llvm-ar-16")
+        .arg("rcs")
+        .arg(&archive)
+        .arg(&obj))?;
+    install(&archive, &lib.join("libcgpu.a"), false)
 }
 
 /// The second half of `cargo xtask demo`: `device/examples/hello_lanes.c`

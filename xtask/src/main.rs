@@ -3,8 +3,9 @@
 //! Usage: `cargo xtask <command> [args...]`. Commands:
 //! - `demo`: stage everything and run `examples/stencil_heat.c` through our
 //!   plugin on the virtual gfx90a, checked against the host (PASS/FAIL).
-//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O<n>] PROGRAM [ARGS]`:
-//!   compile (if given a source) and run an OpenMP program.
+//! - `run [--plugin ours|llvm] [--device virtual|rocm] [--host] [--cgpu] [-O<n>] PROGRAM [ARGS]`:
+//!   compile (if given a source) and run an OpenMP program (`--cgpu`: linked
+//!   with `libcgpu.a` for `printf`/`malloc` in target regions).
 //! - `bench`: our plugin against LLVM's C++ plugin on the virtual gfx90a
 //!   (round trip, nowait throughput, instructions per launch, map times).
 //! - `loader-bench`: the standalone loader's benchmark (puts round trip,
@@ -15,6 +16,9 @@
 //!   the virtual gfx90a through our plugin, LLVM's, or both (table + summary).
 //! - `stress [N]`: the concurrency and multi-device examples N times (default
 //!   50) through both plugins under full CPU load; failures per program and plugin.
+//! - `bench-printf [--baseline DIR]`: `printf` in target regions (lines/s
+//!   from 25,600 threads, one-lane round trip) and the launch instructions
+//!   of a kernel without RPC (against the plugin in DIR when given).
 //! - `setup`: install the Debian packages the project needs, if missing.
 //! - `stage`: build the plugin and the virtual device (release) and lay them
 //!   out in `target/stage/plugin/` and `target/stage/sim/`.
@@ -25,6 +29,7 @@
 
 mod bench;
 mod bench_device;
+mod bench_printf;
 mod bindings;
 #[cfg(test)]
 mod crosscheck;
@@ -43,7 +48,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(command) = args.next() else {
-        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | demo | lit [ours|llvm|both] [FILTER] | loader-bench | run [options] PROGRAM [ARGS] | setup | stress [N] | stage | test [args] | bindings [--check]");
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | bench-printf [--baseline DIR] | demo | lit [ours|llvm|both] [FILTER] | loader-bench | run [options] PROGRAM [ARGS] | setup | stress [N] | stage | test [args] | bindings [--check]");
         return ExitCode::FAILURE;
     };
     let rest: Vec<String> = args.collect();
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         "bench-device" => bench_device::run_command(&rest),
         "lit" => lit::run_command(&rest),
         "stress" => stress::run_command(&rest),
+        "bench-printf" => bench_printf::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {

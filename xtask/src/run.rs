@@ -9,7 +9,10 @@
 //!   `target/stage/sim` first on `LD_LIBRARY_PATH`, or whatever HSA runtime the
 //!   system has (ROCm's);
 //! - `--host`: run on the host instead (`OMP_TARGET_OFFLOAD=DISABLED`);
-//! - `-O0|-O1|-O2|-O3` (default `-O2`): optimisation level of the compile.
+//! - `-O0|-O1|-O2|-O3` (default `-O2`): optimisation level of the compile;
+//! - `--cgpu`: link the program with the device library for `printf`,
+//!   `malloc` and `free` in target regions (`-Ltarget/stage/device/lib
+//!   -lcgpu`, built by `cargo xtask stage`).
 //!
 //! Offloading runs set `OMP_TARGET_OFFLOAD=MANDATORY` unless the environment
 //! already sets it.
@@ -54,13 +57,29 @@ pub const DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
 
 /// Compiles `src` (C or C++) for the host and gfx90a into `target/xtask-run/`.
 pub fn compile(src: &Path, opt: &str) -> Result<PathBuf, String> {
+    compile_with(src, opt, false)
+}
+
+/// The link flags of the device library for `printf`/`malloc` in target
+/// regions (`target/stage/device/lib/libcgpu.a`, staged by `stage`).
+pub fn cgpu_link_flags() -> [String; 2] {
+    [
+        format!("-L{}", target_dir().join("stage/device/lib").display()),
+        "-lcgpu".to_string(),
+    ]
+}
+
+/// [`compile`], linking `libcgpu.a` when `cgpu` is set (the binary's name
+/// then ends in `-cgpu`).
+pub fn compile_with(src: &Path, opt: &str, cgpu: bool) -> Result<PathBuf, String> {
     let stem = src
         .file_stem()
         .and_then(|s| s.to_str())
         .ok_or("the source has no file name")?;
     let dir = target_dir().join("xtask-run");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let out = dir.join(format!("{stem}{opt}"));
+    let suffix = if cgpu { "-cgpu" } else { "" };
+    let out = dir.join(format!("{stem}{opt}{suffix}"));
     let cpp = matches!(
         src.extension().and_then(|e| e.to_str()),
         Some("cpp" | "cc" | "cxx")
@@ -77,6 +96,11 @@ pub fn compile(src: &Path, opt: &str) -> Result<PathBuf, String> {
         .arg(&out)
         .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
         .args(if cpp { vec![] } else { vec!["-lm"] })
+        .args(if cgpu {
+            cgpu_link_flags().to_vec()
+        } else {
+            vec![]
+        })
         .output()
         .map_err(|e| format!("cannot run {compiler}: {e}"))?;
     if !output.status.success() {
@@ -142,11 +166,12 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let mut plugin = Plugin::Ours;
     let mut device = Device::Virtual;
     let mut host = false;
+    let mut cgpu = false;
     let mut opt = "-O2".to_string();
     let mut rest = args.iter();
     let program = loop {
         let Some(a) = rest.next() else {
-            return Err("usage: cargo xtask run [--plugin ours|llvm] [--device virtual|rocm] [--host] [-O0..-O3] PROGRAM [ARGS]".into());
+            return Err("usage: cargo xtask run [--plugin ours|llvm] [--device virtual|rocm] [--host] [--cgpu] [-O0..-O3] PROGRAM [ARGS]".into());
         };
         match a.as_str() {
             "--plugin" => {
@@ -164,6 +189,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
                 }
             }
             "--host" => host = true,
+            "--cgpu" => cgpu = true,
             o if o.starts_with("-O") && o.len() == 3 => opt = o.to_string(),
             _ => break PathBuf::from(a),
         }
@@ -174,13 +200,13 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     } else {
         program
     };
-    let binary = match program.extension().and_then(|e| e.to_str()) {
-        Some("c" | "cpp" | "cc" | "cxx") => compile(&program, &opt)?,
-        _ => program,
-    };
-    if !host {
+    if !host || cgpu {
         stage()?;
     }
+    let binary = match program.extension().and_then(|e| e.to_str()) {
+        Some("c" | "cpp" | "cc" | "cxx") => compile_with(&program, &opt, cgpu)?,
+        _ => program,
+    };
     let mode = if host {
         Mode::Host
     } else {
