@@ -146,6 +146,9 @@ struct Slot {
     _kernarg: Option<Kernarg>,
     /// Released (dropped) when the stream completes.
     _held: Vec<Held>,
+    /// The operation reads host memory but writes none (a host-to-device
+    /// copy through a staging buffer): see [`State::pending_only_read_host`].
+    reads_host_only: bool,
 }
 
 #[derive(Debug)]
@@ -188,8 +191,21 @@ impl State {
             signal,
             _kernarg: kernarg,
             _held: held,
+            reads_host_only: false,
         });
         input
+    }
+
+    /// True when no operation still pending may write host memory (every
+    /// pending slot is a host-to-device copy), so reading host memory now
+    /// gives what it would give once they completed. Slots complete in
+    /// order, so the scan stops at the first completed one.
+    fn pending_only_read_host(&self) -> bool {
+        self.slots
+            .iter()
+            .rev()
+            .take_while(|s| !s.signal.is_complete())
+            .all(|s| s.reads_host_only)
     }
 
     fn last_signal(&self) -> Option<Arc<Signal>> {
@@ -507,9 +523,10 @@ impl Stream {
         }
     }
 
-    /// Host → device through a pinned staging buffer: a host step copies the
-    /// user's bytes into `staging` (after the previous operation), then a DMA
-    /// copy moves them to `dst`. `staging` returns to its manager when the
+    /// Host → device through a pinned staging buffer: the user's bytes are
+    /// copied into `staging` (at once when no pending operation may write
+    /// host memory, else by a host step after the previous operation), then
+    /// a DMA copy moves them to `dst`. `staging` returns to its manager when the
     /// stream completes.
     ///
     /// # Safety
@@ -524,10 +541,24 @@ impl Stream {
     ) -> Result<()> {
         let inter = staging.addr();
         let mut st = self.state.lock();
-        // SAFETY: the staging block holds `size` bytes; `src` per contract.
-        unsafe { self.host_step_locked(&mut st, inter as *mut u8, src, size, Vec::new())? };
+        if st.pending_only_read_host() {
+            // Read the caller's buffer now rather than when the stream gets
+            // here: nothing pending can change it, and libomptarget 16 may
+            // release the buffer before it synchronizes (its firstprivate
+            // arguments live in `target()`'s frame; see the lit runner's
+            // known LLVM 16 bugs).
+            // SAFETY: the staging block holds `size` bytes; `src` per
+            // contract, and readable now since the caller passed it.
+            unsafe { std::ptr::copy_nonoverlapping(src, inter as *mut u8, size) };
+        } else {
+            // SAFETY: the staging block holds `size` bytes; `src` per contract.
+            unsafe { self.host_step_locked(&mut st, inter as *mut u8, src, size, Vec::new())? };
+        }
         let out = self.signals.get()?;
         let input = st.consume(out.clone(), vec![Held::Block(staging)]);
+        if let Some(slot) = st.slots.last_mut() {
+            slot.reads_host_only = true;
+        }
         // SAFETY: `inter` is held by the slot; `dst` per contract.
         unsafe { self.issue_copy(dst, inter, size, input.as_deref(), &out) }
     }
@@ -609,6 +640,7 @@ impl Stream {
                 signal,
                 _kernarg,
                 _held,
+                ..
             } = slot;
             if let Some(Kernarg::Slot(a)) = _kernarg {
                 st.kernarg_free.push(a);
