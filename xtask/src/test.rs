@@ -9,8 +9,8 @@
 //! summary line `N passed, N failed`, counted from cargo's per-binary result
 //! lines plus:
 //!
-//! - lit: one check per test LLVM's plugin passes (failed when ours does not;
-//!   the tests of [`crate::lit::KNOWN_LLVM16_BUGS`] are left out),
+//! - lit: one check per test LLVM's plugin passes and per test of
+//!   [`crate::lit::KNOWN_LLVM16_BUGS`] (failed when ours does not pass it),
 //!   and one per plugin that its pass count is at least the recorded one
 //!   ([`crate::lit::RECORDED_PASSES_LLVM`], [`crate::lit::RECORDED_PASSES_OURS`]);
 //! - stress: one check per program and plugin (failed on any failed run).
@@ -23,10 +23,9 @@ pub const STRESS_RUNS: usize = 5;
 /// Adds lit's checks (see the module doc) to the counts.
 fn count_lit(r: &crate::lit::Results, passed: &mut u64, failed: &mut u64) {
     for (test, (ours, llvm)) in &r.rows {
-        if crate::lit::KNOWN_LLVM16_BUGS.contains(&test.as_str()) {
-            continue;
-        }
-        if let (Some(o), Some("PASS" | "XFAIL")) = (ours.as_deref(), llvm.as_deref()) {
+        let known = crate::lit::KNOWN_LLVM16_BUGS.contains(&test.as_str());
+        let llvm_passed = matches!(llvm.as_deref(), Some("PASS" | "XFAIL"));
+        if let Some(o) = ours.as_deref().filter(|_| known || llvm_passed) {
             if matches!(o, "PASS" | "XFAIL") {
                 *passed += 1;
             } else {
@@ -35,14 +34,8 @@ fn count_lit(r: &crate::lit::Results, passed: &mut u64, failed: &mut u64) {
         }
     }
     for (got, floor) in [
-        (
-            r.passes_without_known_bugs(false),
-            crate::lit::RECORDED_PASSES_LLVM,
-        ),
-        (
-            r.passes_without_known_bugs(true),
-            crate::lit::RECORDED_PASSES_OURS,
-        ),
+        (r.counted_passes(false), crate::lit::RECORDED_PASSES_LLVM),
+        (r.counted_passes(true), crate::lit::RECORDED_PASSES_OURS),
     ] {
         if got >= floor {
             *passed += 1;
@@ -171,16 +164,19 @@ mod tests {
     }
 
     #[test]
-    fn lit_checks_count_llvm_passes_and_floors() {
+    fn lit_checks_count_llvm_passes_known_bugs_and_floors() {
         let mut r = crate::lit::Results::default();
-        for i in 0..crate::lit::RECORDED_PASSES_LLVM {
+        for i in 0..crate::lit::RECORDED_PASSES_OURS {
             r.rows.insert(
                 format!("t{i}.c"),
                 (Some("PASS".into()), Some("PASS".into())),
             );
         }
-        // Ours fails one LLVM's passes: one failed check, and ours is below its floor
-        // only if the floor is the full count.
+        let known = crate::lit::KNOWN_LLVM16_BUGS[0];
+        // A known LLVM 16 bug is checked for ours even when LLVM's fails it.
+        r.rows
+            .insert(known.into(), (Some("PASS".into()), Some("FAIL".into())));
+        // Ours fails one LLVM's passes: one failed check.
         r.rows
             .insert("x.c".into(), (Some("FAIL".into()), Some("PASS".into())));
         r.rows.insert(
@@ -189,7 +185,15 @@ mod tests {
         );
         let (mut p, mut f) = (0, 0);
         super::count_lit(&r, &mut p, &mut f);
-        let n = crate::lit::RECORDED_PASSES_LLVM as u64;
-        assert_eq!((p, f), (n + 2, 1));
+        // Every t*.c, the known bug, and both floors pass; x.c fails.
+        let n = crate::lit::RECORDED_PASSES_OURS as u64;
+        assert_eq!((p, f), (n + 3, 1));
+        // The same known bug failed by ours is a failed check.
+        r.rows
+            .insert(known.into(), (Some("FAIL".into()), Some("FAIL".into())));
+        let (mut p, mut f) = (0, 0);
+        super::count_lit(&r, &mut p, &mut f);
+        assert_eq!(f, 2);
+        assert!(r.regressions().contains(&known));
     }
 }
