@@ -8,8 +8,8 @@ use crate::generated::opcodes::{
     DsOp, FlatOp, MtbufOp, MubufOp, SmemOp, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp, Vop3pOp, VopOp,
 };
 use crate::inst::{
-    Dpp, Ds, Flat, Instruction, Mai, Mtbuf, Mubuf, Sdwa, Segment, Smem, Sop1, Sop2, Sopc, Sopk,
-    Sopp, Valu, ValuEncoding, Vop3p,
+    Dpp, Ds, Flat, Instruction, Mai, Mtbuf, Mubuf, Sdwa, SdwaDst, Segment, Smem, Sop1, Sop2, Sopc,
+    Sopk, Sopp, Valu, ValuEncoding, Vop3p,
 };
 use crate::operand::{inline_constant, Operand};
 
@@ -354,21 +354,27 @@ impl<'a> Decoder<'a> {
                 }
                 abs = (bits(d1, 21, 21) | bits(d1, 29, 29) << 1) as u8;
                 neg = (bits(d1, 20, 20) | bits(d1, 28, 28) << 1) as u8;
+                // D1 bits 15:8 are SD/SDST for VOPC ("SDWA-B") and
+                // OMOD/CLAMP/DST_UNUSED/DST_SEL for VOP1/VOP2 ("SDWA-A").
+                let dst = if form == VopForm::Vopc {
+                    if bits(d1, 15, 15) == 1 {
+                        sdwa_vopc_dst = Some(self.sdst(bits(d1, 14, 8), 2, mn)?);
+                    }
+                    SdwaDst::Mask
+                } else {
+                    clamp = bits(d1, 13, 13) == 1;
+                    omod = bits(d1, 15, 14) as u8;
+                    SdwaDst::Vgpr {
+                        sel: bits(d1, 10, 8) as u8,
+                        unused: bits(d1, 12, 11) as u8,
+                    }
+                };
                 let sdwa = Sdwa {
-                    dst_sel: bits(d1, 10, 8) as u8,
-                    dst_unused: bits(d1, 12, 11) as u8,
+                    dst,
                     src0_sel: bits(d1, 18, 16) as u8,
                     src1_sel: bits(d1, 26, 24) as u8,
                     sext: (bits(d1, 19, 19) | bits(d1, 27, 27) << 1) as u8,
                 };
-                if form == VopForm::Vopc {
-                    if bits(d1, 15, 15) == 1 {
-                        sdwa_vopc_dst = Some(self.sdst(bits(d1, 14, 8), 2, mn)?);
-                    }
-                } else {
-                    clamp = bits(d1, 13, 13) == 1;
-                    omod = bits(d1, 15, 14) as u8;
-                }
                 encoding = ValuEncoding::Sdwa(sdwa);
             }
             250 => {

@@ -8,8 +8,8 @@ use std::fmt::{self, Display, Formatter, Write};
 
 use crate::generated::opcodes::{DsOp, SmemOp, SopkOp, SoppOp, Vop3pOp};
 use crate::inst::{
-    Ds, Flat, Instruction, Mtbuf, Mubuf, Segment, Smem, Sop1, Sop2, Sopc, Sopk, Sopp, Valu,
-    ValuEncoding, Vop3p,
+    Ds, Flat, Instruction, Mtbuf, Mubuf, SdwaDst, Segment, Smem, Sop1, Sop2, Sopc, Sopk, Sopp,
+    Valu, ValuEncoding, Vop3p,
 };
 use crate::operand::Operand;
 
@@ -219,23 +219,31 @@ impl Display for Smem {
     }
 }
 
-/// A VALU source with its NEG/ABS modifiers.
+/// A VALU source with its NEG/ABS modifiers and the SDWA SRCi_SEXT flag.
 struct Modded<'a> {
     op: &'a Operand,
     neg: bool,
     abs: bool,
+    sext: bool,
 }
 
 impl Display for Modded<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if self.sext {
+            f.write_str("sext(")?;
+        }
         if self.neg {
             f.write_char('-')?;
         }
         if self.abs {
-            write!(f, "|{}|", self.op)
+            write!(f, "|{}|", self.op)?;
         } else {
-            self.op.fmt(f)
+            self.op.fmt(f)?;
         }
+        if self.sext {
+            f.write_char(')')?;
+        }
+        Ok(())
     }
 }
 
@@ -254,6 +262,10 @@ impl Display for Valu {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let inst = Instruction::Valu(self.clone());
         let mn = inst.mnemonic();
+        let sext = match self.encoding {
+            ValuEncoding::Sdwa(s) => s.sext,
+            _ => 0,
+        };
         let modded: Vec<Option<Modded<'_>>> = self
             .src
             .iter()
@@ -263,6 +275,7 @@ impl Display for Valu {
                     op,
                     neg: self.neg >> i & 1 == 1,
                     abs: self.abs >> i & 1 == 1,
+                    sext: sext >> i & 1 == 1,
                 })
             })
             .collect();
@@ -294,13 +307,12 @@ impl Display for Valu {
                 const UNUSED: [&str; 4] =
                     ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_3"];
                 let sel = |v: u8| SEL.get(usize::from(v)).copied().unwrap_or("SEL_7");
-                let is_vopc = (self.op as u16) < 0x100;
-                if !is_vopc {
+                if let SdwaDst::Vgpr { sel: ds, unused } = s.dst {
                     write!(
                         f,
                         " dst_sel:{} dst_unused:{}",
-                        sel(s.dst_sel),
-                        UNUSED[usize::from(s.dst_unused & 3)]
+                        sel(ds),
+                        UNUSED[usize::from(unused & 3)]
                     )?;
                 }
                 write!(f, " src0_sel:{}", sel(s.src0_sel))?;

@@ -113,14 +113,28 @@ pub struct Smem {
     pub glc: bool,
 }
 
-/// SDWA control dword (gfx90a-encoding.md section 3.7), kept raw for the fields that
-/// the executor does not interpret yet.
+/// Where an SDWA instruction's result goes (gfx90a-encoding.md section 3.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SdwaDst {
+    /// VOP1/VOP2 ("SDWA-A"): the result is merged into part of the VDST VGPR.
+    Vgpr {
+        /// DST_SEL — 0..=3 bytes, 4/5 words, 6 dword (7 reserved).
+        sel: u8,
+        /// DST_UNUSED: 0 pad, 1 sign-extend, 2 preserve (3 reserved).
+        unused: u8,
+    },
+    /// VOPC ("SDWA-B"): the lane mask goes to VCC (SD = 0) or to the SDST scalar
+    /// operand (SD = 1); the chosen operand is [`Valu::vdst`]. D1 bits 15:8 hold
+    /// SD/SDST here, not DST_SEL/DST_UNUSED/CLAMP/OMOD.
+    Mask,
+}
+
+/// SDWA control dword (gfx90a-encoding.md section 3.7). Source modifiers (NEG/ABS)
+/// and the S0/S1 scalar flags are folded into [`Valu`]'s `neg`/`abs` and operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sdwa {
-    /// DST_SEL (VOP1/VOP2) — 0..=3 bytes, 4/5 words, 6 dword.
-    pub dst_sel: u8,
-    /// DST_UNUSED: 0 pad, 1 sign-extend, 2 preserve.
-    pub dst_unused: u8,
+    /// Destination form: a VGPR part (VOP1/VOP2) or a lane mask (VOPC).
+    pub dst: SdwaDst,
     /// SRC0_SEL.
     pub src0_sel: u8,
     /// SRC1_SEL.

@@ -121,6 +121,21 @@ v_accvgpr_read_b32 v0, a1
 v_accvgpr_mov_b32 a1, a2
 v_mfma_f32_4x4x1f32 a[0:3], v0, v1, a[0:3]
 v_cmp_ne_u32_sdwa s[8:9], v1, v0 src0_sel:DWORD src1_sel:WORD_0
+v_cmp_ne_u32_sdwa s[24:25], v2, v3 src0_sel:BYTE_0 src1_sel:DWORD
+v_cmp_ne_u32_sdwa vcc, v2, v3 src0_sel:BYTE_0 src1_sel:DWORD
+v_cmp_eq_u32_sdwa s[100:101], v2, s3 src0_sel:BYTE_3 src1_sel:WORD_1
+v_cmp_gt_i32_sdwa s[30:31], sext(v2), v3 src0_sel:BYTE_1 src1_sel:BYTE_2
+v_cmpx_ne_u32_sdwa s[24:25], v2, v3 src0_sel:BYTE_0 src1_sel:DWORD
+v_cmpx_lt_u32_sdwa vcc, v2, v3 src0_sel:WORD_1 src1_sel:BYTE_0
+v_cmp_lt_f32_sdwa s[60:61], -v2, |v3| src0_sel:DWORD src1_sel:WORD_0
+v_cmp_class_f32_sdwa s[26:27], v2, v3 src0_sel:DWORD src1_sel:BYTE_0
+v_cmp_ne_u16_sdwa s[40:41], v2, v3 src0_sel:BYTE_0 src1_sel:BYTE_1
+v_cmp_ne_u32_sdwa exec, v2, v3 src0_sel:BYTE_0 src1_sel:DWORD
+v_cmp_ne_u32_sdwa s[24:25], 1, v3 src0_sel:BYTE_0 src1_sel:DWORD
+v_cmp_gt_i32_sdwa vcc, sext(v10), sext(v12) src0_sel:BYTE_2 src1_sel:BYTE_0
+v_add_u32_sdwa v0, sext(v1), s2 dst_sel:BYTE_0 dst_unused:UNUSED_SEXT src0_sel:BYTE_0 src1_sel:WORD_1
+v_add_f32_sdwa v0, -|v1|, |v2| dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_2 src1_sel:BYTE_3
+v_mov_b32_sdwa v10, sext(v1) dst_sel:WORD_1 dst_unused:UNUSED_SEXT src0_sel:BYTE_1
 v_sub_u32_sdwa v6, v7, v8 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_0 src1_sel:WORD_0
 v_mov_b32_dpp v0, v1 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
 ds_write_b32 v1, v2 offset:16

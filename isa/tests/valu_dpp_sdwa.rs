@@ -276,3 +276,82 @@ v_mul_u32_u24_sdwa v16, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYT
         "VOPC sdwa with a scalar src1 and BYTE_1 select"
     );
 }
+
+/// VOPC SDWA ("SDWA-B", gfx90a-encoding.md 3.7): D1 bits 15:8 are SD/SDST, so SGPR
+/// pairs whose code has bits 4:3 set (s[24:25], s[56:57]...) must not be read as a
+/// reserved DST_UNUSED. The mask is written under EXEC to SDST or VCC; `v_cmpx` also
+/// writes EXEC. Expected masks are computed here from the select/extend rules.
+#[test]
+fn sdwa_compares_write_sgpr_pairs_vcc_and_exec() {
+    let src = "v_cmp_ne_u32_sdwa s[24:25], v1, v2 src0_sel:BYTE_0 src1_sel:DWORD
+v_cmp_gt_i32_sdwa s[30:31], sext(v1), sext(v2) src0_sel:BYTE_2 src1_sel:BYTE_0
+v_cmp_eq_u32_sdwa s[56:57], v1, s3 src0_sel:BYTE_3 src1_sel:WORD_1
+v_cmp_lt_u16_sdwa s[40:41], v1, v2 src0_sel:WORD_1 src1_sel:BYTE_1
+v_cmp_ne_u32_sdwa vcc, v1, v2 src0_sel:BYTE_1 src1_sel:BYTE_3
+s_mov_b64 s[60:61], vcc
+v_cmpx_ne_u32_sdwa s[26:27], v1, v2 src0_sel:BYTE_1 src1_sel:BYTE_1
+v_cmpx_lt_u32_sdwa vcc, v1, v2 src0_sel:WORD_1 src1_sel:BYTE_0
+v_mov_b32_e32 v20, 7";
+    const BYTES: [u32; 5] = [0x00, 0x01, 0x7F, 0x80, 0xFF];
+    let mut r = Rng(29);
+    let mut byte = || BYTES[(r.next() % 5) as usize];
+    let a: [u32; 64] = std::array::from_fn(|_| byte() | byte() << 8 | byte() << 16 | byte() << 24);
+    let b: [u32; 64] = std::array::from_fn(|l| {
+        if l % 2 == 0 {
+            byte() | byte() << 8 | byte() << 16 | byte() << 24
+        } else {
+            byte()
+        }
+    });
+    let exec = 0xF0FF_FFFF_FFFF_FF7Eu64;
+    let sent = 0xDEAD_BEEFu32;
+    let w = run(src, MODE_IEEE, |w| {
+        w.vgpr[1] = a;
+        w.vgpr[2] = b;
+        w.vgpr[20] = [sent; 64];
+        w.sgpr[3] = 0x007F_1234;
+        for s in 24..62 {
+            w.sgpr[s] = sent;
+        }
+        w.set_exec(exec);
+    });
+    let byte_of = |v: u32, k: u32| (v >> (8 * k)) & 0xFF;
+    let mask = |f: &dyn Fn(usize) -> bool| (0..64).fold(0u64, |m, l| m | u64::from(f(l)) << l);
+    let ne = exec & mask(&|l| byte_of(a[l], 0) != b[l]);
+    let gt = exec & mask(&|l| (byte_of(a[l], 2) as u8 as i8) > (byte_of(b[l], 0) as u8 as i8));
+    let eq = exec & mask(&|l| byte_of(a[l], 3) == 0x007F);
+    let lt16 = exec & mask(&|l| (a[l] >> 16) & 0xFFFF < byte_of(b[l], 1));
+    let ne_vcc = exec & mask(&|l| byte_of(a[l], 1) != byte_of(b[l], 3));
+    let x1 = exec & mask(&|l| byte_of(a[l], 1) != byte_of(b[l], 1));
+    let x2 = x1 & mask(&|l| a[l] >> 16 < byte_of(b[l], 0));
+    let pair = |s: usize| u64::from(w.sgpr[s]) | u64::from(w.sgpr[s + 1]) << 32;
+    // Each case has lanes on both sides, so a wrong select or extension would show.
+    for (m, what) in [
+        (ne, "ne"),
+        (gt, "gt"),
+        (eq, "eq"),
+        (lt16, "lt16"),
+        (x1, "x1"),
+    ] {
+        assert!(m != 0 && m != exec, "{what}: mask {m:016X} is not mixed");
+    }
+    assert_eq!(pair(24), ne, "v_cmp_ne_u32_sdwa -> s[24:25]");
+    assert_eq!(pair(30), gt, "v_cmp_gt_i32_sdwa sext -> s[30:31]");
+    assert_eq!(pair(56), eq, "v_cmp_eq_u32_sdwa scalar src1 -> s[56:57]");
+    assert_eq!(pair(40), lt16, "v_cmp_lt_u16_sdwa -> s[40:41]");
+    assert_eq!(pair(60), ne_vcc, "v_cmp_ne_u32_sdwa -> vcc (SD = 0)");
+    assert_eq!(pair(26), x1, "v_cmpx_ne_u32_sdwa -> s[26:27]");
+    assert_eq!(
+        w.vcc(),
+        x2,
+        "v_cmpx_lt_u32_sdwa -> vcc under the first cmpx's EXEC"
+    );
+    assert_eq!(w.exec(), x2, "v_cmpx writes EXEC");
+    for s in [28, 29, 32, 33, 42, 58, 59] {
+        assert_eq!(w.sgpr[s], sent, "s{s} untouched");
+    }
+    for l in 0..64 {
+        let want = if (x2 >> l) & 1 == 1 { 7 } else { sent };
+        assert_eq!(w.vgpr[20][l], want, "v_mov under the cmpx EXEC, lane {l}");
+    }
+}

@@ -24,7 +24,7 @@ mod simd;
 mod vop3p;
 
 use crate::error::Fault;
-use crate::inst::{Dpp, Instruction, Sdwa, Valu, ValuEncoding, Vop3p};
+use crate::inst::{Dpp, Instruction, Sdwa, SdwaDst, Valu, ValuEncoding, Vop3p};
 use crate::operand::Operand;
 use crate::wave::{unsupported, VReg, Wave, WaveContext, AGPR_BASE, WAVE_SIZE};
 
@@ -648,10 +648,15 @@ impl Exe<'_, '_> {
     /// An SDWA instruction (gfx90a-encoding.md 3.7, 5.3): select and extend the
     /// sources, run the 32-bit op, then merge the result into DST_SEL of VDST.
     fn run_sdwa(&mut self, s: Sdwa) -> Result<(), Fault> {
-        if s.dst_sel > 6 || s.src0_sel > 6 || s.src1_sel > 6 || s.dst_unused > 2 {
+        let (dst_sel, dst_unused) = match s.dst {
+            SdwaDst::Vgpr { sel, unused } => (sel, unused),
+            // VOPC: the compare writes its lane mask (under EXEC) to VCC or SDST, and
+            // EXEC for v_cmpx, like the e32 form; only the source selects apply.
+            SdwaDst::Mask => (6, 0),
+        };
+        if dst_sel > 6 || s.src0_sel > 6 || s.src1_sel > 6 || dst_unused > 2 {
             return Err(self.unsup("reserved SDWA select"));
         }
-        let is_vopc = (self.i.op as u16) < 0x100;
         for k in 0..2 {
             if let Some(op) = self.i.src[k] {
                 let raw = match op {
@@ -665,14 +670,14 @@ impl Exe<'_, '_> {
                 self.ovr[k] = Some([lanes(|l| sdwa_select(raw[l], sel, sx)), [0; WAVE_SIZE]]);
             }
         }
-        if is_vopc || s.dst_sel == 6 {
+        if dst_sel == 6 {
             return self.run();
         }
         let old = self.dst_old(0);
         self.run()?;
         let new = self.dst_old(0);
-        let (shift, width) = match s.dst_sel {
-            0..=3 => (8 * u32::from(s.dst_sel), 8),
+        let (shift, width) = match dst_sel {
+            0..=3 => (8 * u32::from(dst_sel), 8),
             4 => (0, 16),
             _ => (16, 16),
         };
@@ -685,7 +690,7 @@ impl Exe<'_, '_> {
         };
         let merged: VReg = lanes(|l| {
             let field = (new[l] & mask) << shift;
-            match s.dst_unused {
+            match dst_unused {
                 0 => field,
                 1 => {
                     let neg = (new[l] >> (width - 1)) & 1 == 1;
