@@ -14,7 +14,9 @@
 //! - [`rtl`]: the `extern "C" __tgt_rtl_*` entry points of LLVM 16's plugin
 //!   ABI (spec `omptarget-plugin-abi.md` §2).
 //!
-//! Device-free helpers: [`abi`] (the C structs), [`memory_manager`] (the
+//! Device-free helpers: [`abi`] (the C structs), [`handles`] (the
+//! generation-counted tables behind event and stream handles),
+//! [`memory_manager`] (the
 //! size-class cache), [`launch`] (teams and threads), [`image`] (code object
 //! inspection).
 
@@ -22,6 +24,7 @@ pub mod abi;
 pub mod device;
 pub mod env;
 pub mod error;
+pub mod handles;
 pub mod hsa;
 pub mod image;
 pub mod info;

@@ -1079,3 +1079,66 @@ fn a_refused_copy_fails_its_async_info() {
         assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
     }
 }
+
+/// Event and stream handles carry a generation: once destroyed (an event)
+/// or returned by `synchronize` (a stream), a handle fails every entry
+/// point, even after its slot was given to a new event or stream, and a
+/// handle of one device fails on the other.
+#[test]
+fn stale_event_and_stream_handles_fail() {
+    setup();
+    let src = pattern(256, 9);
+    let d = alloc(0, 256, TARGET_ALLOC_DEFAULT);
+    let submit = |info: &mut AsyncInfo| unsafe {
+        __tgt_rtl_data_submit_async(0, d, src.as_ptr() as *mut c_void, 256, info)
+    };
+    unsafe {
+        // Events.
+        let mut old: *mut c_void = std::ptr::null_mut();
+        assert_eq!(__tgt_rtl_create_event(0, &mut old), OK);
+        assert!(!old.is_null());
+        assert_eq!(__tgt_rtl_destroy_event(0, old), OK);
+        let mut ev: *mut c_void = std::ptr::null_mut();
+        assert_eq!(__tgt_rtl_create_event(0, &mut ev), OK);
+        assert_ne!(
+            ev, old,
+            "a new event must not get the destroyed one's handle"
+        );
+        let mut a = new_info();
+        assert_eq!(submit(&mut a), OK);
+        assert_eq!(__tgt_rtl_record_event(0, old, &mut a), FAIL);
+        assert_eq!(__tgt_rtl_wait_event(0, old, &mut a), FAIL);
+        assert_eq!(__tgt_rtl_sync_event(0, old), FAIL);
+        assert_eq!(__tgt_rtl_destroy_event(0, old), FAIL);
+        // The live event still works, on its own device only.
+        assert_eq!(__tgt_rtl_record_event(0, ev, &mut a), OK);
+        assert_eq!(__tgt_rtl_sync_event(1, ev), FAIL);
+        assert_eq!(__tgt_rtl_sync_event(0, ev), OK);
+        assert_eq!(__tgt_rtl_destroy_event(0, ev), OK);
+
+        // Streams (`__tgt_async_info::Queue`).
+        assert_eq!(__tgt_rtl_synchronize(0, &mut a), OK);
+        assert!(a.queue.is_null());
+        // `a`'s first stream handle, kept after `synchronize` returned it.
+        let mut first = new_info();
+        assert_eq!(submit(&mut first), OK);
+        let stale = first.queue;
+        assert_eq!(__tgt_rtl_synchronize(0, &mut first), OK);
+        // A new async info takes a stream from the pool (the returned one
+        // unless another test holds it): its handle must differ.
+        let mut b = new_info();
+        assert_eq!(submit(&mut b), OK);
+        assert_ne!(b.queue, stale);
+        let mut s = AsyncInfo { queue: stale };
+        assert_eq!(submit(&mut s), FAIL);
+        assert_eq!(__tgt_rtl_query_async(0, &mut s), FAIL);
+        assert_eq!(__tgt_rtl_synchronize(0, &mut s), FAIL);
+        assert_eq!(__tgt_rtl_release_async_info(0, &mut s), FAIL);
+        // `b`'s live handle is not another device's.
+        let mut other = AsyncInfo { queue: b.queue };
+        assert_eq!(__tgt_rtl_synchronize(1, &mut other), FAIL);
+        assert_eq!(__tgt_rtl_synchronize(0, &mut b), OK);
+        assert!(b.queue.is_null());
+    }
+    assert_eq!(__tgt_rtl_data_delete(0, d, TARGET_ALLOC_DEFAULT), OK);
+}
