@@ -6,8 +6,6 @@
 use crate::abi::{self, DeviceEnvironment, OffloadEntry, TargetTable};
 use crate::env;
 use crate::error::{Error, Result};
-// FxHash: a fast, non-cryptographic hash for address-keyed maps (SipHash
-// dominated the launch path); keys are not attacker-chosen.
 use crate::handles::HandleTable;
 use crate::hsa::Hsa;
 use crate::image::{self, ImageKind};
@@ -20,6 +18,8 @@ use crate::signal::SignalPool;
 use crate::stream::{Event, Held, ManagedBlock, Stream};
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
+// FxHash: a fast, non-cryptographic hash for address-keyed maps (SipHash
+// dominated the launch path); keys are not attacker-chosen.
 use rustc_hash::FxHashMap as AddrMap;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
