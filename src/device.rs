@@ -6,8 +6,7 @@
 use crate::abi::{self, DeviceEnvironment, OffloadEntry, TargetTable};
 use crate::env;
 use crate::error::{Error, Result};
-// FxHash: a fast, non-cryptographic hash for address-keyed maps (SipHash
-// dominated the launch path); keys are not attacker-chosen.
+use crate::handles::HandleTable;
 use crate::hsa::Hsa;
 use crate::image::{self, ImageKind};
 use crate::launch::{self, ExecMode, GridValues, LaunchEnv, LaunchRequest};
@@ -20,6 +19,8 @@ use crate::signal::SignalPool;
 use crate::stream::{Event, Held, ManagedBlock, Stream};
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
+// FxHash: a fast, non-cryptographic hash for address-keyed maps (SipHash
+// dominated the launch path); keys are not attacker-chosen.
 use rustc_hash::FxHashMap as AddrMap;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -223,13 +224,16 @@ pub struct Device {
     /// What a dispatch may ask of the agent (checked before launching).
     pub limits: DispatchLimits,
     signals: SignalPool,
-    /// Every stream the device created; a stream's handle
-    /// (`__tgt_async_info::Queue`) encodes its index (see [`stream_handle`]).
-    /// Streams stay until teardown.
+    /// Every stream the device created. Streams stay until teardown.
     streams: RwLock<Vec<Arc<Stream>>>,
-    /// The streams not lent, with their indices.
-    idle_streams: Mutex<Vec<(usize, Arc<Stream>)>>,
-    events: Mutex<AddrMap<usize, Arc<Event>>>,
+    /// The lent streams, by their `__tgt_async_info::Queue` handle: a
+    /// stream gets a new handle each time it is lent, so the handle of a
+    /// returned stream is stale.
+    lent_streams: HandleTable<Stream>,
+    /// The streams not lent.
+    idle_streams: Mutex<Vec<Arc<Stream>>>,
+    /// The live events, by the handle `create_event` returned.
+    events: HandleTable<Event>,
     images: Mutex<Vec<LoadedImage>>,
     kernels: RwLock<AddrMap<usize, Arc<Kernel>>>,
     host_allocs: Mutex<AddrMap<usize, HostAlloc>>,
@@ -313,8 +317,9 @@ impl Device {
             limits,
             signals,
             streams: RwLock::new(Vec::new()),
+            lent_streams: HandleTable::new(handle_tag(HandleKind::Stream, id)),
             idle_streams: Mutex::new(Vec::new()),
-            events: Mutex::new(AddrMap::default()),
+            events: HandleTable::new(handle_tag(HandleKind::Event, id)),
             images: Mutex::new(Vec::new()),
             kernels: RwLock::new(AddrMap::default()),
             host_allocs: Mutex::new(AddrMap::default()),
@@ -342,37 +347,32 @@ impl Device {
     pub fn stream_for(&self, info: &mut abi::AsyncInfo) -> Result<Arc<Stream>> {
         if info.queue.is_null() {
             let idle = self.idle_streams.lock().pop();
-            let (index, stream) = match idle {
-                Some((i, s)) => {
-                    s.set_lent(true);
-                    (i, s)
-                }
+            let stream = match idle {
+                Some(s) => s,
                 None => self.add_stream()?,
             };
-            info.queue = stream_handle(self.id, index) as *mut c_void;
+            stream.set_lent(true);
+            info.queue = self.lent_streams.insert(stream.clone()) as usize as *mut c_void;
             return Ok(stream);
         }
-        self.lent_stream(info.queue as usize).map(|(_, s)| s)
+        self.lent_stream(info.queue as usize)
     }
 
-    /// Creates a stream, lent from the start; returns its index.
+    /// Creates a stream (recorded for teardown, not yet lent).
     #[cold]
-    fn add_stream(&self) -> Result<(usize, Arc<Stream>)> {
+    fn add_stream(&self) -> Result<Arc<Stream>> {
         let stream = self.new_stream()?;
-        stream.set_lent(true);
-        let mut streams = self.streams.write();
-        streams.push(stream.clone());
-        Ok((streams.len() - 1, stream))
+        self.streams.write().push(stream.clone());
+        Ok(stream)
     }
 
-    /// The lent stream of handle `key`, with its index.
+    /// The lent stream of handle `key`.
+    ///
+    /// Errors: `key` is not the live handle of a stream this device lent
+    /// (never lent, returned since, or another device's).
     #[inline]
-    fn lent_stream(&self, key: usize) -> Result<(usize, Arc<Stream>)> {
-        let found = stream_index(self.id, key).and_then(|i| {
-            let streams = self.streams.read();
-            let s = streams.get(i)?;
-            s.is_lent().then(|| (i, s.clone()))
-        });
+    fn lent_stream(&self, key: usize) -> Result<Arc<Stream>> {
+        let found = self.lent_streams.get(key as u64);
         // A `match`, not `ok_or`: the error is built only when needed (this
         // runs on every launch and synchronization).
         match found {
@@ -405,12 +405,13 @@ impl Device {
         r
     }
 
-    /// Takes `stream` (index `index`, the stream of `info`) back into the
-    /// pool, once, and sets `info.queue = NULL`.
+    /// Takes the stream of `info` back into the pool, once (its handle is
+    /// stale from then on), and sets `info.queue = NULL`.
     #[inline]
-    fn return_stream(&self, info: &mut abi::AsyncInfo, index: usize, stream: Arc<Stream>) {
-        if stream.set_lent(false) {
-            self.idle_streams.lock().push((index, stream));
+    fn return_stream(&self, info: &mut abi::AsyncInfo) {
+        if let Some(stream) = self.lent_streams.remove(info.queue as usize as u64) {
+            stream.set_lent(false);
+            self.idle_streams.lock().push(stream);
         }
         info.queue = std::ptr::null_mut();
     }
@@ -427,9 +428,9 @@ impl Device {
                 "synchronize of an async info without a queue".into(),
             ));
         }
-        let (index, stream) = self.lent_stream(info.queue as usize)?;
+        let stream = self.lent_stream(info.queue as usize)?;
         let r = stream.synchronize();
-        self.return_stream(info, index, stream);
+        self.return_stream(info);
         r
     }
 
@@ -443,15 +444,15 @@ impl Device {
                 "query_async of an async info without a queue".into(),
             ));
         }
-        let (index, stream) = self.lent_stream(info.queue as usize)?;
+        let stream = self.lent_stream(info.queue as usize)?;
         match stream.query() {
             Ok(true) => {
-                self.return_stream(info, index, stream);
+                self.return_stream(info);
                 Ok(())
             }
             Ok(false) => Ok(()),
             Err(e) => {
-                self.return_stream(info, index, stream);
+                self.return_stream(info);
                 Err(e)
             }
         }
@@ -471,23 +472,20 @@ impl Device {
         r.and(s)
     }
 
-    /// `create_event`: a new event handle.
+    /// `create_event`: a new event handle (generation-counted, see
+    /// [`crate::handles`]; never NULL).
     pub fn create_event(&self) -> usize {
-        let ev = Arc::new(Event::default());
-        let key = Arc::as_ptr(&ev) as usize;
-        self.events.lock().insert(key, ev);
-        key
+        self.events.insert(Arc::new(Event::default())) as usize
     }
 
+    /// The live event of handle `key`.
+    ///
+    /// Errors: `key` unknown, destroyed or another device's.
     fn event(&self, key: usize) -> Result<Arc<Event>> {
-        self.events
-            .lock()
-            .get(&key)
-            .cloned()
-            .ok_or(Error::UnknownHandle {
-                what: "event",
-                addr: key,
-            })
+        self.events.get(key as u64).ok_or(Error::UnknownHandle {
+            what: "event",
+            addr: key,
+        })
     }
 
     /// `record_event`.
@@ -526,8 +524,7 @@ impl Device {
     /// Errors: unknown event.
     pub fn destroy_event(&self, key: usize) -> Result<()> {
         self.events
-            .lock()
-            .remove(&key)
+            .remove(key as u64)
             .map(|_| ())
             .ok_or(Error::UnknownHandle {
                 what: "event",
@@ -1142,8 +1139,9 @@ impl Device {
         }
         drop(streams);
         self.streams.write().clear();
+        self.lent_streams.clear();
         self.idle_streams.lock().clear();
-        self.events.lock().clear();
+        self.events.clear();
         self.kernels.write().clear();
         for img in self.images.lock().drain(..) {
             // Kernels are gone, so this is the last reference: the thread
@@ -1183,22 +1181,17 @@ fn fill_kernargs(block: &mut [u8], explicit: usize, args: impl Iterator<Item = u
     block[filled..].fill(0);
 }
 
-/// Bits of a stream handle holding the stream's index (plus one).
-const STREAM_INDEX_BITS: u32 = 40;
-
-/// The `__tgt_async_info::Queue` value of stream `index` of device `id`:
-/// never NULL, and distinct per device (the device id sits above the index).
-fn stream_handle(id: i32, index: usize) -> usize {
-    (((id as u32 as usize) & 0xffff) + 1) << STREAM_INDEX_BITS | (index + 1)
+/// The kinds of plugin handle a device hands out.
+#[derive(Clone, Copy)]
+enum HandleKind {
+    Stream = 0,
+    Event = 1,
 }
 
-/// The stream index encoded in `handle` for device `id`, if it is one.
-fn stream_index(id: i32, handle: usize) -> Option<usize> {
-    let tag = handle >> STREAM_INDEX_BITS;
-    if tag != ((id as u32 as usize) & 0xffff) + 1 {
-        return None;
-    }
-    (handle & ((1 << STREAM_INDEX_BITS) - 1)).checked_sub(1)
+/// The handle-table tag of `kind` on device `id`: distinct per kind and
+/// device (the device id's low 15 bits, plus one, so the tag is never 0).
+fn handle_tag(kind: HandleKind, id: i32) -> u16 {
+    ((kind as u16) << 15) | ((id as u32 as u16 & 0x7fff).wrapping_add(1) & 0x7fff)
 }
 
 #[cfg(test)]

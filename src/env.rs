@@ -27,10 +27,18 @@ pub const NUM_INITIAL_HSA_SIGNALS: &str = "LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_S
 /// line to stderr naming this plugin (lets tests prove which plugin ran).
 pub const ANNOUNCE: &str = "OMPTARGET_AMDGPU_ANNOUNCE";
 
-/// Parses the longest signed decimal prefix of `text` (after whitespace).
-pub fn parse_i64_prefix(text: &str) -> Option<i64> {
+/// Splits the integer at the start of `text` as C++ `istream >> integer`
+/// (and `std::stoul`) read it: leading whitespace skipped, an optional
+/// sign, then the longest run of decimal digits; whatever follows is
+/// ignored. Returns (negative, magnitude); `None` when there is no digit
+/// or the magnitude exceeds `u64`.
+///
+/// The one integer reader behind every knob of the plugin (this module,
+/// [`crate::launch`], [`crate::memory_manager`]). LLVM 16's knobs take no
+/// unit suffixes, so neither do ours: `"64k"` reads as 64.
+pub fn parse_integer_prefix(text: &str) -> Option<(bool, u64)> {
     let t = text.trim_start();
-    let (neg, rest) = match t.as_bytes().first() {
+    let (negative, rest) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
@@ -38,16 +46,54 @@ pub fn parse_i64_prefix(text: &str) -> Option<i64> {
     let end = rest
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(rest.len());
-    let v: i64 = rest[..end].parse().ok()?;
-    Some(if neg { -v } else { v })
+    let magnitude: u64 = rest[..end].parse().ok()?;
+    Some((negative, magnitude))
+}
+
+/// Parses the longest signed decimal prefix of `text` (after whitespace);
+/// `None` without a digit or outside `i64`.
+pub fn parse_i64_prefix(text: &str) -> Option<i64> {
+    match parse_integer_prefix(text)? {
+        (false, m) => i64::try_from(m).ok(),
+        (true, m) => 0i64.checked_sub_unsigned(m),
+    }
+}
+
+/// An unsigned 32-bit value (LLVM `UInt32Envar`); negative values and
+/// values above `u32::MAX` are rejected (LLVM would wrap them).
+pub fn parse_u32(text: &str) -> Option<u32> {
+    parse_i64_prefix(text).and_then(|v| u32::try_from(v).ok())
+}
+
+/// A signed 32-bit value (LLVM `Int32Envar`); `None` outside `i32`.
+pub fn parse_i32(text: &str) -> Option<i32> {
+    parse_i64_prefix(text).and_then(|v| i32::try_from(v).ok())
+}
+
+/// A size in bytes read like `std::stoul` (LLVM's memory manager
+/// threshold): non-negative, no suffix; `None` otherwise.
+pub fn parse_size(text: &str) -> Option<usize> {
+    match parse_integer_prefix(text)? {
+        (false, m) => usize::try_from(m).ok(),
+        (true, _) => None,
+    }
+}
+
+/// A boolean (LLVM `BoolEnvar`): `true/yes/on/1` or `false/no/off/0`,
+/// case-insensitive, surrounding whitespace ignored; `None` otherwise.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Some(true),
+        "false" | "no" | "off" | "0" => Some(false),
+        _ => None,
+    }
 }
 
 /// An unsigned 32-bit knob; `default` when unset or not a valid `u32`.
 pub fn u32_or(name: &str, default: u32) -> u32 {
     std::env::var(name)
         .ok()
-        .and_then(|v| parse_i64_prefix(&v))
-        .and_then(|v| u32::try_from(v).ok())
+        .and_then(|v| parse_u32(&v))
         .unwrap_or(default)
 }
 
@@ -55,21 +101,16 @@ pub fn u32_or(name: &str, default: u32) -> u32 {
 pub fn i32_or(name: &str, default: i32) -> i32 {
     std::env::var(name)
         .ok()
-        .and_then(|v| parse_i64_prefix(&v))
-        .and_then(|v| i32::try_from(v).ok())
+        .and_then(|v| parse_i32(&v))
         .unwrap_or(default)
 }
 
 /// A boolean knob; `default` when unset or not a recognised spelling.
 pub fn bool_or(name: &str, default: bool) -> bool {
-    match std::env::var(name) {
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "on" | "1" => true,
-            "false" | "no" | "off" | "0" => false,
-            _ => default,
-        },
-        Err(_) => default,
-    }
+    std::env::var(name)
+        .ok()
+        .and_then(|v| parse_bool(&v))
+        .unwrap_or(default)
 }
 
 #[cfg(test)]
@@ -83,5 +124,37 @@ mod tests {
         assert_eq!(parse_i64_prefix("+3"), Some(3));
         assert_eq!(parse_i64_prefix("x1"), None);
         assert_eq!(parse_i64_prefix(""), None);
+        assert_eq!(parse_i64_prefix("-"), None);
+        assert_eq!(parse_i64_prefix("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64_prefix("9223372036854775808"), None);
+    }
+
+    #[test]
+    fn typed_values_reject_what_does_not_fit() {
+        assert_eq!(parse_u32("4294967295"), Some(u32::MAX));
+        assert_eq!(parse_u32("4294967296"), None);
+        assert_eq!(parse_u32("-1"), None);
+        assert_eq!(parse_u32(" 12 teams"), Some(12));
+        assert_eq!(parse_i32("-2147483648"), Some(i32::MIN));
+        assert_eq!(parse_i32("2147483648"), None);
+        assert_eq!(parse_size("+65536"), Some(65536));
+        // No unit suffixes: the digits before them count (std::stoul).
+        assert_eq!(parse_size("64k"), Some(64));
+        assert_eq!(parse_size("-5"), None);
+        assert_eq!(parse_size("18446744073709551615"), Some(usize::MAX));
+        assert_eq!(parse_size("18446744073709551616"), None);
+    }
+
+    #[test]
+    fn booleans_take_the_llvm_spellings() {
+        for t in ["true", "YES", " on ", "1"] {
+            assert_eq!(parse_bool(t), Some(true), "{t:?}");
+        }
+        for t in ["false", "No", "OFF", "0"] {
+            assert_eq!(parse_bool(t), Some(false), "{t:?}");
+        }
+        for t in ["", "2", "maybe", "truee"] {
+            assert_eq!(parse_bool(t), None, "{t:?}");
+        }
     }
 }

@@ -125,41 +125,11 @@ pub const ENV_OMP_MAX_TEAMS_DEFAULT: &str = "OMP_MAX_TEAMS_DEFAULT";
 /// Default of `LIBOMPTARGET_AMDGPU_TEAMS_PER_CU` in LLVM 16.
 pub const DEFAULT_TEAMS_PER_CU: u32 = 4;
 
-/// Splits `text` into an optional sign and its leading decimal digits, as
-/// C++ `istream >> integer` reads it. `None` if there are no digits.
-fn number_prefix(text: &str) -> Option<(bool, &str)> {
-    let t = text.trim_start();
-    let (negative, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    if end == 0 {
-        None
-    } else {
-        Some((negative, &t[..end]))
-    }
-}
-
-/// An unsigned 32-bit knob (LLVM `UInt32Envar`). Negative values are
-/// rejected (LLVM would wrap them).
-fn parse_u32(text: &str) -> Option<u32> {
-    match number_prefix(text)? {
-        (false, digits) => digits.parse().ok(),
-        (true, _) => None,
-    }
-}
-
 /// A signed 32-bit knob (LLVM `Int32Envar`) that only matters when `> 0`.
 fn parse_positive_i32(text: &str) -> Option<u32> {
-    let (negative, digits) = number_prefix(text)?;
-    let v: i32 = digits.parse().ok()?;
-    if negative || v == 0 {
-        None
-    } else {
-        u32::try_from(v).ok()
-    }
+    crate::env::parse_i32(text)
+        .filter(|&v| v > 0)
+        .map(|v| v as u32)
 }
 
 impl LaunchEnv {
@@ -171,7 +141,9 @@ impl LaunchEnv {
     /// Reads the knobs through `f` (variable name → value), e.g. a test map.
     pub fn from_lookup(f: impl Fn(&str) -> Option<String>) -> LaunchEnv {
         LaunchEnv {
-            teams_per_cu: f(ENV_TEAMS_PER_CU).as_deref().and_then(parse_u32),
+            teams_per_cu: f(ENV_TEAMS_PER_CU)
+                .as_deref()
+                .and_then(crate::env::parse_u32),
             omp_num_teams: f(ENV_OMP_NUM_TEAMS).as_deref().and_then(parse_positive_i32),
             omp_teams_thread_limit: f(ENV_OMP_TEAMS_THREAD_LIMIT)
                 .as_deref()

@@ -14,7 +14,9 @@
 //! - [`rtl`]: the `extern "C" __tgt_rtl_*` entry points of LLVM 16's plugin
 //!   ABI (spec `omptarget-plugin-abi.md` §2).
 //!
-//! Device-free helpers: [`abi`] (the C structs), [`memory_manager`] (the
+//! Device-free helpers: [`abi`] (the C structs), [`handles`] (the
+//! generation-counted tables behind event and stream handles),
+//! [`memory_manager`] (the
 //! size-class cache), [`launch`] (teams and threads), [`image`] (code object
 //! inspection).
 
@@ -25,6 +27,7 @@ pub mod error;
 /// The safe HSA layer, now its own crate (`hsa/`), re-exported so
 /// `crate::hsa::...` paths keep working.
 pub use ::hsa;
+pub mod handles;
 pub mod image;
 pub mod info;
 pub mod launch;

@@ -112,19 +112,6 @@ fn bucket_of(size: usize) -> usize {
     (log2 - 1).min(NUM_BUCKETS - 1)
 }
 
-/// Parses the value of [`THRESHOLD_ENV`] like C++ `std::stoul` would accept
-/// it: optional leading whitespace, optional `+`, decimal digits, anything
-/// after the digits ignored. `None` when there is no digit or on overflow.
-fn parse_threshold(text: &str) -> Option<usize> {
-    let t = text.trim_start();
-    let t = t.strip_prefix('+').unwrap_or(t);
-    let digits: &str = &t[..t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len())];
-    if digits.is_empty() {
-        return None;
-    }
-    digits.parse::<usize>().ok()
-}
-
 impl<A: BlockAllocator> MemoryManager<A> {
     /// Creates a manager over `allocator` caching blocks of at most
     /// `threshold` bytes. `threshold == 0` disables the cache: every free goes
@@ -156,7 +143,7 @@ impl<A: BlockAllocator> MemoryManager<A> {
     ) -> Option<usize> {
         match lookup(THRESHOLD_ENV) {
             None => Some(default),
-            Some(text) => match parse_threshold(&text) {
+            Some(text) => match crate::env::parse_size(&text) {
                 Some(0) => None,
                 Some(n) => Some(n),
                 None => {

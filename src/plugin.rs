@@ -45,7 +45,6 @@ const HOST_CACHE_THRESHOLD: usize = 1 << 30;
 /// memory managers, and the table of pinned host ranges.
 #[derive(Debug)]
 pub struct HostDevice {
-    hsa: Hsa,
     /// The CPU agents.
     pub cpu_agents: Vec<hsa_agent_t>,
     /// The first fine-grained global pool of the CPU agents.
@@ -88,7 +87,6 @@ impl HostDevice {
             .ok_or(Error::MissingPool("kernarg"))?;
         let gpus = gpu_agents.to_vec();
         Ok(HostDevice {
-            hsa: hsa.clone(),
             cpu_agents,
             staging: Arc::new(MemoryManager::new(
                 PoolAllocator::new(hsa, fine_pool.raw, gpus.clone()),
@@ -127,10 +125,17 @@ impl HostDevice {
         Ok(self.fine_alloc.free(addr)?)
     }
 
+    /// Frees the staging and kernarg blocks (process teardown); a failure
+    /// is only logged, teardown goes on.
     fn teardown(&self) {
-        let _ = self.staging.release_all();
-        let _ = self.kernargs.release_all();
-        let _ = &self.hsa;
+        for (what, r) in [
+            ("staging", self.staging.release_all()),
+            ("kernarg", self.kernargs.release_all()),
+        ] {
+            if let Err(e) = r {
+                log::debug!("releasing {what} memory at teardown: {e}");
+            }
+        }
     }
 }
 

@@ -59,7 +59,7 @@ unsafe extern "C" fn queue_error(status: hsa_status_t, _q: *mut hsa_queue_t, dat
         .map_or_else(|| format!("status {status:#x}"), |h| h.status_text(status));
     log::error!("HSA queue error ({text}): the queue stopped; pending operations on it fail");
     for sig in shared.in_flight.lock().drain(..) {
-        if !sig.is_done() {
+        if !sig.has_ended() {
             sig.fail();
         }
     }
@@ -99,12 +99,12 @@ unsafe impl Send for Queue {}
 // SAFETY: as above; all shared state is behind locks or atomics.
 unsafe impl Sync for Queue {}
 
-/// Header word of a kernel dispatch: type KERNEL_DISPATCH, no barrier bit,
-/// acquire and release fence scope SYSTEM (0x1402), setup = 1 dimension.
 /// Length of the in-flight list from which `track` also asks the runtime
-/// whether its oldest entry is done.
+/// whether its oldest entry has ended.
 const TRACK_CHECK_LEN: usize = 256;
 
+/// Header word of a kernel dispatch: type KERNEL_DISPATCH, no barrier bit,
+/// acquire and release fence scope SYSTEM (0x1402), setup = 1 dimension.
 const KERNEL_HEADER_WORD: u32 = header(HSA_PACKET_TYPE_KERNEL_DISPATCH) | (1 << 16);
 /// Header word of a barrier-AND: type BARRIER_AND, system scopes (0x1403).
 const BARRIER_AND_HEADER_WORD: u32 = header(HSA_PACKET_TYPE_BARRIER_AND);
@@ -253,7 +253,7 @@ impl Queue {
         // synchronizes yet cannot grow the list without bound.
         while let Some(front) = in_flight.front() {
             let finished = Arc::strong_count(front) == 1
-                || (in_flight.len() >= TRACK_CHECK_LEN && front.is_done());
+                || (in_flight.len() >= TRACK_CHECK_LEN && front.has_ended());
             if !finished {
                 break;
             }

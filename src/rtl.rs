@@ -735,6 +735,11 @@ pub unsafe extern "C" fn __tgt_rtl_release_async_info(id: i32, info: *mut AsyncI
 }
 
 /// Allocates a fresh `__tgt_async_info` (Queue NULL) owned by the caller.
+/// The struct is not a plugin handle: the plugin keeps no record of it and
+/// never frees it (libomptarget 16's interop objects hold it for their
+/// lifetime and never release it, as with LLVM's plugin). Its `Queue` is
+/// the plugin's handle: a generation-counted stream handle, checked on
+/// every use (see [`crate::handles`]).
 ///
 /// # Safety
 /// `out` NULL or writable.

@@ -137,13 +137,13 @@ impl Signal {
         self.hsa.signal_load(self.handle)
     }
 
-    /// Whether the operation behind the signal is over, successfully or
-    /// not (value ≤ 0).
-    pub fn is_done(&self) -> bool {
+    /// Whether the operation behind the signal has ended, successfully or
+    /// not (value < 1; see [`Signal::is_complete`] for success only).
+    pub fn has_ended(&self) -> bool {
         self.load() < 1
     }
 
-    /// Whether the operation completed successfully (value exactly 0). Only
+    /// Whether the operation ended successfully (value exactly 0). Only
     /// such a signal may be dropped from a dependency list: a failed one
     /// (negative) must stay, so the failure reaches the operations after it.
     pub fn is_complete(&self) -> bool {
@@ -185,18 +185,6 @@ impl Signal {
     /// Marks the operation failed (stores -1, release ordering).
     pub fn fail(&self) {
         self.hsa.signal_store(self.handle, -1);
-    }
-
-    /// Gives back a reference to this signal, as [`SignalPool::recycle`]
-    /// (for holders that do not know the pool).
-    pub fn recycle(sig: Arc<Signal>) {
-        if Arc::strong_count(&sig) != 1 {
-            return;
-        }
-        match sig.pool.upgrade() {
-            Some(pool) => recycle_into(&pool, sig),
-            None => drop(sig),
-        }
     }
 }
 

@@ -10,7 +10,7 @@
 //!   `PFN_hsa_foo = unsafe extern "C" fn(args) -> ret`; an implementer can
 //!   check an export with `const _: hsa_sys::PFN_hsa_foo = hsa_foo;`.
 //!   [`HSA_FUNCTION_NAMES`] lists them all, [`HSA_REQUIRED_FUNCTION_NAMES`]
-//!   those LLVM's plugins cannot do without.
+//!   those the plugin calls (the others are `Option`s in the table).
 //! - [`HsaApi`] opens a runtime library and resolves every function.
 
 // The generated code's only `unsafe` blocks are bindgen's `Default` impls for

@@ -174,6 +174,16 @@ impl Hsa {
             .into_owned()
     }
 
+    /// The error for an optional function (`hsa_sys::OPTIONAL_FUNCTIONS`)
+    /// this runtime does not export: `HSA_STATUS_ERROR` with that reason.
+    fn missing(call: &'static str) -> HsaError {
+        HsaError {
+            call,
+            status: HSA_STATUS_ERROR,
+            text: "not exported by this HSA runtime".into(),
+        }
+    }
+
     /// Turns `status` of `call` into a `Result`. `HSA_STATUS_INFO_BREAK`
     /// counts as success (an iteration stopped early on purpose).
     pub fn check(&self, call: &'static str, status: hsa_status_t) -> HsaResult<()> {
@@ -785,8 +795,9 @@ impl Hsa {
         src: *const c_void,
         size: usize,
     ) -> HsaResult<()> {
+        let f = self.api.hsa_memory_copy.ok_or(Self::missing("hsa_memory_copy"))?;
         // SAFETY: ranges per the caller's contract.
-        let s = unsafe { (self.api.hsa_memory_copy)(dst, src, size) };
+        let s = unsafe { f(dst, src, size) };
         self.check("hsa_memory_copy", s)
     }
 
@@ -795,8 +806,9 @@ impl Hsa {
     /// # Safety
     /// `[ptr, ptr + 4 * count)` must be writable runtime memory.
     pub unsafe fn memory_fill(&self, ptr: *mut c_void, value: u32, count: usize) -> HsaResult<()> {
+        let f = self.api.hsa_amd_memory_fill.ok_or(Self::missing("hsa_amd_memory_fill"))?;
         // SAFETY: range per the caller's contract.
-        let s = unsafe { (self.api.hsa_amd_memory_fill)(ptr, value, count) };
+        let s = unsafe { f(ptr, value, count) };
         self.check("hsa_amd_memory_fill", s)
     }
 

@@ -294,4 +294,6 @@ fn printf_output_is_identical_to_llvms_server() {
         }
         assert_eq!(our_results, llvm_results);
     }
+    // Best effort: a leftover directory is harmless.
+    let _ = std::fs::remove_dir_all(&dir);
 }

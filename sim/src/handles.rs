@@ -117,10 +117,9 @@ impl<T> HandleTable<T> {
     pub fn clear(&self) -> Vec<Arc<T>> {
         let mut inner = self.inner.write();
         let mut out = Vec::new();
-        for (i, s) in inner.slots.iter_mut().enumerate() {
+        for s in inner.slots.iter_mut() {
             if let Some(v) = s.value.take() {
                 out.push(v);
-                let _ = i;
             }
         }
         let n = inner.slots.len();

@@ -259,7 +259,7 @@ impl Queue {
         self.stopping.load(Ordering::Acquire) || self.inactive.load(Ordering::Acquire)
     }
 
-    fn report(&self, rt: &Runtime, status: hsa_status_t, what: &str) {
+    fn report(&self, status: hsa_status_t, what: &str) {
         self.inactive.store(true, Ordering::Release);
         log::error!("virtual gfx90a queue {}: {what}", self.id);
         match self.callback {
@@ -275,7 +275,6 @@ impl Queue {
                 }
             }
             None => {
-                let _ = rt;
                 eprintln!("virtual gfx90a: queue {} stopped: {what}", self.id);
             }
         }
@@ -340,7 +339,7 @@ fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::Glob
                 if let Some((address, reason)) = fault {
                     rt.raise_event(&memory_fault_event(q.agent, address, reason));
                 }
-                q.report(&rt, status, &what);
+                q.report(status, &what);
                 return;
             }
         }

@@ -3,8 +3,11 @@
 //!
 //! A [`Signal`] is a 64-bit atomic value plus a way to sleep until it changes.
 //! The value lives at offset 8 of a heap-allocated, 64-byte, 64-aligned block
-//! shaped like ROCr's `amd_signal_t`, so that the block's address can serve as
-//! the `hsa_signal_t` handle and be handed to device code.
+//! shaped like ROCr's `amd_signal_t`, whose address is handed to device code
+//! (the doorbell of a queue, a packet's completion signal as seen by the
+//! packet processor). The `hsa_signal_t` handle clients hold is not that
+//! address: it comes from the runtime's signal handle table
+//! (`crate::handles`).
 //!
 //! # How waiting works
 //!
@@ -362,8 +365,9 @@ impl Signal {
     }
 
     /// Host address of the `amd_signal_t` block (64-aligned, non-zero, stable
-    /// for the signal's lifetime); the value is at this address + 8. Suitable
-    /// as the `hsa_signal_t` handle.
+    /// for the signal's lifetime); the value is at this address + 8. What
+    /// device code sees; the client's `hsa_signal_t` handle comes from the
+    /// signal handle table instead.
     pub fn amd_signal_address(&self) -> u64 {
         let block: &AmdSignalBlock = &self.block;
         std::ptr::from_ref(block) as usize as u64
