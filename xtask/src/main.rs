@@ -13,6 +13,10 @@
 //!   (round trip, nowait throughput, instructions per launch, map times).
 //! - `loader-bench`: the standalone loader's benchmark (puts round trip,
 //!   printf lines per second, server CPU use), LLVM 19's server and ours.
+//! - `libc-gpu [--quick]`: LLVM 19's GPU libc built from Debian's source
+//!   package, its GPU tests run through our `amdhsa-loader` and LLVM 19's
+//!   own loader on the virtual gfx90a; prints a table (cached under
+//!   `target/libc-gpu/`, not part of `test`).
 //! - `setup`: install the Debian packages the project needs, if missing.
 //! - `stage`: build the plugin and the virtual device (release) and lay them
 //!   out in `target/stage/plugin/` and `target/stage/sim/`.
@@ -27,6 +31,7 @@ mod bindings;
 mod crosscheck;
 mod demo;
 mod device;
+mod libc_gpu;
 mod loader_bench;
 mod run;
 mod setup;
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         "demo" => demo::run_command(&rest),
         "bench" => bench::run_command(&rest),
         "loader-bench" => loader_bench::run_command(&rest),
+        "libc-gpu" => libc_gpu::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {
