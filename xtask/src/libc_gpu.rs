@@ -58,6 +58,41 @@ const LIBRARY_SOURCES: &[&str] = &[
     "src/string/memcmp.cpp",
     "src/string/bcmp.cpp",
     "src/string/bzero.cpp",
+    "src/errno/libc_errno.cpp",
+    "src/time/gpu/clock.cpp",
+    "src/time/gpu/time_utils.cpp",
+];
+
+/// Hermetic unit tests run by the upstream GPU build: `(directory, entry
+/// point)`; the test is `test/src/DIR/NAME_test.cpp` and `src/DIR/NAME.cpp`
+/// goes into `libc.a`.
+const UNIT_TESTS: &[(&str, &str)] = &[
+    ("string", "strlen"),
+    ("string", "strcmp"),
+    ("string", "strncmp"),
+    ("string", "strchr"),
+    ("string", "strrchr"),
+    ("string", "strcpy"),
+    ("string", "strcat"),
+    ("string", "strstr"),
+    ("string", "memchr"),
+    ("string", "strspn"),
+    ("stdlib", "atoi"),
+    ("stdlib", "abs"),
+    ("stdlib", "div"),
+    ("stdlib", "qsort"),
+    ("stdlib", "bsearch"),
+    ("stdlib", "strtol"),
+];
+
+/// The hermetic unit test framework (`test/UnitTest/`, the `LibcTest`
+/// library and `HermeticTestUtils.cpp`), linked into every unit test.
+const UNIT_FRAMEWORK: &[&str] = &[
+    "test/UnitTest/CmakeFilePath.cpp",
+    "test/UnitTest/LibcTest.cpp",
+    "test/UnitTest/LibcTestMain.cpp",
+    "test/UnitTest/TestLogger.cpp",
+    "test/UnitTest/HermeticTestUtils.cpp",
 ];
 
 /// The integration test harness (under `libc/`), linked into every test.
@@ -355,9 +390,16 @@ fn build_tests(libc: &Path, include: &Path, opt: &str) -> Result<Vec<(String, Pa
     let archive = out.join("libc.a");
     if !archive.exists() {
         let mut objects = Vec::new();
-        for s in LIBRARY_SOURCES {
-            let o = out.join(object_name(s));
-            compile(&lib_flags, &libc.join(s), &o)?;
+        let entry_points = UNIT_TESTS
+            .iter()
+            .map(|(dir, name)| format!("src/{dir}/{name}.cpp"));
+        for s in LIBRARY_SOURCES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(entry_points)
+        {
+            let o = out.join(object_name(&s));
+            compile(&lib_flags, &libc.join(&s), &o)?;
             objects.push(o);
         }
         let tmp = out.join("libc.a.tmp");
@@ -380,33 +422,77 @@ fn build_tests(libc: &Path, include: &Path, opt: &str) -> Result<Vec<(String, Pa
     if !harness.exists() {
         compile(&t_flags, &libc.join(HARNESS), &harness)?;
     }
+    // The framework measures each test with `clock()` when the target has it
+    // (`TARGET_SUPPORTS_CLOCK`, set because `libc.src.time.clock` exists).
+    let mut unit_flags = t_flags.clone();
+    unit_flags.push("-nostdinc++".into());
+    unit_flags.push("-DTARGET_SUPPORTS_CLOCK".into());
+    let mut framework = Vec::new();
+    for s in UNIT_FRAMEWORK {
+        let o = out.join(object_name(s));
+        if !o.exists() {
+            compile(&unit_flags, &libc.join(s), &o)?;
+        }
+        framework.push(o);
+    }
     let mut images = Vec::new();
+    for (dir, name) in UNIT_TESTS {
+        let test = format!("{name}_test");
+        let image = out.join(format!("{test}.gpu"));
+        if !image.exists() {
+            let source = format!("test/src/{dir}/{test}.cpp");
+            let o = out.join(object_name(&source));
+            compile(&unit_flags, &libc.join(&source), &o)?;
+            link(opt, &crt1, &[o], &framework, &archive, &image)?;
+        }
+        images.push((test, image));
+    }
     for t in TESTS {
         let image = out.join(format!("{}.gpu", t.name));
         if !image.exists() {
             let o = out.join(object_name(t.source));
             compile(&t_flags, &libc.join(t.source), &o)?;
-            run(Command::new("clang++-19")
-                .args([
-                    "--target=amdgcn-amd-amdhsa",
-                    "-mcpu=gfx90a",
-                    "-flto",
-                    "-nostdlib",
-                    "-static",
-                    "-Wl,-mllvm,-amdgpu-lower-global-ctor-dtor=0",
-                    "-Wl,-mllvm,-amdhsa-code-object-version=5",
-                ])
-                .arg(opt)
-                .arg(&crt1)
-                .arg(&o)
-                .arg(&harness)
-                .arg(&archive)
-                .arg("-o")
-                .arg(&image))?;
+            link(
+                opt,
+                &crt1,
+                &[o],
+                std::slice::from_ref(&harness),
+                &archive,
+                &image,
+            )?;
         }
         images.push((t.name.to_string(), image));
     }
     Ok(images)
+}
+
+/// Links one test image the way the upstream rules do (LTO, no default
+/// libraries, global constructors left to the startup object).
+fn link(
+    opt: &str,
+    crt1: &Path,
+    test: &[PathBuf],
+    framework: &[PathBuf],
+    archive: &Path,
+    image: &Path,
+) -> Result<(), String> {
+    run(Command::new("clang++-19")
+        .args([
+            "--target=amdgcn-amd-amdhsa",
+            "-mcpu=gfx90a",
+            "-flto",
+            "-nostdlib",
+            "-static",
+            "-Wl,-mllvm,-amdgpu-lower-global-ctor-dtor=0",
+            "-Wl,-mllvm,-amdhsa-code-object-version=5",
+        ])
+        .arg(opt)
+        .arg(crt1)
+        .args(test)
+        .args(framework)
+        .arg(archive)
+        .arg("-o")
+        .arg(image))
 }
 
 /// One loader run's outcome: exit status 0 within [`RUN_LIMIT`] is a pass.
@@ -489,7 +575,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
         "libc-gpu: source {:.1} s, build (headers, LLVM's loader, {} levels x {} tests) {:.1} s",
         t_src.as_secs_f64(),
         levels.len(),
-        TESTS.len(),
+        UNIT_TESTS.len() + TESTS.len(),
         t_build.as_secs_f64()
     );
 
@@ -502,7 +588,17 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let (mut both, mut ours_only, mut llvm_only, mut neither) = (0, 0, 0, 0);
     let mut notes = Vec::new();
     for (opt, images) in &built {
-        for (t, (name, image)) in TESTS.iter().zip(images) {
+        let unit = TestCase {
+            name: "",
+            source: "",
+            loader_args: &[],
+            args: &[],
+            env: &[],
+        };
+        let cases = std::iter::repeat(&unit)
+            .take(UNIT_TESTS.len())
+            .chain(TESTS.iter());
+        for (t, (name, image)) in cases.zip(images) {
             let a = run_test(&ours, &staged.sim_dir, t, image);
             let b = run_test(&llvm_loader, &staged.sim_dir, t, image);
             let label = format!("{name} {opt}");
