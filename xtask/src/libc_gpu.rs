@@ -540,7 +540,7 @@ fn run_test(loader: &Path, sim: &Path, t: &TestCase, image: &Path) -> Outcome {
                 .lines()
                 .chain(String::from_utf8_lossy(&o.stdout).lines())
                 .filter(|l| !l.trim().is_empty())
-                .last()
+                .next_back()
                 .unwrap_or("")
                 .chars()
                 .take(100)
@@ -613,9 +613,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
             args: &[],
             env: &[],
         };
-        let cases = std::iter::repeat(&unit)
-            .take(UNIT_TESTS.len())
-            .chain(TESTS.iter());
+        let cases = std::iter::repeat_n(&unit, UNIT_TESTS.len()).chain(TESTS.iter());
         for (t, (name, image)) in cases.zip(images) {
             let a = run_test(&ours, &staged.sim_dir, t, image);
             let b = run_test(&llvm_loader, &staged.sim_dir, t, image);
