@@ -19,6 +19,10 @@
 //! - `bench-printf [--baseline DIR]`: `printf` in target regions (lines/s
 //!   from 25,600 threads, one-lane round trip) and the launch instructions
 //!   of a kernel without RPC (against the plugin in DIR when given).
+//! - `libc-gpu [--quick]`: LLVM 19's GPU libc built from Debian's source
+//!   package, its GPU tests run through our `amdhsa-loader` and LLVM 19's
+//!   own loader on the virtual gfx90a; prints a table (cached under
+//!   `target/libc-gpu/`, not part of `test`).
 //! - `setup`: install the Debian packages the project needs, if missing.
 //! - `stage`: build the plugin and the virtual device (release) and lay them
 //!   out in `target/stage/plugin/` and `target/stage/sim/`.
@@ -36,6 +40,7 @@ mod crosscheck;
 mod demo;
 mod device;
 mod lit;
+mod libc_gpu;
 mod loader_bench;
 mod run;
 mod setup;
@@ -48,7 +53,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(command) = args.next() else {
-        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | bench-printf [--baseline DIR] | demo | lit [ours|llvm|both] [FILTER] | loader-bench | run [options] PROGRAM [ARGS] | setup | stress [N] | stage | test [args] | bindings [--check]");
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | bench-printf [--baseline DIR] | demo | libc-gpu [--quick] | lit [ours|llvm|both] [FILTER] | loader-bench | run [options] PROGRAM [ARGS] | setup | stress [N] | stage | test [args] | bindings [--check]");
         return ExitCode::FAILURE;
     };
     let rest: Vec<String> = args.collect();
@@ -65,6 +70,7 @@ fn main() -> ExitCode {
         "lit" => lit::run_command(&rest),
         "stress" => stress::run_command(&rest),
         "bench-printf" => bench_printf::run_command(&rest),
+        "libc-gpu" => libc_gpu::run_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {

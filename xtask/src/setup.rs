@@ -17,6 +17,20 @@ pub const PACKAGES: &[&str] = &[
     "llvm-16-tools",
 ];
 
+/// What `cargo xtask libc-gpu` needs on top of [`PACKAGES`]: clang-19 and
+/// its tools for the device build, Python's YAML module for the library's
+/// header generator, and ROCm's HSA headers for LLVM's loader.
+pub const LIBC_GPU_PACKAGES: &[&str] = &[
+    "clang-19",
+    "lld-19",
+    "llvm-19",
+    "libllvmlibc-19-dev",
+    "libhsa-runtime-dev",
+    "python3",
+    "python3-yaml",
+    "xz-utils",
+];
+
 fn installed(pkg: &str) -> bool {
     Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", pkg])
@@ -61,11 +75,16 @@ pub(crate) fn privileged(args: &[&str]) -> Command {
 
 /// Installs whatever of [`PACKAGES`] is missing.
 pub fn ensure_packages() -> Result<(), String> {
-    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
+    ensure(PACKAGES)
+}
+
+/// Installs whatever of `packages` is missing (apt-get, as root or via sudo).
+pub fn ensure(packages: &[&str]) -> Result<(), String> {
+    let missing: Vec<&str> = packages.iter().copied().filter(|p| !installed(p)).collect();
     if missing.is_empty() {
         eprintln!(
             "setup: all {} system packages are installed",
-            PACKAGES.len()
+            packages.len()
         );
         return Ok(());
     }
