@@ -795,7 +795,10 @@ impl Hsa {
         src: *const c_void,
         size: usize,
     ) -> HsaResult<()> {
-        let f = self.api.hsa_memory_copy.ok_or(Self::missing("hsa_memory_copy"))?;
+        let f = self
+            .api
+            .hsa_memory_copy
+            .ok_or(Self::missing("hsa_memory_copy"))?;
         // SAFETY: ranges per the caller's contract.
         let s = unsafe { f(dst, src, size) };
         self.check("hsa_memory_copy", s)
@@ -806,7 +809,10 @@ impl Hsa {
     /// # Safety
     /// `[ptr, ptr + 4 * count)` must be writable runtime memory.
     pub unsafe fn memory_fill(&self, ptr: *mut c_void, value: u32, count: usize) -> HsaResult<()> {
-        let f = self.api.hsa_amd_memory_fill.ok_or(Self::missing("hsa_amd_memory_fill"))?;
+        let f = self
+            .api
+            .hsa_amd_memory_fill
+            .ok_or(Self::missing("hsa_amd_memory_fill"))?;
         // SAFETY: range per the caller's contract.
         let s = unsafe { f(ptr, value, count) };
         self.check("hsa_amd_memory_fill", s)
