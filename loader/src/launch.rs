@@ -117,8 +117,9 @@ fn read_device<const N: usize>(region: &Region, src: u64) -> Result<[u8; N], Err
 /// Starts the RPC server when the image has `__llvm_libc_rpc_client`:
 /// 4096 ports of `wavefront` lanes in fine-grained memory, MALLOC/FREE
 /// from the GPU's coarse-grained pool, the client object written where the
-/// symbol points. EXIT and ABORT end the process from the server thread,
-/// as LLVM's server does.
+/// symbol points, and the libc tests' own opcodes served
+/// ([`crate::test_opcodes`]). EXIT and ABORT end the process from the
+/// server thread, as LLVM's server does.
 pub fn start_rpc(
     hsa: &Hsa,
     pools: &Pools,
@@ -136,6 +137,7 @@ pub fn start_rpc(
         pools.coarse_grained,
         gpu,
     ))));
+    crate::test_opcodes::register(&mut server);
     let client = u64::from_le_bytes(read_device::<8>(&fine, symbol)?);
     if client == 0 {
         return Err(Error::Missing(format!(

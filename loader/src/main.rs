@@ -17,6 +17,7 @@ mod cli;
 mod launch;
 mod memory;
 mod resources;
+mod test_opcodes;
 
 use std::ffi::{c_void, CString};
 use std::process::ExitCode;

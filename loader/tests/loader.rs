@@ -242,3 +242,22 @@ fn rpc_write_exit_and_malloc_from_the_device() {
     let o = run(&[], &img, &["malloc"], &[]);
     assert_eq!(status(&o), 99, "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// LLVM 19's libc test opcodes, served as LLVM's loader serves them
+/// (`libc/utils/gpu/loader/Loader.h`): INCREMENT returns the word plus one;
+/// INTERFACE answers each send with the last received word plus one. From
+/// the device's sends (n, then +10 on each reply, then +10 again) the last
+/// of its three final receives is n + 1 + 10 + 1 + 10 + 10 + 1 + 1 + 1.
+#[test]
+fn rpc_test_opcodes_of_llvm_libc() {
+    let img = image("gfx90a");
+    let o = run(&[], &img, &["increment", "41"], &[]);
+    assert_eq!(status(&o), 42, "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&[], &img, &["interface", "5"], &[]);
+    assert_eq!(
+        status(&o),
+        5 + 1 + 10 + 1 + 10 + 10 + 1 + 1 + 1,
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -322,6 +322,7 @@ fn kernel_faults_are_reported_and_the_host_survives() {
         kernarg_size: 0,
         group: 0,
         private: 0,
+        dynamic_stack: false,
     };
     let (status, _, q, _seen) = faulting_dispatch(gpu, &bogus, std::ptr::null_mut());
     assert_ne!(status, HSA_STATUS_SUCCESS);

@@ -92,6 +92,15 @@ static void rpc_recv(unsigned long data[8]) {
     data[i] = client.packet[0][i];
 }
 
+// A receive right after a receive: hand the packet back first (the
+// protocol's receive following a receive flips the outbox).
+static void rpc_recv_again(unsigned long data[8]) {
+  port_out = !port_out;
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&client.outbox[0], port_out, __ATOMIC_RELAXED);
+  rpc_recv(data);
+}
+
 // send_n: size and the first 56 bytes, then 64 bytes per packet.
 static void rpc_send_n(const char *s, unsigned long size) {
   unsigned long d[8] = {size};
@@ -114,6 +123,8 @@ static unsigned long length(const char *s) {
 }
 
 enum { RPC_EXIT = 1, RPC_WRITE_TO_STDOUT_NEWLINE = 5, RPC_MALLOC = 10, RPC_FREE = 11 };
+// LLVM 19's test opcodes (test_rpc_opcodes_t.h): 2^15 + 1, 2^15 + 2.
+enum { RPC_TEST_INCREMENT = 32769, RPC_TEST_INTERFACE = 32770 };
 
 __attribute__((amdgpu_kernel, visibility("protected"))) void _begin(int argc, char **argv, char **envp) {}
 
@@ -164,6 +175,41 @@ __attribute__((amdgpu_kernel, visibility("protected"))) void _start(int argc, ch
       rpc_send(f);
       rpc_recv(f);
       __atomic_fetch_or(ret, ok ? 99 : 1, __ATOMIC_RELAXED);
+    }
+    return;
+  }
+  if (argc == 3 && same(a, "increment")) {
+    if (first) {
+      unsigned long d[8] = {(unsigned)to_int(argv[2])};
+      rpc_open(RPC_TEST_INCREMENT);
+      rpc_send(d);
+      rpc_recv(d);
+      __atomic_fetch_or(ret, (int)d[0], __ATOMIC_RELAXED);
+    }
+    return;
+  }
+  if (argc == 3 && same(a, "interface")) {
+    // The device's half of RPC_TEST_INTERFACE, ending with a receive from
+    // the server (first word 0): every value the server sends is the last
+    // one it received plus one. Returns the last value received.
+    if (first) {
+      unsigned long d[8] = {0};
+      rpc_open(RPC_TEST_INTERFACE);
+      rpc_send(d);
+      d[0] = (unsigned)to_int(argv[2]);
+      rpc_send(d);
+      rpc_recv(d);
+      d[0] += 10;
+      rpc_send(d);
+      rpc_recv(d);
+      d[0] += 10;
+      rpc_send(d);
+      d[0] += 10;
+      rpc_send(d);
+      rpc_recv(d);
+      rpc_recv_again(d);
+      rpc_recv_again(d);
+      __atomic_fetch_or(ret, (int)d[0], __ATOMIC_RELAXED);
     }
     return;
   }

@@ -511,9 +511,11 @@ pub fn symbol_info(s: &ExecutableSymbol, attribute: u32) -> SimResult<InfoValue>
         HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE => {
             InfoValue::U32(need_kernel()?.private_segment_fixed_size)
         }
+        // USES_DYNAMIC_STACK of the kernel descriptor (code object V5+; the
+        // bit is reserved, so 0, before): a loader that sees it must give the
+        // dispatch more scratch than the fixed size.
         HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK => {
-            need_kernel()?;
-            InfoValue::Bool(false)
+            InfoValue::Bool(need_kernel()?.uses_dynamic_stack())
         }
         HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_CALL_CONVENTION => {
             need_kernel()?;

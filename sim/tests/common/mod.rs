@@ -253,6 +253,8 @@ pub struct KernelObject {
     pub group: u32,
     /// Scratch bytes per work-item.
     pub private: u32,
+    /// The kernel uses a dynamically sized call stack.
+    pub dynamic_stack: bool,
 }
 
 /// The kernel `name` (without `.kd`) of `exe`.
@@ -264,6 +266,7 @@ pub fn kernel_object(exe: hsa_executable_t, gpu: hsa_agent_t, name: &str) -> Ker
         kernarg_size: 0,
         group: 0,
         private: 0,
+        dynamic_stack: false,
     };
     unsafe {
         assert_eq!(
@@ -289,6 +292,10 @@ pub fn kernel_object(exe: hsa_executable_t, gpu: hsa_agent_t, name: &str) -> Ker
         get(
             HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
             &mut k.private as *mut _ as *mut c_void,
+        );
+        get(
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK,
+            &mut k.dynamic_stack as *mut _ as *mut c_void,
         );
     }
     k
@@ -327,6 +334,12 @@ pub fn dispatch_packet(
 /// Assembles `tests/fixtures/<name>.s` for gfx90a and links it with
 /// ld.lld-16 into a shared code object; returns its bytes.
 pub fn assemble_fixture(name: &str) -> Vec<u8> {
+    assemble_fixture_with(name, &[])
+}
+
+/// [`assemble_fixture`] with `extra` assembler flags (e.g.
+/// `-mcode-object-version=5`).
+pub fn assemble_fixture_with(name: &str, extra: &[&str]) -> Vec<u8> {
     let dir = scratch_dir("fixtures");
     let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(format!("tests/fixtures/{name}.s"));
@@ -334,9 +347,9 @@ pub fn assemble_fixture(name: &str) -> Vec<u8> {
         dir.join(format!("{name}.o")),
         dir.join(format!("{name}.so")),
     );
-    clang(&[
-        "--target=amdgcn-amd-amdhsa",
-        "-mcpu=gfx90a",
+    let mut args = vec!["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[
         "-c",
         "-x",
         "assembler",
@@ -344,6 +357,7 @@ pub fn assemble_fixture(name: &str) -> Vec<u8> {
         "-o",
         obj.to_str().unwrap(),
     ]);
+    clang(&args);
     let st = std::process::Command::new("ld.lld-16")
         .arg("-shared")
         .arg(&obj)
