@@ -164,6 +164,60 @@ void gpu_copy_bytes(void *dst, const void *src, uint64_t n) {
     d[i] = s[i];
 }
 
+#define GPU_HEAP_HEADER 16
+
+void *gpu_heap_malloc(uint64_t size) {
+  if (size > ~(uint64_t)0 - GPU_HEAP_HEADER)
+    return 0;
+  gpu_rpc_port_t port = gpu_rpc_open(GPU_RPC_MALLOC);
+  gpu_rpc_buffer_t *b = gpu_rpc_send_begin(&port);
+  b->data[0] = size + GPU_HEAP_HEADER;
+  gpu_rpc_send_end(&port);
+  unsigned char *base =
+      (unsigned char *)(uintptr_t)gpu_rpc_recv_begin(&port)->data[0];
+  gpu_rpc_close(&port);
+  if (!base)
+    return 0;
+  *(uint64_t *)base = size;
+  return base + GPU_HEAP_HEADER;
+}
+
+void gpu_heap_free(void *ptr) {
+  if (!ptr)
+    return;
+  gpu_rpc_port_t port = gpu_rpc_open(GPU_RPC_FREE);
+  gpu_rpc_buffer_t *b = gpu_rpc_send_begin(&port);
+  b->data[0] = (uint64_t)(uintptr_t)((unsigned char *)ptr - GPU_HEAP_HEADER);
+  gpu_rpc_send_end(&port);
+  gpu_rpc_close(&port);
+}
+
+void *gpu_heap_calloc(uint64_t count, uint64_t size) {
+  if (size != 0 && count > ~(uint64_t)0 / size)
+    return 0;
+  volatile unsigned char *p = gpu_heap_malloc(count * size);
+  if (p)
+    for (uint64_t i = 0; i < count * size; ++i)
+      p[i] = 0;
+  return (void *)p;
+}
+
+void *gpu_heap_realloc(void *ptr, uint64_t size) {
+  if (!ptr)
+    return gpu_heap_malloc(size);
+  if (size == 0) {
+    gpu_heap_free(ptr);
+    return 0;
+  }
+  uint64_t old = *(uint64_t *)((unsigned char *)ptr - GPU_HEAP_HEADER);
+  void *fresh = gpu_heap_malloc(size);
+  if (!fresh)
+    return 0;
+  gpu_copy_bytes(fresh, ptr, old < size ? old : size);
+  gpu_heap_free(ptr);
+  return fresh;
+}
+
 /* First packet: the size, then up to 56 bytes; then 64 bytes a packet
  * while any lane has data left. */
 #define FIRST_BYTES (sizeof(gpu_rpc_buffer_t) - sizeof(uint64_t))

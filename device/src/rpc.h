@@ -80,4 +80,15 @@ __attribute__((convergent)) uint64_t gpu_rpc_recv_n(gpu_rpc_port_t *port,
 /* Byte copy that the compiler may not turn into a library call. */
 void gpu_copy_bytes(void *dst, const void *src, uint64_t n);
 
+/* The heap over the server's MALLOC and FREE: the semantics of C's malloc,
+ * calloc, realloc and free (NULL on failure, freeing NULL does nothing).
+ * Each block starts with a 16-byte header holding the requested size, so
+ * realloc knows how much to copy (the protocol has no "size of" request).
+ * All active lanes of a wavefront share one port: one round trip asks the
+ * host for every lane's block. */
+void *gpu_heap_malloc(uint64_t size);
+void *gpu_heap_calloc(uint64_t count, uint64_t size);
+void *gpu_heap_realloc(void *ptr, uint64_t size);
+void gpu_heap_free(void *ptr);
+
 #endif
