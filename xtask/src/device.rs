@@ -15,6 +15,7 @@
 //! - `target/stage/oracle/llvm-rpc-oracle`: a loader serving RPC with LLVM
 //!   19's `libllvmlibc_rpc_server.a` (the reference for our server).
 
+use crate::cmd::{mkdir, run};
 use std::path::Path;
 use std::process::Command;
 
@@ -26,22 +27,6 @@ const LIBRARY_SOURCES: [&str; 4] = ["rpc", "stdio", "stdlib", "string"];
 /// Where LLVM 19's RPC server library and headers are (Debian's
 /// `libllvmlibc-19-dev`).
 const LLVM19: &str = "/usr/lib/llvm-19";
-
-fn run(cmd: &mut Command) -> Result<(), String> {
-    let shown = format!("{cmd:?}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {shown}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} failed with {status}"))
-    }
-}
-
-fn mkdir(d: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))
-}
 
 fn install(from: &Path, to: &Path, executable: bool) -> Result<(), String> {
     let tmp = to.with_extension("tmp-stage");

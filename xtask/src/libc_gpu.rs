@@ -27,6 +27,7 @@
 //! configures the whole LLVM tree; the handful of compile lines below are
 //! the ones that build would issue for these targets.
 
+use crate::cmd::{mkdir, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -179,22 +180,6 @@ const FAILURE_MARKS: &[&str] = &[
     "unsupported instruction",
     "unhandled opcode",
 ];
-
-fn run(cmd: &mut Command) -> Result<(), String> {
-    let shown = format!("{cmd:?}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {shown}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} failed with {status}"))
-    }
-}
-
-fn mkdir(d: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))
-}
 
 /// The cache root, `target/libc-gpu`.
 fn cache() -> PathBuf {

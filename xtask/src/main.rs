@@ -35,6 +35,7 @@ mod bench;
 mod bench_device;
 mod bench_printf;
 mod bindings;
+mod cmd;
 #[cfg(test)]
 mod crosscheck;
 mod demo;

@@ -1,6 +1,7 @@
 //! `cargo xtask setup`: installs the Debian packages the project needs
 //! (DEVELOPERS.md lists them) when any is missing.
 
+use crate::cmd::run;
 use std::process::Command;
 
 /// The Debian bookworm packages the build, the tests and the demo use.
@@ -40,18 +41,6 @@ fn installed(pkg: &str) -> bool {
                 && String::from_utf8_lossy(&o.stdout).contains("install ok installed")
         })
         .unwrap_or(false)
-}
-
-fn run(cmd: &mut Command) -> Result<(), String> {
-    let shown = format!("{cmd:?}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {shown}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} failed with {status}"))
-    }
 }
 
 pub(crate) fn privileged(args: &[&str]) -> Command {
