@@ -426,16 +426,7 @@ fn a_truncated_image_is_refused() {
     for keep in [bytes.len() / 2, 100, 0] {
         let cut = scratch().join(format!("truncated-{keep}.gpu"));
         std::fs::write(&cut, &bytes[..keep]).unwrap();
-        for s in SERVERS {
-            let out = run_device(s, &cut, 1, 1, &[]);
-            assert!(
-                out.status.code().is_some_and(|c| c != 0),
-                "{s:?} {keep} bytes: {}",
-                show(&out)
-            );
-            assert!(out.stdout.is_empty(), "{s:?}: {}", show(&out));
-            assert!(!out.stderr.is_empty(), "{s:?}: no message");
-        }
+        assert_refused_by_both(&cut, &format!("{keep} bytes"));
     }
 }
 
@@ -463,15 +454,21 @@ fn an_image_for_gfx1030_is_refused() {
             .arg("-o")
             .arg(&image),
     );
+    assert_refused_by_both(&image, "gfx1030");
+}
+
+/// Both servers refuse `image` (`what` names the case): a non-zero exit, a
+/// message on stderr, nothing on stdout.
+fn assert_refused_by_both(image: &Path, what: &str) {
     for s in SERVERS {
-        let out = run_device(s, &image, 1, 1, &[]);
+        let out = run_device(s, image, 1, 1, &[]);
         assert!(
             out.status.code().is_some_and(|c| c != 0),
-            "{s:?}: {}",
+            "{s:?} {what}: {}",
             show(&out)
         );
-        assert!(out.stdout.is_empty(), "{s:?}: {}", show(&out));
-        assert!(!out.stderr.is_empty(), "{s:?}: no message");
+        assert!(out.stdout.is_empty(), "{s:?} {what}: {}", show(&out));
+        assert!(!out.stderr.is_empty(), "{s:?} {what}: no message");
     }
 }
 

@@ -212,18 +212,6 @@ pub fn parse_result_line(line: &str) -> Option<(String, Outcome)> {
     Some((test.trim().to_string(), code.to_string()))
 }
 
-fn run_ok(cmd: &mut Command) -> Result<(), String> {
-    let shown = format!("{cmd:?}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {shown}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} failed with {status}"))
-    }
-}
-
 fn lit_dir() -> PathBuf {
     target_dir().join("lit")
 }
@@ -259,19 +247,19 @@ pub fn ensure_sources() -> Result<PathBuf, String> {
         std::fs::create_dir_all(lit_dir()).map_err(|e| format!("creating target/lit: {e}"))?;
         std::fs::write(&tmp, entry).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
         let tmp_s = tmp.display().to_string();
-        run_ok(&mut crate::setup::privileged(&[
+        crate::cmd::run(&mut crate::setup::privileged(&[
             "cp",
             &tmp_s,
             "/etc/apt/sources.list.d/omptarget-deb-src.sources",
         ]))?;
-        run_ok(&mut crate::setup::privileged(&["apt-get", "update", "-q"]))?;
+        crate::cmd::run(&mut crate::setup::privileged(&["apt-get", "update", "-q"]))?;
     }
     let download = lit_dir().join("download");
     let _ = std::fs::remove_dir_all(&download);
     std::fs::create_dir_all(&download)
         .map_err(|e| format!("creating {}: {e}", download.display()))?;
     eprintln!("lit: fetching Debian's llvm-toolchain-16 source package (once; about 140 MB)");
-    run_ok(
+    crate::cmd::run(
         Command::new("apt-get")
             .current_dir(&download)
             .args(["source", "--download-only", "-q", "llvm-toolchain-16"])
@@ -290,7 +278,7 @@ pub fn ensure_sources() -> Result<PathBuf, String> {
         .ok_or("apt-get source left no llvm-toolchain-16_*.orig.tar.* behind")?;
     let _ = std::fs::remove_dir_all(&src);
     std::fs::create_dir_all(&src).map_err(|e| format!("creating {}: {e}", src.display()))?;
-    run_ok(
+    crate::cmd::run(
         Command::new("tar")
             .arg("-xf")
             .arg(&orig)
@@ -325,7 +313,7 @@ fn ensure_lit() -> Result<Command, String> {
     };
     if !works("lit") {
         eprintln!("lit: installing lit with pip");
-        run_ok(Command::new("python3").args(["-m", "pip", "install", "--quiet", "lit"]))?;
+        crate::cmd::run(Command::new("python3").args(["-m", "pip", "install", "--quiet", "lit"]))?;
         if !works("lit") {
             // pip may have put the script where PATH does not look; lit is a module too.
             return Ok({
