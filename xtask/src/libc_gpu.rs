@@ -20,7 +20,11 @@
 //!    `-O3` and `-O0`, with the flags of the upstream cmake rules
 //!    (`libc/cmake/modules/LLVMLibC{CompileOptionRules,TestRules}.cmake`);
 //! 6. every test run through both loaders (`LD_LIBRARY_PATH` =
-//!    `target/stage/sim`), then a table and a summary line.
+//!    `target/stage/sim`), then a table and a summary line;
+//! 7. a public `libc.a` (C names, plus the GPU stdio entry points) and the
+//!    example `device/examples/gpu_libc_hello.c` linked with it, run
+//!    through both loaders; their exit status, stdout lines and stderr must
+//!    agree.
 //!
 //! The build is driven here rather than through cmake: Debian bookworm has
 //! no cmake/ninja installed by default and the upstream runtimes build
@@ -63,6 +67,27 @@ const LIBRARY_SOURCES: &[&str] = &[
     "src/time/gpu/clock.cpp",
     "src/time/gpu/time_utils.cpp",
 ];
+
+/// The GPU stdio entry points (under `libc/`) added to the public
+/// `libc.a` the example program links with.
+const STDIO_SOURCES: &[&str] = &[
+    "src/stdio/gpu/stdin.cpp",
+    "src/stdio/gpu/stdout.cpp",
+    "src/stdio/gpu/stderr.cpp",
+    "src/stdio/gpu/puts.cpp",
+    "src/stdio/gpu/fputs.cpp",
+    "src/stdio/gpu/fputc.cpp",
+    "src/stdio/gpu/putchar.cpp",
+    "src/stdio/gpu/printf.cpp",
+    "src/stdio/gpu/fprintf.cpp",
+    "src/stdio/gpu/vfprintf.cpp",
+];
+
+/// The example program written against the library (workspace-relative),
+/// and the loader options and arguments it is run with.
+const EXAMPLE: &str = "device/examples/gpu_libc_hello.c";
+const EXAMPLE_LOADER_ARGS: &[&str] = &["--threads", "4", "--blocks", "2"];
+const EXAMPLE_ARGS: &[&str] = &["Ada", "Lovelace"];
 
 /// Hermetic unit tests run by the upstream GPU build: `(directory, entry
 /// point)`; the test is `test/src/DIR/NAME_test.cpp` and `src/DIR/NAME.cpp`
@@ -465,6 +490,111 @@ fn build_tests(libc: &Path, include: &Path, opt: &str) -> Result<Vec<(String, Pa
     Ok(images)
 }
 
+/// Builds the public `libc.a` (`build-O3/public/`: every entry point of
+/// `libc.a` plus [`STDIO_SOURCES`], compiled with
+/// `LIBC_COPT_PUBLIC_PACKAGING` so each also gets its C name, as the
+/// upstream install does) and links [`EXAMPLE`] with it the way a user
+/// would; returns the image. The example is compiled with
+/// `-fno-builtin-printf`: otherwise clang-19's AMDGPU printf lowering
+/// turns `printf` into calls of `__printf_alloc`, which the library lacks.
+fn build_example(libc: &Path, include: &Path) -> Result<PathBuf, String> {
+    let opt = OPT_LEVELS[0];
+    let out = cache().join(format!("build{opt}/public"));
+    mkdir(&out)?;
+    let archive = out.join("libc.a");
+    if !archive.exists() {
+        let mut flags = library_flags(libc, include, opt);
+        flags.push("-DLIBC_COPT_PUBLIC_PACKAGING".into());
+        let mut objects = Vec::new();
+        let entry_points = UNIT_TESTS
+            .iter()
+            .map(|(dir, name)| format!("src/{dir}/{name}.cpp"));
+        for s in LIBRARY_SOURCES
+            .iter()
+            .chain(STDIO_SOURCES)
+            .map(|s| s.to_string())
+            .chain(entry_points)
+        {
+            let o = out.join(object_name(&s));
+            compile(&flags, &libc.join(&s), &o)?;
+            objects.push(o);
+        }
+        let tmp = out.join("libc.a.tmp");
+        let _ = std::fs::remove_file(&tmp);
+        run(Command::new("llvm-ar-19")
+            .arg("rcs")
+            .arg(&tmp)
+            .args(&objects))?;
+        std::fs::rename(&tmp, &archive).map_err(|e| format!("renaming {}: {e}", tmp.display()))?;
+    }
+    let crt1 = cache().join(format!("build{opt}/crt1.o"));
+    let source = crate::stage::workspace_root().join(EXAMPLE);
+    let object = out.join("gpu_libc_hello.o");
+    let image = out.join("gpu_libc_hello.gpu");
+    run(Command::new("clang-19")
+        .args([
+            "--target=amdgcn-amd-amdhsa",
+            "-mcpu=gfx90a",
+            "-nogpulib",
+            "-flto",
+            "-fno-builtin-printf",
+            "-nostdlibinc",
+            "-O2",
+        ])
+        .arg("-isystem")
+        .arg(include)
+        .arg("-c")
+        .arg(&source)
+        .arg("-o")
+        .arg(&object))?;
+    run(Command::new("clang-19")
+        .args([
+            "--target=amdgcn-amd-amdhsa",
+            "-mcpu=gfx90a",
+            "-flto",
+            "-nostdlib",
+            "-static",
+            "-O2",
+            "-Wl,-mllvm,-amdgpu-lower-global-ctor-dtor=0",
+        ])
+        .arg(&crt1)
+        .arg(&object)
+        .arg(&archive)
+        .arg("-o")
+        .arg(&image))?;
+    Ok(image)
+}
+
+/// Runs the example through one loader: `(exit status, stdout lines sorted,
+/// stderr)`. Lines of different blocks come in the order the blocks reach
+/// the RPC server, which the program does not fix, hence the sort.
+fn run_example(
+    loader: &Path,
+    sim: &Path,
+    image: &Path,
+) -> Result<(String, Vec<String>, String), String> {
+    let o = Command::new("timeout")
+        .arg(RUN_LIMIT.as_secs().to_string())
+        .arg(loader)
+        .args(EXAMPLE_LOADER_ARGS)
+        .arg(image)
+        .args(EXAMPLE_ARGS)
+        .env("LD_LIBRARY_PATH", sim)
+        .env("HSA_SIM_GPUS", "1")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", loader.display()))?;
+    let mut lines: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    Ok((
+        o.status.to_string(),
+        lines,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    ))
+}
+
 /// Links one test image the way the upstream rules do (LTO, no default
 /// libraries, global constructors left to the startup object).
 fn link(
@@ -591,6 +721,29 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let t2 = Instant::now();
     let rows = run_all(&ours, &llvm_loader, &staged.sim_dir, &built);
     let (_, _, llvm_only, _) = summarize(&rows, t2.elapsed());
+
+    let image = build_example(&libc, &include)?;
+    let a = run_example(&ours, &staged.sim_dir, &image)?;
+    let b = run_example(&llvm_loader, &staged.sim_dir, &image)?;
+    println!(
+        "libc-gpu: {EXAMPLE}: amdhsa-loader {} {} {}: {}",
+        EXAMPLE_LOADER_ARGS.join(" "),
+        image.display(),
+        EXAMPLE_ARGS.join(" "),
+        a.0
+    );
+    for l in &a.1 {
+        println!("  {l}");
+    }
+    for l in a.2.lines() {
+        println!("  (stderr) {l}");
+    }
+    if a != b {
+        return Err(format!(
+            "{EXAMPLE}: ours and LLVM's loader differ: ours {a:?}, LLVM's {b:?}"
+        ));
+    }
+    println!("libc-gpu: {EXAMPLE}: same exit status, stdout lines and stderr under LLVM's loader");
     if llvm_only > 0 {
         return Err(format!(
             "{llvm_only} test(s) pass under LLVM's loader and fail under ours"
