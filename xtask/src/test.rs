@@ -13,7 +13,12 @@
 //!   [`crate::lit::KNOWN_LLVM16_BUGS`] (failed when ours does not pass it),
 //!   and one per plugin that its pass count is at least the recorded one
 //!   ([`crate::lit::RECORDED_PASSES_LLVM`], [`crate::lit::RECORDED_PASSES_OURS`]);
-//! - stress: one check per program and plugin (failed on any failed run).
+//! - stress: one check per program and plugin (failed on any failed run);
+//! - libc-gpu, only when its cache exists (`cargo xtask libc-gpu --quick`
+//!   fills it; nothing is fetched or built here): every LLVM 19 GPU libc
+//!   test at `-O3` under our loader and LLVM's, one check per test LLVM's
+//!   loader passes (failed when ours does not), see
+//!   [`crate::libc_gpu::run_cached`].
 
 use std::io::{BufRead, BufReader};
 
@@ -139,6 +144,12 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
                 failed += 1;
             }
         }
+        match crate::libc_gpu::run_cached(&staged) {
+            Ok(rows) => crate::libc_gpu::count_checks(&rows, &mut passed, &mut failed),
+            Err(why) => println!(
+                "libc-gpu: skipped ({why}; `cargo xtask libc-gpu --quick` builds the cache)"
+            ),
+        }
     }
     println!("{passed} passed, {failed} failed");
     if status.success() && failed == 0 {
@@ -195,5 +206,34 @@ mod tests {
         super::count_lit(&r, &mut p, &mut f);
         assert_eq!(f, 2);
         assert!(r.regressions().contains(&known));
+    }
+
+    #[test]
+    fn libc_gpu_checks_count_what_llvms_loader_passes() {
+        use crate::libc_gpu::{Outcome, Row};
+        let row = |ours: bool, llvm: bool| Row {
+            label: String::new(),
+            ours: Outcome {
+                pass: ours,
+                detail: String::new(),
+                seconds: 0.0,
+            },
+            llvm: Outcome {
+                pass: llvm,
+                detail: String::new(),
+                seconds: 0.0,
+            },
+        };
+        let rows = [
+            row(true, true),
+            row(true, true),
+            row(false, true),
+            row(true, false),
+            row(false, false),
+        ];
+        let (mut p, mut f) = (0, 0);
+        crate::libc_gpu::count_checks(&rows, &mut p, &mut f);
+        // Only rows LLVM's loader passes are checks; ours failing one fails it.
+        assert_eq!((p, f), (2, 1));
     }
 }
