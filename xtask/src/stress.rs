@@ -150,29 +150,34 @@ impl Drop for Load {
     }
 }
 
-/// The host run's stdout (the oracle). libomp 16's host fallback of
-/// `target nowait` tasks sometimes dies on its own assertion (see
-/// `tests/three_way`); such a run is repeated without hidden helper threads,
-/// which computes the same output.
-fn host_output(exe: &Path) -> Result<String, String> {
-    for attempt in 0..6 {
-        let mut cmd = command(exe, &[], Mode::Host);
-        if attempt % 2 == 1 {
-            cmd.env("LIBOMP_USE_HIDDEN_HELPER_TASK", "0");
-        }
-        let r = run_with_deadline(cmd, DEADLINE)?;
-        if r.status.is_some_and(|s| s.success()) {
-            return Ok(r.stdout);
-        }
-        if !r.stderr.contains("OMP: Error #13: Assertion failure") {
-            return Err(format!(
-                "the host run of {} failed: {}",
-                exe.display(),
-                r.stderr
-            ));
-        }
+/// Programs whose host run (the oracle) goes without libomp's hidden helper
+/// threads, because of a bug of libomp 16: its host fallback of `target
+/// nowait` tasks created by several threads at once dies on its own assertion
+/// (`kmp_tasking.cpp(4136): task_team != __null`) in 6 to 13 of 30 runs of
+/// `concurrent_threads.c` here, and in 0 of 30 with
+/// `LIBOMP_USE_HIDDEN_HELPER_TASK=0`, which prints the same output (the
+/// tasks then run as ordinary tasks). Not set for every program: it breaks
+/// others (`generic_teams.c`: `kmp_runtime.cpp(4512)`). The same list is in
+/// `tests/three_way/mod.rs` (another crate).
+const HOST_WITHOUT_HIDDEN_HELPERS: &[&str] = &["concurrent_threads"];
+
+/// The host run's stdout (the oracle), run once: a failed host run is an
+/// error.
+fn host_output(name: &str, exe: &Path) -> Result<String, String> {
+    let mut cmd = command(exe, &[], Mode::Host);
+    if HOST_WITHOUT_HIDDEN_HELPERS.contains(&name) {
+        cmd.env("LIBOMP_USE_HIDDEN_HELPER_TASK", "0");
     }
-    Err(format!("the host run of {} kept failing", exe.display()))
+    let r = run_with_deadline(cmd, DEADLINE)?;
+    if r.status.is_some_and(|s| s.success()) {
+        Ok(r.stdout)
+    } else {
+        Err(format!(
+            "the host run of {} failed: {}",
+            exe.display(),
+            r.stderr
+        ))
+    }
 }
 
 /// One program's failures through one plugin.
@@ -217,7 +222,7 @@ pub fn run(n: usize, workaround: bool) -> Result<Vec<Tally>, String> {
     for &(name, gpus) in PROGRAMS {
         let src = workspace_root().join("examples").join(format!("{name}.c"));
         let exe = compile(&src, "-O3")?;
-        let expected = host_output(&exe)?;
+        let expected = host_output(name, &exe)?;
         built.push((name, gpus, exe, expected));
     }
     let load = Load::start();
