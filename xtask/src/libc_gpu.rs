@@ -405,6 +405,42 @@ fn compile(flags: &[String], source: &Path, object: &Path) -> Result<(), String>
         .arg(object))
 }
 
+/// Compiles [`LIBRARY_SOURCES`], `extra` and the unit tests' entry points
+/// (paths under `libc`) into `out` with `flags`, and archives them as
+/// `archive` (written under a temporary name, then renamed, so a
+/// half-written archive is never taken for a built one).
+///
+/// Errors: a compile, `llvm-ar-19` or the rename failed.
+fn make_archive(
+    flags: &[String],
+    libc: &Path,
+    out: &Path,
+    extra: &[&str],
+    archive: &Path,
+) -> Result<(), String> {
+    let entry_points = UNIT_TESTS
+        .iter()
+        .map(|(dir, name)| format!("src/{dir}/{name}.cpp"));
+    let mut objects = Vec::new();
+    for s in LIBRARY_SOURCES
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .chain(entry_points)
+    {
+        let o = out.join(object_name(&s));
+        compile(flags, &libc.join(&s), &o)?;
+        objects.push(o);
+    }
+    let tmp = out.join("libc.a.tmp");
+    let _ = std::fs::remove_file(&tmp);
+    run(Command::new("llvm-ar-19")
+        .arg("rcs")
+        .arg(&tmp)
+        .args(&objects))?;
+    std::fs::rename(&tmp, archive).map_err(|e| format!("renaming {}: {e}", tmp.display()))
+}
+
 /// Builds `crt1.o`, `libc.a` and every test at `opt`; returns
 /// `(name, image)` per test.
 fn build_tests(libc: &Path, include: &Path, opt: &str) -> Result<Vec<(String, PathBuf)>, String> {
@@ -413,26 +449,7 @@ fn build_tests(libc: &Path, include: &Path, opt: &str) -> Result<Vec<(String, Pa
     let lib_flags = library_flags(libc, include, opt);
     let archive = out.join("libc.a");
     if !archive.exists() {
-        let mut objects = Vec::new();
-        let entry_points = UNIT_TESTS
-            .iter()
-            .map(|(dir, name)| format!("src/{dir}/{name}.cpp"));
-        for s in LIBRARY_SOURCES
-            .iter()
-            .map(|s| s.to_string())
-            .chain(entry_points)
-        {
-            let o = out.join(object_name(&s));
-            compile(&lib_flags, &libc.join(&s), &o)?;
-            objects.push(o);
-        }
-        let tmp = out.join("libc.a.tmp");
-        let _ = std::fs::remove_file(&tmp);
-        run(Command::new("llvm-ar-19")
-            .arg("rcs")
-            .arg(&tmp)
-            .args(&objects))?;
-        std::fs::rename(&tmp, &archive).map_err(|e| format!("renaming {}: {e}", tmp.display()))?;
+        make_archive(&lib_flags, libc, &out, &[], &archive)?;
     }
     let crt1 = out.join("crt1.o");
     if !crt1.exists() {
@@ -505,27 +522,7 @@ fn build_example(libc: &Path, include: &Path) -> Result<PathBuf, String> {
     if !archive.exists() {
         let mut flags = library_flags(libc, include, opt);
         flags.push("-DLIBC_COPT_PUBLIC_PACKAGING".into());
-        let mut objects = Vec::new();
-        let entry_points = UNIT_TESTS
-            .iter()
-            .map(|(dir, name)| format!("src/{dir}/{name}.cpp"));
-        for s in LIBRARY_SOURCES
-            .iter()
-            .chain(STDIO_SOURCES)
-            .map(|s| s.to_string())
-            .chain(entry_points)
-        {
-            let o = out.join(object_name(&s));
-            compile(&flags, &libc.join(&s), &o)?;
-            objects.push(o);
-        }
-        let tmp = out.join("libc.a.tmp");
-        let _ = std::fs::remove_file(&tmp);
-        run(Command::new("llvm-ar-19")
-            .arg("rcs")
-            .arg(&tmp)
-            .args(&objects))?;
-        std::fs::rename(&tmp, &archive).map_err(|e| format!("renaming {}: {e}", tmp.display()))?;
+        make_archive(&flags, libc, &out, STDIO_SOURCES, &archive)?;
     }
     let crt1 = cache().join(format!("build{opt}/crt1.o"));
     let source = crate::stage::workspace_root().join(EXAMPLE);
