@@ -65,9 +65,7 @@ fn compile(cpu: &str) -> PathBuf {
         .args([
             "--target=amdgcn-amd-amdhsa",
             "-nogpulib",
-            // -O2 emits VOPC SDWA compares with an SGPR destination, which
-            // the virtual device does not decode yet.
-            "-O1",
+            "-O2",
             "-mcode-object-version=5",
         ])
         .arg(format!("-mcpu={cpu}"))

@@ -24,7 +24,9 @@ EXPORT __attribute__((amdgpu_kernel)) void empty(void) {}
 
 fn build(name: &str, mcpu: &str, extra: &[&str]) -> Vec<u8> {
     let dir = scratch_dir("code_objects");
-    let src = dir.join("k.c");
+    // One source file per build: tests of this binary build in parallel, and
+    // rewriting a shared file truncates it under another test's clang.
+    let src = dir.join(format!("{name}.c"));
     std::fs::write(&src, SOURCE).unwrap();
     let out: PathBuf = dir.join(format!("{name}.co"));
     let mut args = vec![

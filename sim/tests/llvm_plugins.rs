@@ -41,10 +41,14 @@ fn sim_dir() -> PathBuf {
         lib.display()
     );
     let dir = common::scratch_dir("sim-stage");
+    // Tests of this binary stage in parallel while others' programs start:
+    // each link is made under a name of its own and renamed over the final
+    // one (atomic), never removed and recreated.
     for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&lib, &link).expect("symlink");
+        let tmp = dir.join(format!(".{name}.{:?}", std::thread::current().id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&lib, &tmp).expect("symlink");
+        std::fs::rename(&tmp, dir.join(name)).expect("rename symlink");
     }
     dir
 }
