@@ -12,202 +12,22 @@
 //! `llvm/BinaryFormat/ELF.h` of LLVM 16 (`EF_AMDGPU_*` values); LLVM's
 //! AMDGPUUsage (the `NT_AMDGPU_METADATA` note, a msgpack map).
 
-use std::fmt;
-
+use code_object::elf::{with_amdgpu_elf, with_elf, Elf, EM_AMDGPU};
 use object::elf;
-use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
+use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian as LE;
 
 use crate::launch::ExecMode;
 
-/// `EM_AMDGPU`.
-const EM_AMDGPU: u16 = 224;
-/// `ELFOSABI_AMDGPU_HSA`.
-const ELFOSABI_AMDGPU_HSA: u8 = 64;
-/// `NT_AMDGPU_METADATA`: code object V3+ metadata note type (owner `AMDGPU`).
-const NT_AMDGPU_METADATA: u32 = 32;
-/// Prefix of full target-ID strings (`amdgcn-amd-amdhsa--gfx90a:xnack+`).
-const AMDHSA_TRIPLE: &str = "amdgcn-amd-amdhsa";
+pub use code_object::elf::is_elf64_le;
+pub use code_object::{target_ids_compatible, TargetId};
 
-/// An AMDGPU target ID: a processor and the `sramecc` / `xnack` settings
-/// (spec §4.1). `None` for a feature means "any" (or not named).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TargetId {
-    /// Processor name, e.g. `gfx90a`.
-    pub processor: String,
-    /// `xnack`: `Some(true)` = `xnack+`, `Some(false)` = `xnack-`, `None` = any.
-    pub xnack: Option<bool>,
-    /// `sramecc`: `Some(true)` = `sramecc+`, `Some(false)` = `sramecc-`, `None` = any.
-    pub sramecc: Option<bool>,
-}
+/// Metadata of one kernel (an `amdhsa.kernels` entry of the
+/// `NT_AMDGPU_METADATA` note), as [`kernel_metadata`] reads it.
+pub type KernelInfo = code_object::KernelMetadata;
 
-impl fmt::Display for TargetId {
-    /// Canonical form: `processor[:sramecc±][:xnack±]` (LLVM's order).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.processor)?;
-        let sign = |on: bool| if on { '+' } else { '-' };
-        if let Some(on) = self.sramecc {
-            write!(f, ":sramecc{}", sign(on))?;
-        }
-        if let Some(on) = self.xnack {
-            write!(f, ":xnack{}", sign(on))?;
-        }
-        Ok(())
-    }
-}
-
-/// Processor names by `EF_AMDGPU_MACH` value (LLVM 16 `ELF.h`).
-const MACH_NAMES: &[(u32, &str)] = &[
-    (0x020, "gfx600"),
-    (0x021, "gfx601"),
-    (0x022, "gfx700"),
-    (0x023, "gfx701"),
-    (0x024, "gfx702"),
-    (0x025, "gfx703"),
-    (0x026, "gfx704"),
-    (0x028, "gfx801"),
-    (0x029, "gfx802"),
-    (0x02a, "gfx803"),
-    (0x02b, "gfx810"),
-    (0x02c, "gfx900"),
-    (0x02d, "gfx902"),
-    (0x02e, "gfx904"),
-    (0x02f, "gfx906"),
-    (0x030, "gfx908"),
-    (0x031, "gfx909"),
-    (0x032, "gfx90c"),
-    (0x033, "gfx1010"),
-    (0x034, "gfx1011"),
-    (0x035, "gfx1012"),
-    (0x036, "gfx1030"),
-    (0x037, "gfx1031"),
-    (0x038, "gfx1032"),
-    (0x039, "gfx1033"),
-    (0x03a, "gfx602"),
-    (0x03b, "gfx705"),
-    (0x03c, "gfx805"),
-    (0x03d, "gfx1035"),
-    (0x03e, "gfx1034"),
-    (0x03f, "gfx90a"),
-    (0x040, "gfx940"),
-    (0x041, "gfx1100"),
-    (0x042, "gfx1013"),
-    (0x044, "gfx1103"),
-    (0x045, "gfx1036"),
-    (0x046, "gfx1101"),
-    (0x047, "gfx1102"),
-];
-
-impl TargetId {
-    /// Parses `processor[:feature...]`, or the full ISA-name form
-    /// `amdgcn-amd-amdhsa--processor[:feature...]` (prefix and the `-` after
-    /// it stripped, as LLVM does for agent ISA names).
-    ///
-    /// Features are recognized as LLVM's `parseTargetID` does (spec §4.1):
-    /// `sramecc+`/`sramecc-`/`xnack+`/`xnack-` anywhere after the first `:`
-    /// (`+` wins when both signs appear); anything else is ignored. `None`
-    /// when the processor part is empty.
-    pub fn parse(s: &str) -> Option<TargetId> {
-        let s = match s.strip_prefix(AMDHSA_TRIPLE) {
-            Some(rest) => rest.trim_start_matches('-'),
-            None => s,
-        };
-        let (processor, features) = s.split_once(':').unwrap_or((s, ""));
-        if processor.is_empty() {
-            return None;
-        }
-        let feature = |name: &str| {
-            if features.contains(&format!("{name}+")) {
-                Some(true)
-            } else if features.contains(&format!("{name}-")) {
-                Some(false)
-            } else {
-                None
-            }
-        };
-        Some(TargetId {
-            processor: processor.to_string(),
-            xnack: feature("xnack"),
-            sramecc: feature("sramecc"),
-        })
-    }
-
-    /// The target ID an AMDHSA code object declares in its ELF header:
-    /// `e_flags` and `EI_ABIVERSION` (spec §4.4).
-    ///
-    /// - ABI version 2 or 3 (code object V4/V5): `EF_AMDGPU_FEATURE_XNACK_V4`
-    ///   / `SRAMECC_V4` fields: ANY or UNSUPPORTED → `None`, OFF → `Some(false)`,
-    ///   ON → `Some(true)`.
-    /// - ABI version 1 (V3): bit set → `Some(true)`, clear → `None` (V3
-    ///   cannot tell "off" from "unsupported").
-    /// - Other ABI versions (V2 keeps its target in a note) or an unknown
-    ///   `EF_AMDGPU_MACH` → `None`.
-    pub fn from_elf_flags(e_flags: u32, abi_version: u8) -> Option<TargetId> {
-        let mach = e_flags & 0xff;
-        let processor = MACH_NAMES.iter().find(|(m, _)| *m == mach)?.1;
-        let (xnack, sramecc) = match abi_version {
-            1 => (
-                (e_flags & 0x100 != 0).then_some(true),
-                (e_flags & 0x200 != 0).then_some(true),
-            ),
-            2 | 3 => {
-                let v4 = |bits: u32| match bits {
-                    2 => Some(false),
-                    3 => Some(true),
-                    _ => None,
-                };
-                (v4((e_flags >> 8) & 3), v4((e_flags >> 10) & 3))
-            }
-            _ => return None,
-        };
-        Some(TargetId {
-            processor: processor.to_string(),
-            xnack,
-            sramecc,
-        })
-    }
-
-    /// Whether an image built for `self` may run on an agent whose target ID
-    /// is `agent` (LLVM 16 `isImageCompatibleWithEnv` on parsed IDs, spec
-    /// §4.1): the image's processor must contain the agent's (substring, as
-    /// LLVM tests it); the image may name at most as many features as the
-    /// agent; every feature the image names must be named by the agent with
-    /// the same sign.
-    pub fn is_compatible(&self, agent: &TargetId) -> bool {
-        if self == agent {
-            return true;
-        }
-        if self.processor.is_empty()
-            || agent.processor.is_empty()
-            || !self.processor.contains(agent.processor.as_str())
-        {
-            return false;
-        }
-        let count =
-            |t: &TargetId| usize::from(t.xnack.is_some()) + usize::from(t.sramecc.is_some());
-        if count(self) > count(agent) {
-            return false;
-        }
-        let ok = |img: Option<bool>, env: Option<bool>| match img {
-            None => true,
-            Some(v) => env == Some(v),
-        };
-        ok(self.xnack, agent.xnack) && ok(self.sramecc, agent.sramecc)
-    }
-}
-
-/// LLVM 16's compatibility test on the raw strings (spec §4.1): an exact
-/// string match is compatible (even for strings that do not parse), else
-/// both must parse and [`TargetId::is_compatible`] decides.
-pub fn target_ids_compatible(image: &str, agent: &str) -> bool {
-    if image == agent {
-        return true;
-    }
-    match (TargetId::parse(image), TargetId::parse(agent)) {
-        (Some(i), Some(a)) => i.is_compatible(&a),
-        _ => false,
-    }
-}
+/// One argument of a kernel from its metadata (`.args` entry).
+pub type KernelArgInfo = code_object::KernelArgMetadata;
 
 /// What a device image is ([`classify`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,64 +102,25 @@ impl From<object::read::Error> for ImageError {
     }
 }
 
-/// One argument of a kernel from its metadata (`.args` entry).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KernelArgInfo {
-    /// `.offset` in the kernarg segment, bytes.
-    pub offset: u32,
-    /// `.size`, bytes.
-    pub size: u32,
-    /// `.value_kind` (`by_value`, `global_buffer`, `hidden_*`...).
-    pub value_kind: String,
-}
-
-impl KernelArgInfo {
-    /// Whether this is an implicit (`hidden_*`) argument.
-    pub fn is_hidden(&self) -> bool {
-        self.value_kind.starts_with("hidden_")
-    }
-}
-
-/// Metadata of one kernel (an `amdhsa.kernels` entry of the
-/// `NT_AMDGPU_METADATA` note). Absent numeric keys read as 0, absent flags
-/// as false.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KernelInfo {
-    /// `.name`: the kernel's name (the offload entry name).
-    pub name: String,
-    /// `.symbol`: the kernel descriptor symbol (`<name>.kd`).
-    pub symbol: String,
-    /// `.kernarg_segment_size`, bytes.
-    pub kernarg_segment_size: u32,
-    /// `.kernarg_segment_align`, bytes.
-    pub kernarg_segment_align: u32,
-    /// `.group_segment_fixed_size`: static LDS, bytes.
-    pub group_segment_fixed_size: u32,
-    /// `.private_segment_fixed_size`: scratch per work-item, bytes.
-    pub private_segment_fixed_size: u32,
-    /// `.max_flat_workgroup_size`, work-items (0 if absent).
-    pub max_flat_workgroup_size: u32,
-    /// `.wavefront_size`, work-items.
-    pub wavefront_size: u32,
-    /// `.uses_dynamic_stack`.
-    pub uses_dynamic_stack: bool,
-    /// `.args`, in order, hidden ones included.
-    pub args: Vec<KernelArgInfo>,
-}
-
-impl KernelInfo {
-    /// Number of explicit (non-`hidden_*`) arguments.
-    pub fn explicit_arg_count(&self) -> usize {
-        self.args.iter().filter(|a| !a.is_hidden()).count()
-    }
-
-    /// Sizes in bytes of the explicit arguments, in order.
-    pub fn explicit_arg_sizes(&self) -> Vec<u32> {
-        self.args
-            .iter()
-            .filter(|a| !a.is_hidden())
-            .map(|a| a.size)
-            .collect()
+impl From<code_object::Error> for ImageError {
+    fn from(e: code_object::Error) -> Self {
+        use code_object::Error as E;
+        match e {
+            E::NotElf => ImageError::NotElf,
+            E::WrongMachine(machine) => ImageError::WrongMachine(machine),
+            E::NotAmdhsa(os_abi) => ImageError::NotAmdhsa(os_abi),
+            E::UnknownTarget {
+                e_flags,
+                abi_version,
+            } => ImageError::UnknownTarget {
+                e_flags,
+                abi_version,
+            },
+            E::NoMetadata => ImageError::NoMetadata,
+            E::Metadata(why) => ImageError::BadMetadata(why),
+            E::Malformed(why) => ImageError::Malformed(why),
+            other => ImageError::Malformed(other.to_string()),
+        }
     }
 }
 
@@ -356,7 +137,9 @@ impl KernelInfo {
 /// IR symbol table (LLVM would parse the whole module) is `Other`.
 pub fn classify(bytes: &[u8]) -> ImageKind {
     if bytes.starts_with(b"\x7fELF") {
-        let is_amdgpu = with_elf(bytes, |file| Ok(file.header.e_machine(LE) == EM_AMDGPU));
+        let is_amdgpu = with_elf(bytes, |file| {
+            Ok::<_, ImageError>(file.header.e_machine(LE) == EM_AMDGPU)
+        });
         return if matches!(is_amdgpu, Ok(true)) {
             ImageKind::AmdgpuElf
         } else {
@@ -367,65 +150,6 @@ pub fn classify(bytes: &[u8]) -> ImageKind {
         Some(triple) if triple.split('-').next() == Some("amdgcn") => ImageKind::AmdgcnBitcode,
         _ => ImageKind::Other,
     }
-}
-
-/// An ELF image as the plugin reads it: the file header and the section
-/// header table are parsed up front, symbol tables and notes only when
-/// asked for. A part the caller does not use may be damaged (a `.symtab`
-/// whose offset points outside the file, stray bytes in `.comment`)
-/// without making the image unreadable: like ROCm's loader, the plugin
-/// checks what it needs, not every header. (`object`'s `ElfFile64` parses
-/// both symbol tables eagerly and refuses such images.)
-struct Elf<'d> {
-    data: &'d [u8],
-    header: &'d elf::FileHeader64<LE>,
-    sections: SectionTable<'d, elf::FileHeader64<LE>>,
-}
-
-impl<'d> Elf<'d> {
-    fn parse(data: &'d [u8]) -> Result<Elf<'d>, ImageError> {
-        let header = elf::FileHeader64::<LE>::parse(data)?;
-        let sections = header.sections(LE, data)?;
-        Ok(Elf {
-            data,
-            header,
-            sections,
-        })
-    }
-
-    /// The symbol table of type `kind` (`SHT_SYMTAB` / `SHT_DYNSYM`),
-    /// empty when the image has none.
-    fn symbols(&self, kind: u32) -> Result<SymbolTable<'d, elf::FileHeader64<LE>>, ImageError> {
-        Ok(self.sections.symbols(LE, self.data, kind)?)
-    }
-}
-
-/// Parses `bytes` as a 64-bit little-endian ELF and runs `f` on it, copying
-/// the bytes to an 8-byte aligned buffer first when they are misaligned
-/// (the `object` parser requires natural alignment).
-fn with_elf<T>(
-    bytes: &[u8],
-    f: impl FnOnce(&Elf<'_>) -> Result<T, ImageError>,
-) -> Result<T, ImageError> {
-    // e_ident: magic, EI_CLASS = ELFCLASS64 (2), EI_DATA = ELFDATA2LSB (1).
-    if bytes.len() < 64 || !bytes.starts_with(b"\x7fELF") || bytes[4] != 2 || bytes[5] != 1 {
-        return Err(ImageError::NotElf);
-    }
-    const ALIGN: usize = 8;
-    if (bytes.as_ptr() as usize) & (ALIGN - 1) == 0 {
-        return f(&Elf::parse(bytes)?);
-    }
-    let mut buf = vec![0u8; bytes.len() + ALIGN];
-    let skip = (ALIGN - ((buf.as_ptr() as usize) & (ALIGN - 1))) & (ALIGN - 1);
-    let aligned = &mut buf[skip..skip + bytes.len()];
-    aligned.copy_from_slice(bytes);
-    f(&Elf::parse(&*aligned)?)
-}
-
-/// Whether `head` (an image's first bytes) starts a 64-bit little-endian
-/// ELF header.
-pub fn is_elf64_le(head: &[u8]) -> bool {
-    head.len() >= 64 && head.starts_with(b"\x7fELF") && head[4] == 2 && head[5] == 1
 }
 
 /// How many bytes a 64-bit little-endian ELF image spans by its own
@@ -503,20 +227,6 @@ pub fn check_amdgpu_elf(bytes: &[u8]) -> Result<(), ImageError> {
     }
 }
 
-/// Like [`with_elf`], and also requires `EM_AMDGPU`.
-fn with_amdgpu_elf<T>(
-    bytes: &[u8],
-    f: impl FnOnce(&Elf<'_>) -> Result<T, ImageError>,
-) -> Result<T, ImageError> {
-    with_elf(bytes, |file| {
-        let machine = file.header.e_machine(LE);
-        if machine != EM_AMDGPU {
-            return Err(ImageError::WrongMachine(machine));
-        }
-        f(file)
-    })
-}
-
 /// The target ID an AMDGPU ELF image declares in its header (see
 /// [`TargetId::from_elf_flags`]).
 ///
@@ -525,19 +235,7 @@ fn with_amdgpu_elf<T>(
 /// [`ImageError::NotAmdhsa`] when OS/ABI is not 64,
 /// [`ImageError::UnknownTarget`] for unknown `e_flags` or ABI version.
 pub fn elf_target_id(bytes: &[u8]) -> Result<TargetId, ImageError> {
-    with_amdgpu_elf(bytes, |file| {
-        let header = file.header;
-        let os_abi = header.e_ident().os_abi;
-        if os_abi != ELFOSABI_AMDGPU_HSA {
-            return Err(ImageError::NotAmdhsa(os_abi));
-        }
-        let e_flags = header.e_flags(LE);
-        let abi_version = header.e_ident().abi_version;
-        TargetId::from_elf_flags(e_flags, abi_version).ok_or(ImageError::UnknownTarget {
-            e_flags,
-            abi_version,
-        })
-    })
+    Ok(code_object::elf_target_id(bytes)?)
 }
 
 // ---------------------------------------------------------------------------
@@ -703,133 +401,14 @@ pub fn kernel_exec_mode(bytes: &[u8], kernel: &str) -> Result<ExecMode, ImageErr
 // Metadata
 
 /// The kernels described by the image's `NT_AMDGPU_METADATA` note (owner
-/// `AMDGPU`, code object V3+), in note order.
+/// `AMDGPU`, code object V3+), in note order
+/// ([`code_object::kernel_metadata`]).
 ///
 /// Errors: not an AMDGPU ELF / malformed; [`ImageError::NoMetadata`] when
 /// there is no such note; [`ImageError::BadMetadata`] when the note is not a
 /// msgpack map with an `amdhsa.kernels` array of maps each having `.name`.
 pub fn kernel_metadata(bytes: &[u8]) -> Result<Vec<KernelInfo>, ImageError> {
-    with_amdgpu_elf(bytes, |file| {
-        let desc = metadata_note(file)?.ok_or(ImageError::NoMetadata)?;
-        parse_metadata(desc)
-    })
-}
-
-/// The descriptor bytes of the first `AMDGPU` / `NT_AMDGPU_METADATA` note,
-/// searched in note sections, else in note segments.
-fn metadata_note<'d>(file: &Elf<'d>) -> Result<Option<&'d [u8]>, ImageError> {
-    let data = file.data;
-    for section in file.sections.iter() {
-        if let Some(mut notes) = section.notes(LE, data)? {
-            while let Some(note) = notes.next()? {
-                if note.name() == b"AMDGPU" && note.n_type(LE) == NT_AMDGPU_METADATA {
-                    return Ok(Some(note.desc()));
-                }
-            }
-        }
-    }
-    for segment in file.header.program_headers(LE, data)? {
-        use object::read::elf::ProgramHeader;
-        if let Some(mut notes) = segment.notes(LE, data)? {
-            while let Some(note) = notes.next()? {
-                if note.name() == b"AMDGPU" && note.n_type(LE) == NT_AMDGPU_METADATA {
-                    return Ok(Some(note.desc()));
-                }
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// Maximum msgpack nesting accepted (the metadata needs 4 levels).
-const MSGPACK_MAX_DEPTH: usize = 16;
-
-fn parse_metadata(desc: &[u8]) -> Result<Vec<KernelInfo>, ImageError> {
-    use rmpv::Value;
-    let bad = |what: &str| ImageError::BadMetadata(what.to_string());
-    let mut reader = desc;
-    let doc = rmpv::decode::read_value_with_max_depth(&mut reader, MSGPACK_MAX_DEPTH)
-        .map_err(|e| ImageError::BadMetadata(format!("msgpack: {e}")))?;
-    let Value::Map(top) = doc else {
-        return Err(bad("top level is not a map"));
-    };
-    let kernels = lookup(&top, "amdhsa.kernels").ok_or_else(|| bad("no amdhsa.kernels"))?;
-    let Value::Array(kernels) = kernels else {
-        return Err(bad("amdhsa.kernels is not an array"));
-    };
-    let mut out = Vec::with_capacity(kernels.len());
-    for (i, kernel) in kernels.iter().enumerate() {
-        let Value::Map(map) = kernel else {
-            return Err(ImageError::BadMetadata(format!("kernel {i} is not a map")));
-        };
-        let text = |key: &str| lookup(map, key).and_then(Value::as_str).map(str::to_string);
-        let num = |key: &str| -> Result<u32, ImageError> {
-            match lookup(map, key) {
-                None => Ok(0),
-                Some(v) => v
-                    .as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| {
-                        ImageError::BadMetadata(format!("kernel {i}: {key} is not a u32"))
-                    }),
-            }
-        };
-        let name = text(".name")
-            .ok_or_else(|| ImageError::BadMetadata(format!("kernel {i} has no .name")))?;
-        let mut args = Vec::new();
-        if let Some(list) = lookup(map, ".args") {
-            let Value::Array(list) = list else {
-                return Err(ImageError::BadMetadata(format!(
-                    "{name}: .args is not an array"
-                )));
-            };
-            for (j, arg) in list.iter().enumerate() {
-                let Value::Map(arg) = arg else {
-                    return Err(ImageError::BadMetadata(format!(
-                        "{name}: arg {j} is not a map"
-                    )));
-                };
-                let anum = |key: &str| -> Result<u32, ImageError> {
-                    lookup(arg, key)
-                        .and_then(Value::as_u64)
-                        .and_then(|n| u32::try_from(n).ok())
-                        .ok_or_else(|| {
-                            ImageError::BadMetadata(format!("{name}: arg {j} has no u32 {key}"))
-                        })
-                };
-                args.push(KernelArgInfo {
-                    offset: anum(".offset")?,
-                    size: anum(".size")?,
-                    value_kind: lookup(arg, ".value_kind")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                });
-            }
-        }
-        out.push(KernelInfo {
-            symbol: text(".symbol").unwrap_or_default(),
-            kernarg_segment_size: num(".kernarg_segment_size")?,
-            kernarg_segment_align: num(".kernarg_segment_align")?,
-            group_segment_fixed_size: num(".group_segment_fixed_size")?,
-            private_segment_fixed_size: num(".private_segment_fixed_size")?,
-            max_flat_workgroup_size: num(".max_flat_workgroup_size")?,
-            wavefront_size: num(".wavefront_size")?,
-            uses_dynamic_stack: lookup(map, ".uses_dynamic_stack")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            args,
-            name,
-        });
-    }
-    Ok(out)
-}
-
-/// The value under string key `key` of a msgpack map.
-fn lookup<'v>(map: &'v [(rmpv::Value, rmpv::Value)], key: &str) -> Option<&'v rmpv::Value> {
-    map.iter()
-        .find(|(k, _)| k.as_str() == Some(key))
-        .map(|(_, v)| v)
+    Ok(code_object::kernel_metadata(bytes)?)
 }
 
 // ---------------------------------------------------------------------------
@@ -996,87 +575,6 @@ mod bitcode {
 mod tests {
     use super::*;
 
-    fn tid(s: &str) -> TargetId {
-        TargetId::parse(s).unwrap()
-    }
-
-    #[test]
-    fn parse_target_ids() {
-        let t = tid("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
-        assert_eq!(t.processor, "gfx90a");
-        assert_eq!((t.sramecc, t.xnack), (Some(true), Some(false)));
-        assert_eq!(t.to_string(), "gfx90a:sramecc+:xnack-");
-        let t = tid("gfx1030");
-        assert_eq!(
-            (t.processor.as_str(), t.xnack, t.sramecc),
-            ("gfx1030", None, None)
-        );
-        // LLVM looks for "xnack+" first.
-        assert_eq!(tid("gfx90a:xnack-:xnack+").xnack, Some(true));
-        // Unknown features are ignored.
-        assert_eq!(tid("gfx90a:foo+"), tid("gfx90a"));
-        assert_eq!(TargetId::parse(""), None);
-        assert_eq!(TargetId::parse(":xnack+"), None);
-        assert_eq!(TargetId::parse("amdgcn-amd-amdhsa--"), None);
-    }
-
-    /// Expected results by hand from LLVM 16's isImageCompatibleWithEnv.
-    #[test]
-    fn compatibility() {
-        let agent = "gfx90a:sramecc+:xnack-";
-        let cases = [
-            ("gfx90a", agent, true),                     // no features: any
-            ("gfx90a:xnack-", agent, true),              // same sign
-            ("gfx90a:sramecc+:xnack-", agent, true),     // exact
-            ("gfx90a:xnack+", agent, false),             // other sign
-            ("gfx90a:sramecc-", agent, false),           // other sign
-            ("gfx90a:xnack+", "gfx90a", false),          // more features than agent
-            ("gfx90a:sramecc-", "gfx90a:xnack-", false), // feature absent on agent
-            ("gfx908", agent, false),                    // other processor
-            ("gfx1030", agent, false),
-            ("gfx90a", "gfx90", true), // LLVM's substring test
-            ("gfx90", "gfx90a", false),
-        ];
-        for (image, env, want) in cases {
-            assert_eq!(target_ids_compatible(image, env), want, "{image} on {env}");
-            assert_eq!(
-                tid(image).is_compatible(&tid(env)),
-                want,
-                "{image} on {env}"
-            );
-        }
-        // Exact string match even when unparsable.
-        assert!(target_ids_compatible("", ""));
-        assert!(!target_ids_compatible("", "gfx90a"));
-    }
-
-    #[test]
-    fn elf_flags() {
-        // EF_AMDGPU_MACH_AMDGCN_GFX90A 0x3f | XNACK_ANY_V4 0x100 | SRAMECC_ANY_V4 0x400.
-        assert_eq!(
-            TargetId::from_elf_flags(0x53f, 2).unwrap().to_string(),
-            "gfx90a"
-        );
-        // SRAMECC_OFF_V4 0x800 | XNACK_ON_V4 0x300.
-        assert_eq!(
-            TargetId::from_elf_flags(0xb3f, 2).unwrap().to_string(),
-            "gfx90a:sramecc-:xnack+"
-        );
-        // V5 uses the V4 encoding; GFX1030 0x36 without features.
-        assert_eq!(
-            TargetId::from_elf_flags(0x36, 3).unwrap().to_string(),
-            "gfx1030"
-        );
-        // V3: XNACK_V3 0x100 on.
-        assert_eq!(
-            TargetId::from_elf_flags(0x13f, 1).unwrap().to_string(),
-            "gfx90a:xnack+"
-        );
-        assert_eq!(TargetId::from_elf_flags(0x3f, 0), None, "V2");
-        assert_eq!(TargetId::from_elf_flags(0x43, 2), None, "reserved mach");
-        assert_eq!(TargetId::from_elf_flags(0x01, 2), None, "r600");
-    }
-
     #[test]
     fn classify_garbage() {
         assert_eq!(classify(b""), ImageKind::Other);
@@ -1091,61 +589,6 @@ mod tests {
         assert!(matches!(
             kernel_metadata(&[0u8; 10]),
             Err(ImageError::NotElf)
-        ));
-    }
-
-    #[test]
-    fn metadata_rejects_bad_documents() {
-        use rmpv::Value;
-        let enc = |v: &Value| {
-            let mut out = Vec::new();
-            rmpv::encode::write_value(&mut out, v).unwrap();
-            out
-        };
-        let s = |x: &str| Value::from(x);
-        assert!(matches!(
-            parse_metadata(&enc(&Value::from(3))),
-            Err(ImageError::BadMetadata(_))
-        ));
-        let no_name = Value::Map(vec![(
-            s("amdhsa.kernels"),
-            Value::Array(vec![Value::Map(vec![(s(".symbol"), s("k.kd"))])]),
-        )]);
-        let err = parse_metadata(&enc(&no_name)).unwrap_err();
-        assert!(err.to_string().contains(".name"), "{err}");
-        let ok = Value::Map(vec![(
-            s("amdhsa.kernels"),
-            Value::Array(vec![Value::Map(vec![
-                (s(".name"), s("k")),
-                (s(".max_flat_workgroup_size"), Value::from(256)),
-                (
-                    s(".args"),
-                    Value::Array(vec![
-                        Value::Map(vec![
-                            (s(".offset"), Value::from(0)),
-                            (s(".size"), Value::from(8)),
-                            (s(".value_kind"), s("global_buffer")),
-                        ]),
-                        Value::Map(vec![
-                            (s(".offset"), Value::from(8)),
-                            (s(".size"), Value::from(8)),
-                            (s(".value_kind"), s("hidden_block_count_x")),
-                        ]),
-                    ]),
-                ),
-            ])]),
-        )]);
-        let k = parse_metadata(&enc(&ok)).unwrap();
-        assert_eq!(k.len(), 1);
-        assert_eq!(k[0].max_flat_workgroup_size, 256);
-        assert_eq!(k[0].explicit_arg_count(), 1);
-        assert_eq!(k[0].explicit_arg_sizes(), vec![8]);
-        // Deeply nested input stops at the depth limit instead of recursing.
-        let mut deep = vec![0x91u8; 100_000];
-        deep.push(0xc0);
-        assert!(matches!(
-            parse_metadata(&deep),
-            Err(ImageError::BadMetadata(_))
         ));
     }
 }

@@ -5,9 +5,9 @@
 
 use std::ffi::c_void;
 
+use code_object::KernelMetadata;
 use hsa::{Hsa, KernelDispatch};
 use hsa_sys::*;
-use omptarget_amdgpu::image::KernelInfo;
 
 use crate::cli::LaunchParameters;
 use crate::memory::{Heap, Pools, Region};
@@ -236,7 +236,7 @@ pub struct Launcher<'a> {
     /// The RPC service, when the image uses RPC.
     pub service: Option<&'a rpc::Service>,
     /// The image's kernel metadata (for the implicit arguments' offset).
-    pub metadata: &'a [KernelInfo],
+    pub metadata: &'a [KernelMetadata],
     /// The image bytes (for `--print-resource-usage`).
     pub image: &'a [u8],
     /// Print each kernel's resources before launching it.

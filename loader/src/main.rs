@@ -50,7 +50,7 @@ pub enum Error {
     },
     /// The image is not an AMDGPU code object, or its metadata is broken.
     #[error("bad image: {0}")]
-    Image(#[from] omptarget_amdgpu::image::ImageError),
+    Image(#[from] code_object::Error),
     /// The image was built for a target the agent cannot run.
     #[error("the image was built for {image}, but the GPU agent is {agent}")]
     WrongTarget {
@@ -137,7 +137,7 @@ fn run(options: &cli::Options) -> Result<i32, Error> {
 
     let queue_size: u32 = hsa.agent_info(gpu, HSA_AGENT_INFO_QUEUE_MAX_SIZE)?;
     let queue = launch::Queue::create(&hsa, gpu, queue_size)?;
-    let metadata = omptarget_amdgpu::image::kernel_metadata(&image)?;
+    let metadata = code_object::kernel_metadata(&image)?;
     let launcher = launch::Launcher {
         hsa: &hsa,
         exe,
@@ -182,13 +182,13 @@ fn run(options: &cli::Options) -> Result<i32, Error> {
 }
 
 /// Checks the image's target ID against the agent's ISAs (the plugin's
-/// compatibility rule, `omptarget_amdgpu::image::target_ids_compatible`).
+/// compatibility rule, `code_object::target_ids_compatible`).
 fn check_target(hsa: &Hsa, gpu: hsa_agent_t, image: &[u8]) -> Result<(), Error> {
-    let target = omptarget_amdgpu::image::elf_target_id(image)?.to_string();
+    let target = code_object::elf_target_id(image)?.to_string();
     let mut names = Vec::new();
     for isa in hsa.agent_isas(gpu)? {
         let name = hsa.isa_name(isa)?;
-        if omptarget_amdgpu::image::target_ids_compatible(&target, &name) {
+        if code_object::target_ids_compatible(&target, &name) {
             return Ok(());
         }
         names.push(name);

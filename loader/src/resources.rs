@@ -4,6 +4,7 @@
 //! gfx90a compute_pgm_rsrc3). The descriptor holds what the hardware
 //! allocates (register counts rounded up to their granules).
 
+use code_object::{KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
 use object::{Object, ObjectSection, ObjectSymbol};
 
 /// Resources of one kernel.
@@ -25,30 +26,27 @@ pub struct Resources {
     pub scratch: u32,
 }
 
-/// Reads the 64-byte descriptor `kernel.kd` from the ELF image; `None` when
-/// absent or truncated.
+/// Reads the 64-byte descriptor `kernel.kd` from the ELF image
+/// ([`KernelDescriptor`]); `None` when absent or truncated.
 pub fn from_image(image: &[u8], kernel: &str) -> Option<Resources> {
     let file = object::File::parse(image).ok()?;
     let name = format!("{kernel}.kd");
     let sym = file.symbols().find(|s| s.name() == Ok(name.as_str()))?;
     let section = file.section_by_index(sym.section_index()?).ok()?;
-    let kd = section.data_range(sym.address(), 64).ok()??;
-    let word = |at: usize| u32::from_le_bytes([kd[at], kd[at + 1], kd[at + 2], kd[at + 3]]);
-    let lds = word(0);
-    let scratch = word(4);
-    let rsrc3 = word(44);
-    let rsrc1 = word(48);
-    let vgprs_total = ((rsrc1 & 0x3f) + 1) * 8;
-    let sgprs = (((rsrc1 >> 6) & 0xf) / 2 + 1) * 16;
-    let arch_vgprs = ((rsrc3 & 0x3f) + 1) * 4;
-    let arch_vgprs = arch_vgprs.min(vgprs_total);
+    let bytes = section
+        .data_range(sym.address(), KERNEL_DESCRIPTOR_SIZE as u64)
+        .ok()??;
+    let kd = KernelDescriptor::parse(bytes).ok()?;
+    let vgprs_total = kd.workitem_vgpr_count_gfx90a();
+    let sgprs = (kd.granulated_wavefront_sgpr_count() / 2 + 1) * 16;
+    let arch_vgprs = kd.accum_offset_vgprs().min(vgprs_total);
     Some(Resources {
         sgprs,
         vgprs_total,
         arch_vgprs,
         agprs: vgprs_total - arch_vgprs,
-        lds,
-        scratch,
+        lds: kd.group_segment_fixed_size,
+        scratch: kd.private_segment_fixed_size,
     })
 }
 

@@ -26,10 +26,9 @@ use object::read::elf::{FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
 use object::read::SymbolIndex;
 use object::LittleEndian;
 
-use super::descriptor::{KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
-use super::metadata::{parse_metadata, CodeObjectMetadata};
-use super::target::TargetId;
-use super::LoadError;
+use code_object::elf::{metadata_note, ELFOSABI_AMDGPU_HSA};
+
+use super::{CodeObjectMetadata, KernelDescriptor, LoadError, TargetId, KERNEL_DESCRIPTOR_SIZE};
 
 type Header = elf::FileHeader64<LittleEndian>;
 
@@ -55,13 +54,6 @@ const EI_DATA: usize = 5;
 const EI_VERSION: usize = 6;
 const EI_OSABI: usize = 7;
 const EI_ABIVERSION: usize = 8;
-
-/// `ELFOSABI_AMDGPU_HSA`.
-const ELFOSABI_AMDGPU_HSA: u8 = 64;
-/// `NT_AMDGPU_METADATA`.
-const NT_AMDGPU_METADATA: u32 = 32;
-/// Owner name of AMDGPU notes.
-const AMDGPU_NOTE_NAME: &[u8] = b"AMDGPU";
 
 /// `R_AMDGPU_*` relocation type numbers (fact sheet 7).
 mod reloc_type {
@@ -339,7 +331,7 @@ impl CodeObject {
         }
         co.symbols = co.read_symbols(&sections, bytes)?;
         co.relocations = co.read_relocations(&sections, bytes)?;
-        co.metadata = read_metadata(phdrs, &sections, bytes)?;
+        co.metadata = read_metadata(header, &sections, bytes)?;
         co.cross_check();
         Ok(co)
     }
@@ -620,7 +612,7 @@ impl CodeObject {
     ///
     /// Errors: `LoadError::IncompatibleIsa` naming both target IDs.
     pub fn check_compatible(&self, agent: &TargetId) -> Result<(), LoadError> {
-        self.target.check_compatible_with_agent(agent)
+        Ok(self.target.check_compatible_with_agent(agent)?)
     }
 
     /// The symbol named `name` (exact ELF name; kernels end in `.kd`).
@@ -931,33 +923,15 @@ fn load_segments(
     Ok(segments)
 }
 
-/// Finds and decodes the `NT_AMDGPU_METADATA` note, first in the `PT_NOTE`
-/// segments, then in the `SHT_NOTE` sections.
+/// Finds and decodes the `NT_AMDGPU_METADATA` note (in the `SHT_NOTE`
+/// sections, then the `PT_NOTE` segments).
 fn read_metadata<'data>(
-    phdrs: &[elf::ProgramHeader64<LittleEndian>],
+    header: &Header,
     sections: &object::read::elf::SectionTable<'data, Header, &'data [u8]>,
     bytes: &'data [u8],
 ) -> Result<CodeObjectMetadata, LoadError> {
-    let endian = LittleEndian;
-    for (i, ph) in phdrs.iter().enumerate() {
-        let here = || format!("program header #{i} (PT_NOTE)");
-        if let Some(mut notes) = invalid(ph.notes(endian, bytes), here)? {
-            while let Some(note) = invalid(notes.next(), here)? {
-                if note.name() == AMDGPU_NOTE_NAME && note.n_type(endian) == NT_AMDGPU_METADATA {
-                    return parse_metadata(note.desc());
-                }
-            }
-        }
-    }
-    for (i, section) in sections.enumerate() {
-        let here = || format!("section #{} (SHT_NOTE)", i.0);
-        if let Some(mut notes) = invalid(section.notes(endian, bytes), here)? {
-            while let Some(note) = invalid(notes.next(), here)? {
-                if note.name() == AMDGPU_NOTE_NAME && note.n_type(endian) == NT_AMDGPU_METADATA {
-                    return parse_metadata(note.desc());
-                }
-            }
-        }
+    if let Some(desc) = metadata_note(header, sections, bytes)? {
+        return Ok(CodeObjectMetadata::parse(desc)?);
     }
     // Kernels are described by their descriptors; the note only adds
     // information (names, arguments). Hand-assembled code objects may lack it,

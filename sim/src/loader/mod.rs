@@ -18,6 +18,10 @@
 //! * [`KernelDescriptor`] decodes the 64-byte kernel descriptor.
 //! * [`TargetId`] decodes `e_flags` and decides ISA compatibility.
 //!
+//! The code object knowledge itself (target IDs, the metadata note, the
+//! kernel descriptor) lives in the `code_object` crate, shared with the
+//! plugin; this module re-exports it under the loader's names.
+//!
 //! Every malformed input yields a [`LoadError`]; nothing here panics on input
 //! or allocates from an unchecked length (load spans are capped at
 //! [`MAX_LOAD_SPAN`]).
@@ -25,18 +29,16 @@
 //! Symbols are taken from `.dynsym` (falling back to `.symtab`); see the
 //! notes at the top of `elf.rs` for this and the other choices.
 
-mod descriptor;
 mod elf;
-mod metadata;
-mod target;
 
-pub use descriptor::{KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
+pub use code_object::{
+    FeatureSetting, Isa as TargetId, KernelArgMetadata, KernelDescriptor, KernelMetadata,
+    Metadata as CodeObjectMetadata, ISA_NAME_PREFIX, KERNEL_DESCRIPTOR_SIZE, MACH_GFX90A,
+};
 pub use elf::{
     CodeObject, RelocKind, Relocation, Segment, SymbolDef, SymbolKind, MAX_LOAD_SPAN,
     MAX_VADDR_READ, PAGE_SIZE,
 };
-pub use metadata::{CodeObjectMetadata, KernelArgMetadata, KernelMetadata};
-pub use target::{FeatureSetting, TargetId, ISA_NAME_PREFIX, MACH_GFX90A};
 
 /// The category of a [`LoadError`], i.e. which HSA status it stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +92,27 @@ pub enum LoadError {
     /// The caller's placement request is unusable.
     #[error("invalid placement: {0}")]
     Placement(String),
+}
+
+impl From<code_object::Error> for LoadError {
+    /// Sorts the shared crate's errors into the loader's categories: a
+    /// metadata error stays one, an incompatible ISA stays one, an ABI
+    /// version or OS/ABI the loader does not take is unsupported, the rest
+    /// is an invalid code object.
+    fn from(e: code_object::Error) -> Self {
+        use code_object::Error as E;
+        match e {
+            E::Metadata(why) => LoadError::Metadata(why),
+            E::IncompatibleIsa { code_object, agent } => {
+                LoadError::IncompatibleIsa { code_object, agent }
+            }
+            E::Malformed(why) => LoadError::Invalid(why),
+            e @ (E::UnsupportedAbiVersion(_) | E::NotAmdhsa(_)) => {
+                LoadError::Unsupported(e.to_string())
+            }
+            e => LoadError::Invalid(e.to_string()),
+        }
+    }
 }
 
 impl LoadError {

@@ -1,23 +1,33 @@
-//! The `NT_AMDGPU_METADATA` note: a MessagePack map (fact sheet section 4),
-//! decoded with `rmpv` into typed values.
+//! The `NT_AMDGPU_METADATA` note of code objects V3 to V5: a MessagePack
+//! map (AMDGPUUsage "Code Object V3 Metadata", "Code Object V4 Metadata",
+//! "Code Object V5 Metadata"), decoded with `rmpv` into typed values.
 //!
 //! Rules: keys are looked up by name, unknown keys are ignored, keys the
 //! AMDGPUUsage tables mark optional take the defaults documented on each
-//! field, `.name`/`.symbol` of a kernel and `.offset`/`.size`/`.value_kind` of
-//! an argument (and `amdhsa.version`) are required, and a key present with the
-//! wrong MessagePack type is an error.
+//! field, a key present with the wrong MessagePack type is an error, and a
+//! kernel's `.name` is required. [`Metadata::parse`] also requires what the
+//! tables mark required and a loader needs: `amdhsa.version`, a kernel's
+//! `.symbol`, an argument's `.offset`/`.size`/`.value_kind`.
+//! [`parse_kernels`] reads only `amdhsa.kernels`, as the offload plugin
+//! does, and lets `.symbol` and `.value_kind` be absent (empty).
+//!
+//! V4 adds `amdhsa.target`; V5 adds `.uses_dynamic_stack`,
+//! `.uniform_work_group_size` and the hidden arguments of the implicit
+//! argument block (`hidden_block_count_x`...), which appear in `.args` like
+//! any other argument, their value kind starting with `hidden_`.
 
 use rmpv::Value;
 
-use super::LoadError;
+use crate::Error;
 
 /// Deepest nesting accepted in the note (the real structure nests 5 deep:
 /// map, kernels array, kernel map, args array, arg map).
 const MAX_DEPTH: usize = 16;
 
-/// Code-object-wide metadata (fact sheet 4.2).
+/// Code-object-wide metadata: the top-level map of the note (AMDGPUUsage
+/// "Code Object V3 Metadata Map" and its V4/V5 successors).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CodeObjectMetadata {
+pub struct Metadata {
     /// `amdhsa.version` as (major, minor): V3 (1,0), V4 (1,1), V5 (1,2).
     pub version: (u32, u32),
     /// `amdhsa.target`, e.g. `amdgcn-amd-amdhsa--gfx90a` (V4+; absent in V3).
@@ -28,7 +38,7 @@ pub struct CodeObjectMetadata {
     pub printf: Vec<String>,
 }
 
-impl CodeObjectMetadata {
+impl Metadata {
     /// The kernel whose `.symbol` (descriptor name, with `.kd`) is `symbol`.
     pub fn kernel_by_symbol(&self, symbol: &str) -> Option<&KernelMetadata> {
         self.kernels.iter().find(|k| k.symbol == symbol)
@@ -40,7 +50,8 @@ impl CodeObjectMetadata {
     }
 }
 
-/// Per-kernel metadata (fact sheet 4.3). Sizes in bytes.
+/// Per-kernel metadata: one `amdhsa.kernels` entry (AMDGPUUsage "Code
+/// Object V3 Kernel Metadata Map"). Sizes in bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct KernelMetadata {
     /// `.name` (required): source-level kernel name.
@@ -90,9 +101,20 @@ impl KernelMetadata {
     pub fn explicit_args(&self) -> impl Iterator<Item = &KernelArgMetadata> {
         self.args.iter().filter(|a| !a.is_hidden())
     }
+
+    /// Number of explicit (non-`hidden_*`) arguments.
+    pub fn explicit_arg_count(&self) -> usize {
+        self.explicit_args().count()
+    }
+
+    /// Sizes in bytes of the explicit arguments, in order.
+    pub fn explicit_arg_sizes(&self) -> Vec<u32> {
+        self.explicit_args().map(|a| a.size).collect()
+    }
 }
 
-/// Per-argument metadata (fact sheet 4.4). Offsets and sizes in bytes
+/// Per-argument metadata: one `.args` entry (AMDGPUUsage "Code Object V3
+/// Kernel Argument Metadata Map"). Offsets and sizes in bytes
 /// within the kernarg segment.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct KernelArgMetadata {
@@ -152,10 +174,10 @@ struct Map<'a> {
 }
 
 impl<'a> Map<'a> {
-    fn new(v: &'a Value, ctx: String) -> Result<Map<'a>, LoadError> {
+    fn new(v: &'a Value, ctx: String) -> Result<Map<'a>, Error> {
         match v {
             Value::Map(entries) => Ok(Map { entries, ctx }),
-            other => Err(LoadError::Metadata(format!(
+            other => Err(Error::Metadata(format!(
                 "{ctx}: expected a map, found {}",
                 type_name(other)
             ))),
@@ -169,25 +191,25 @@ impl<'a> Map<'a> {
             .map(|(_, v)| v)
     }
 
-    fn wrong(&self, key: &str, expected: &str, found: &Value) -> LoadError {
-        LoadError::Metadata(format!(
+    fn wrong(&self, key: &str, expected: &str, found: &Value) -> Error {
+        Error::Metadata(format!(
             "{}: key `{key}`: expected {expected}, found {}",
             self.ctx,
             type_name(found)
         ))
     }
 
-    fn missing(&self, key: &str) -> LoadError {
-        LoadError::Metadata(format!("{}: required key `{key}` is missing", self.ctx))
+    fn missing(&self, key: &str) -> Error {
+        Error::Metadata(format!("{}: required key `{key}` is missing", self.ctx))
     }
 
-    fn u32_value(&self, key: &str, v: &Value) -> Result<u32, LoadError> {
+    fn u32_value(&self, key: &str, v: &Value) -> Result<u32, Error> {
         match v {
             Value::Integer(i) => i
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or_else(|| {
-                    LoadError::Metadata(format!(
+                    Error::Metadata(format!(
                         "{}: key `{key}`: value {i} is not a 32-bit unsigned integer",
                         self.ctx
                     ))
@@ -196,24 +218,24 @@ impl<'a> Map<'a> {
         }
     }
 
-    fn opt_u32(&self, key: &str) -> Result<Option<u32>, LoadError> {
+    fn opt_u32(&self, key: &str) -> Result<Option<u32>, Error> {
         self.get(key).map(|v| self.u32_value(key, v)).transpose()
     }
 
-    fn u32_or(&self, key: &str, default: u32) -> Result<u32, LoadError> {
+    fn u32_or(&self, key: &str, default: u32) -> Result<u32, Error> {
         Ok(self.opt_u32(key)?.unwrap_or(default))
     }
 
-    fn req_u32(&self, key: &str) -> Result<u32, LoadError> {
+    fn req_u32(&self, key: &str) -> Result<u32, Error> {
         self.opt_u32(key)?.ok_or_else(|| self.missing(key))
     }
 
-    fn opt_str(&self, key: &str) -> Result<Option<String>, LoadError> {
+    fn opt_str(&self, key: &str) -> Result<Option<String>, Error> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => match s.as_str() {
                 Some(s) => Ok(Some(s.to_string())),
-                None => Err(LoadError::Metadata(format!(
+                None => Err(Error::Metadata(format!(
                     "{}: key `{key}`: string is not valid UTF-8",
                     self.ctx
                 ))),
@@ -222,11 +244,20 @@ impl<'a> Map<'a> {
         }
     }
 
-    fn req_str(&self, key: &str) -> Result<String, LoadError> {
+    fn req_str(&self, key: &str) -> Result<String, Error> {
         self.opt_str(key)?.ok_or_else(|| self.missing(key))
     }
 
-    fn bool_or(&self, key: &str, default: bool) -> Result<bool, LoadError> {
+    /// A string key, required when `required`, else empty when absent.
+    fn str_required_if(&self, key: &str, required: bool) -> Result<String, Error> {
+        if required {
+            self.req_str(key)
+        } else {
+            Ok(self.opt_str(key)?.unwrap_or_default())
+        }
+    }
+
+    fn bool_or(&self, key: &str, default: bool) -> Result<bool, Error> {
         match self.get(key) {
             None => Ok(default),
             Some(Value::Boolean(b)) => Ok(*b),
@@ -234,7 +265,7 @@ impl<'a> Map<'a> {
         }
     }
 
-    fn opt_array(&self, key: &str) -> Result<Option<&'a [Value]>, LoadError> {
+    fn opt_array(&self, key: &str) -> Result<Option<&'a [Value]>, Error> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Array(a)) => Ok(Some(a.as_slice())),
@@ -243,12 +274,12 @@ impl<'a> Map<'a> {
     }
 
     /// An array of exactly `N` unsigned 32-bit integers.
-    fn opt_u32_array<const N: usize>(&self, key: &str) -> Result<Option<[u32; N]>, LoadError> {
+    fn opt_u32_array<const N: usize>(&self, key: &str) -> Result<Option<[u32; N]>, Error> {
         let Some(items) = self.opt_array(key)? else {
             return Ok(None);
         };
         if items.len() != N {
-            return Err(LoadError::Metadata(format!(
+            return Err(Error::Metadata(format!(
                 "{}: key `{key}`: expected {N} elements, found {}",
                 self.ctx,
                 items.len()
@@ -262,15 +293,60 @@ impl<'a> Map<'a> {
     }
 }
 
-/// Decodes the descriptor bytes of an `NT_AMDGPU_METADATA` note.
+/// Whether the keys AMDGPUUsage marks required but the offload plugin
+/// does without (`.symbol`, `.value_kind`) must be present.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Required {
+    /// Every key a loader needs (the virtual device's loader).
+    All,
+    /// Only `.name` of a kernel and `.offset`/`.size` of an argument.
+    LaunchOnly,
+}
+
+/// Decodes the descriptor bytes of a note into its top-level map.
+fn top_level(desc: &[u8]) -> Result<Value, Error> {
+    let mut reader = desc;
+    rmpv::decode::read_value_with_max_depth(&mut reader, MAX_DEPTH)
+        .map_err(|e| Error::Metadata(format!("MessagePack decoding failed: {e}")))
+}
+
+/// The kernels of an `NT_AMDGPU_METADATA` note's descriptor bytes, in note
+/// order, as the offload plugin reads them: only `amdhsa.kernels` is
+/// looked at (it must be present), a kernel's `.symbol` and an argument's
+/// `.value_kind` may be absent (read as empty).
 ///
-/// Errors: `LoadError::Metadata` naming the key (and kernel / argument index)
+/// Errors: [`Error::Metadata`] naming the key (and kernel / argument index)
 /// that is missing, of the wrong type or out of range, or the MessagePack
 /// decoding error.
-pub(crate) fn parse_metadata(desc: &[u8]) -> Result<CodeObjectMetadata, LoadError> {
-    let mut reader = desc;
-    let root = rmpv::decode::read_value_with_max_depth(&mut reader, MAX_DEPTH)
-        .map_err(|e| LoadError::Metadata(format!("MessagePack decoding failed: {e}")))?;
+pub fn parse_kernels(desc: &[u8]) -> Result<Vec<KernelMetadata>, Error> {
+    let root = top_level(desc)?;
+    let top = Map::new(&root, "top level".to_string())?;
+    let kernels = top
+        .opt_array("amdhsa.kernels")?
+        .ok_or_else(|| top.missing("amdhsa.kernels"))?;
+    kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| parse_kernel(i, k, Required::LaunchOnly))
+        .collect()
+}
+
+impl Metadata {
+    /// Decodes the descriptor bytes of an `NT_AMDGPU_METADATA` note,
+    /// requiring `amdhsa.version`, each kernel's `.name` and `.symbol`, and
+    /// each argument's `.offset`, `.size` and `.value_kind`; an absent
+    /// `amdhsa.kernels` or `amdhsa.printf` is empty.
+    ///
+    /// Errors: [`Error::Metadata`] naming the key (and kernel / argument
+    /// index) that is missing, of the wrong type or out of range, or the
+    /// MessagePack decoding error.
+    pub fn parse(desc: &[u8]) -> Result<Metadata, Error> {
+        parse_metadata(desc)
+    }
+}
+
+fn parse_metadata(desc: &[u8]) -> Result<Metadata, Error> {
+    let root = top_level(desc)?;
     let top = Map::new(&root, "top level".to_string())?;
 
     let version = top
@@ -285,7 +361,7 @@ pub(crate) fn parse_metadata(desc: &[u8]) -> Result<CodeObjectMetadata, LoadErro
         .iter()
         .enumerate()
     {
-        kernels.push(parse_kernel(i, k)?);
+        kernels.push(parse_kernel(i, k, Required::All)?);
     }
 
     let mut printf = Vec::new();
@@ -298,7 +374,7 @@ pub(crate) fn parse_metadata(desc: &[u8]) -> Result<CodeObjectMetadata, LoadErro
         match p.as_str() {
             Some(s) => printf.push(s.to_string()),
             None => {
-                return Err(LoadError::Metadata(format!(
+                return Err(Error::Metadata(format!(
                     "amdhsa.printf[{i}]: expected a string, found {}",
                     type_name(p)
                 )))
@@ -306,7 +382,7 @@ pub(crate) fn parse_metadata(desc: &[u8]) -> Result<CodeObjectMetadata, LoadErro
         }
     }
 
-    Ok(CodeObjectMetadata {
+    Ok(Metadata {
         version: (version[0], version[1]),
         target,
         kernels,
@@ -314,7 +390,7 @@ pub(crate) fn parse_metadata(desc: &[u8]) -> Result<CodeObjectMetadata, LoadErro
     })
 }
 
-fn parse_kernel(index: usize, v: &Value) -> Result<KernelMetadata, LoadError> {
+fn parse_kernel(index: usize, v: &Value, required: Required) -> Result<KernelMetadata, Error> {
     let m = Map::new(v, format!("amdhsa.kernels[{index}]"))?;
     let name = m.req_str(".name")?;
     // Name the kernel in later messages.
@@ -324,10 +400,10 @@ fn parse_kernel(index: usize, v: &Value) -> Result<KernelMetadata, LoadError> {
     };
     let mut args = Vec::new();
     for (i, a) in m.opt_array(".args")?.unwrap_or_default().iter().enumerate() {
-        args.push(parse_arg(&m.ctx, i, a)?);
+        args.push(parse_arg(&m.ctx, i, a, required)?);
     }
     Ok(KernelMetadata {
-        symbol: m.req_str(".symbol")?,
+        symbol: m.str_required_if(".symbol", required == Required::All)?,
         kernarg_segment_size: m.u32_or(".kernarg_segment_size", 0)?,
         kernarg_segment_align: m.u32_or(".kernarg_segment_align", 4)?,
         group_segment_fixed_size: m.u32_or(".group_segment_fixed_size", 0)?,
@@ -350,14 +426,19 @@ fn parse_kernel(index: usize, v: &Value) -> Result<KernelMetadata, LoadError> {
     })
 }
 
-fn parse_arg(kernel_ctx: &str, index: usize, v: &Value) -> Result<KernelArgMetadata, LoadError> {
+fn parse_arg(
+    kernel_ctx: &str,
+    index: usize,
+    v: &Value,
+    required: Required,
+) -> Result<KernelArgMetadata, Error> {
     let m = Map::new(v, format!("{kernel_ctx} .args[{index}]"))?;
     Ok(KernelArgMetadata {
         name: m.opt_str(".name")?,
         type_name: m.opt_str(".type_name")?,
         offset: m.req_u32(".offset")?,
         size: m.req_u32(".size")?,
-        value_kind: m.req_str(".value_kind")?,
+        value_kind: m.str_required_if(".value_kind", required == Required::All)?,
         address_space: m.opt_str(".address_space")?,
         pointee_align: m.opt_u32(".pointee_align")?,
         access: m.opt_str(".access")?,
@@ -366,4 +447,60 @@ fn parse_arg(kernel_ctx: &str, index: usize, v: &Value) -> Result<KernelArgMetad
         is_restrict: m.bool_or(".is_restrict", false)?,
         is_volatile: m.bool_or(".is_volatile", false)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_rejects_bad_documents() {
+        let enc = |v: &Value| {
+            let mut out = Vec::new();
+            rmpv::encode::write_value(&mut out, v).unwrap();
+            out
+        };
+        let s = |x: &str| Value::from(x);
+        assert!(matches!(
+            parse_kernels(&enc(&Value::from(3))),
+            Err(Error::Metadata(_))
+        ));
+        let no_name = Value::Map(vec![(
+            s("amdhsa.kernels"),
+            Value::Array(vec![Value::Map(vec![(s(".symbol"), s("k.kd"))])]),
+        )]);
+        let err = parse_kernels(&enc(&no_name)).unwrap_err();
+        assert!(err.to_string().contains(".name"), "{err}");
+        let ok = Value::Map(vec![(
+            s("amdhsa.kernels"),
+            Value::Array(vec![Value::Map(vec![
+                (s(".name"), s("k")),
+                (s(".max_flat_workgroup_size"), Value::from(256)),
+                (
+                    s(".args"),
+                    Value::Array(vec![
+                        Value::Map(vec![
+                            (s(".offset"), Value::from(0)),
+                            (s(".size"), Value::from(8)),
+                            (s(".value_kind"), s("global_buffer")),
+                        ]),
+                        Value::Map(vec![
+                            (s(".offset"), Value::from(8)),
+                            (s(".size"), Value::from(8)),
+                            (s(".value_kind"), s("hidden_block_count_x")),
+                        ]),
+                    ]),
+                ),
+            ])]),
+        )]);
+        let k = parse_kernels(&enc(&ok)).unwrap();
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].max_flat_workgroup_size, 256);
+        assert_eq!(k[0].explicit_arg_count(), 1);
+        assert_eq!(k[0].explicit_arg_sizes(), vec![8]);
+        // Deeply nested input stops at the depth limit instead of recursing.
+        let mut deep = vec![0x91u8; 100_000];
+        deep.push(0xc0);
+        assert!(matches!(parse_kernels(&deep), Err(Error::Metadata(_))));
+    }
 }

@@ -1,18 +1,42 @@
-//! The 64-byte AMDHSA kernel descriptor (fact sheet section 8; LLVM's
-//! `AMDHSAKernelDescriptor.h`). Accessor names are AMDGPUUsage's field names
-//! in snake_case.
+//! The 64-byte AMDHSA kernel descriptor (AMDGPUUsage "Kernel Descriptor":
+//! the "Code Object V3 Kernel Descriptor" table, `compute_pgm_rsrc1`,
+//! `compute_pgm_rsrc2`, the GFX90A `compute_pgm_rsrc3` table and the kernel
+//! code properties). Accessor names are AMDGPUUsage's field names in
+//! snake_case.
 
-use super::LoadError;
+use crate::Error;
 
-/// Size of a kernel descriptor in bytes.
+/// Size of a kernel descriptor in bytes (it is also 64-byte aligned).
 pub const KERNEL_DESCRIPTOR_SIZE: usize = 64;
+
+/// Byte offsets of the descriptor's fields (little-endian; the gaps are
+/// reserved bytes, kept in [`KernelDescriptor::raw`]).
+pub mod offset {
+    /// `GROUP_SEGMENT_FIXED_SIZE`, u32.
+    pub const GROUP_SEGMENT_FIXED_SIZE: usize = 0;
+    /// `PRIVATE_SEGMENT_FIXED_SIZE`, u32.
+    pub const PRIVATE_SEGMENT_FIXED_SIZE: usize = 4;
+    /// `KERNARG_SIZE`, u32.
+    pub const KERNARG_SIZE: usize = 8;
+    /// `KERNEL_CODE_ENTRY_BYTE_OFFSET`, i64.
+    pub const KERNEL_CODE_ENTRY_BYTE_OFFSET: usize = 16;
+    /// `COMPUTE_PGM_RSRC3`, u32.
+    pub const COMPUTE_PGM_RSRC3: usize = 44;
+    /// `COMPUTE_PGM_RSRC1`, u32.
+    pub const COMPUTE_PGM_RSRC1: usize = 48;
+    /// `COMPUTE_PGM_RSRC2`, u32.
+    pub const COMPUTE_PGM_RSRC2: usize = 52;
+    /// The kernel code properties (`ENABLE_SGPR_*`...), u16.
+    pub const KERNEL_CODE_PROPERTIES: usize = 56;
+}
 
 /// Extracts `width` bits at `shift` from `word`.
 const fn bits(word: u32, shift: u32, width: u32) -> u32 {
     (word >> shift) & ((1u32 << width) - 1)
 }
 
-/// A decoded kernel descriptor (fact sheet 8.1). The packet's
+/// A decoded kernel descriptor (AMDGPUUsage "Code Object V3 Kernel
+/// Descriptor"). The packet's
 /// `kernel_object` is the device address of these 64 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelDescriptor {
@@ -25,44 +49,43 @@ pub struct KernelDescriptor {
     /// Signed byte offset from the descriptor's address to the kernel's first
     /// instruction (offset 16).
     pub kernel_code_entry_byte_offset: i64,
-    /// COMPUTE_PGM_RSRC3 (offset 44), gfx90a layout (fact sheet 8.4).
+    /// COMPUTE_PGM_RSRC3 (offset 44), GFX90A layout.
     pub compute_pgm_rsrc3: u32,
-    /// COMPUTE_PGM_RSRC1 (offset 48, fact sheet 8.2).
+    /// COMPUTE_PGM_RSRC1 (offset 48).
     pub compute_pgm_rsrc1: u32,
-    /// COMPUTE_PGM_RSRC2 (offset 52, fact sheet 8.3).
+    /// COMPUTE_PGM_RSRC2 (offset 52).
     pub compute_pgm_rsrc2: u32,
-    /// Kernel code properties (offset 56, u16, fact sheet 8.5).
+    /// Kernel code properties (offset 56, u16).
     pub kernel_code_properties: u16,
     /// The 64 raw bytes, reserved fields included.
     pub raw: [u8; KERNEL_DESCRIPTOR_SIZE],
 }
 
 impl KernelDescriptor {
-    /// Decodes the first 64 bytes of `bytes` (little-endian, layout of fact
-    /// sheet 8.1). Errors with `LoadError::Invalid` when fewer than 64 bytes
-    /// are given. Reserved fields are kept in `raw`, not checked.
-    pub fn parse(bytes: &[u8]) -> Result<KernelDescriptor, LoadError> {
+    /// Decodes the first 64 bytes of `bytes` (little-endian, the layout of
+    /// [`offset`]). Reserved fields are kept in `raw`, not checked.
+    ///
+    /// Errors: [`Error::DescriptorTooShort`] when fewer than 64 bytes are
+    /// given.
+    pub fn parse(bytes: &[u8]) -> Result<KernelDescriptor, Error> {
         let raw: [u8; KERNEL_DESCRIPTOR_SIZE] = bytes
             .get(..KERNEL_DESCRIPTOR_SIZE)
             .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| {
-                LoadError::Invalid(format!(
-                    "kernel descriptor needs {KERNEL_DESCRIPTOR_SIZE} bytes, got {}",
-                    bytes.len()
-                ))
-            })?;
+            .ok_or(Error::DescriptorTooShort(bytes.len()))?;
         let u32_at = |o: usize| u32::from_le_bytes([raw[o], raw[o + 1], raw[o + 2], raw[o + 3]]);
         let mut entry = [0u8; 8];
-        entry.copy_from_slice(&raw[16..24]);
+        let at = offset::KERNEL_CODE_ENTRY_BYTE_OFFSET;
+        entry.copy_from_slice(&raw[at..at + 8]);
+        let properties = offset::KERNEL_CODE_PROPERTIES;
         Ok(KernelDescriptor {
-            group_segment_fixed_size: u32_at(0),
-            private_segment_fixed_size: u32_at(4),
-            kernarg_size: u32_at(8),
+            group_segment_fixed_size: u32_at(offset::GROUP_SEGMENT_FIXED_SIZE),
+            private_segment_fixed_size: u32_at(offset::PRIVATE_SEGMENT_FIXED_SIZE),
+            kernarg_size: u32_at(offset::KERNARG_SIZE),
             kernel_code_entry_byte_offset: i64::from_le_bytes(entry),
-            compute_pgm_rsrc3: u32_at(44),
-            compute_pgm_rsrc1: u32_at(48),
-            compute_pgm_rsrc2: u32_at(52),
-            kernel_code_properties: u16::from_le_bytes([raw[56], raw[57]]),
+            compute_pgm_rsrc3: u32_at(offset::COMPUTE_PGM_RSRC3),
+            compute_pgm_rsrc1: u32_at(offset::COMPUTE_PGM_RSRC1),
+            compute_pgm_rsrc2: u32_at(offset::COMPUTE_PGM_RSRC2),
+            kernel_code_properties: u16::from_le_bytes([raw[properties], raw[properties + 1]]),
             raw,
         })
     }
