@@ -20,6 +20,7 @@ use object::LittleEndian as LE;
 use crate::launch::ExecMode;
 
 pub use code_object::elf::is_elf64_le;
+use code_object::Error as CodeObjectError;
 pub use code_object::{target_ids_compatible, TargetId};
 
 /// Metadata of one kernel (an `amdhsa.kernels` entry of the
@@ -45,31 +46,14 @@ pub enum ImageKind {
 /// Errors of image inspection. Messages name what is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    /// The bytes do not start with a 64-bit little-endian ELF header.
-    #[error("device image is not a 64-bit little-endian ELF file")]
-    NotElf,
-    /// The ELF structures (headers, sections, symbols, notes) are malformed.
-    #[error("malformed ELF device image: {0}")]
-    Malformed(String),
+    /// What the shared code-object rules found wrong: not an ELF, malformed
+    /// structures, another machine, not AMDHSA, an unknown target, a
+    /// missing or invalid metadata note ([`code_object::Error`]).
+    #[error(transparent)]
+    CodeObject(#[from] code_object::Error),
     /// An ELF whose header says AMDGPU but whose structures are damaged.
     #[error("corrupt AMDGPU ELF code object: {0}")]
     CorruptAmdgpu(String),
-    /// An ELF for another machine.
-    #[error("device image is an ELF for machine {0}, not EM_AMDGPU (224)")]
-    WrongMachine(u16),
-    /// Not an AMDHSA code object (OS/ABI byte), so `e_flags` cannot be read.
-    #[error("device image has OS/ABI {0}, not ELFOSABI_AMDGPU_HSA (64)")]
-    NotAmdhsa(u8),
-    /// `e_flags` name no processor we know, or the ABI version is unsupported.
-    #[error(
-        "unknown AMDGPU target in ELF header: e_flags {e_flags:#x}, ABI version {abi_version}"
-    )]
-    UnknownTarget {
-        /// `e_flags` of the image.
-        e_flags: u32,
-        /// `EI_ABIVERSION` of the image.
-        abi_version: u8,
-    },
     /// A symbol's value lies outside its section or the file.
     #[error("symbol {symbol} (value {value:#x}, size {size}) lies outside the image data")]
     SymbolOutOfBounds {
@@ -80,12 +64,6 @@ pub enum ImageError {
         /// `st_size`.
         size: u64,
     },
-    /// The image has no `NT_AMDGPU_METADATA` note.
-    #[error("device image has no NT_AMDGPU_METADATA note")]
-    NoMetadata,
-    /// The metadata note is not the msgpack document expected.
-    #[error("invalid AMDGPU metadata: {0}")]
-    BadMetadata(String),
     /// A `<kernel>_exec_mode` global holds a value outside {1, 2, 3}.
     #[error("kernel {kernel}: invalid execution mode {value} in {kernel}_exec_mode")]
     BadExecMode {
@@ -98,30 +76,13 @@ pub enum ImageError {
 
 impl From<object::read::Error> for ImageError {
     fn from(e: object::read::Error) -> Self {
-        ImageError::Malformed(e.to_string())
+        ImageError::CodeObject(e.into())
     }
 }
 
-impl From<code_object::Error> for ImageError {
-    fn from(e: code_object::Error) -> Self {
-        use code_object::Error as E;
-        match e {
-            E::NotElf => ImageError::NotElf,
-            E::WrongMachine(machine) => ImageError::WrongMachine(machine),
-            E::NotAmdhsa(os_abi) => ImageError::NotAmdhsa(os_abi),
-            E::UnknownTarget {
-                e_flags,
-                abi_version,
-            } => ImageError::UnknownTarget {
-                e_flags,
-                abi_version,
-            },
-            E::NoMetadata => ImageError::NoMetadata,
-            E::Metadata(why) => ImageError::BadMetadata(why),
-            E::Malformed(why) => ImageError::Malformed(why),
-            other => ImageError::Malformed(other.to_string()),
-        }
-    }
+/// [`CodeObjectError::Malformed`] as an [`ImageError`].
+fn malformed(why: String) -> ImageError {
+    ImageError::CodeObject(CodeObjectError::Malformed(why))
 }
 
 // ---------------------------------------------------------------------------
@@ -161,13 +122,13 @@ pub fn classify(bytes: &[u8]) -> ImageKind {
 /// `read(offset, len)` returns `len` image bytes at `offset`, or `None`
 /// when they lie beyond what the caller may read.
 ///
-/// Errors: [`ImageError::NotElf`] when the header is missing or not ELF64
-/// LE; [`ImageError::Malformed`] when a header table lies outside what
+/// Errors: [`CodeObjectError::NotElf`] when the header is missing or not ELF64
+/// LE; [`CodeObjectError::Malformed`] when a header table lies outside what
 /// `read` allows or the sizes overflow.
 pub fn elf_extent<'a>(read: impl Fn(u64, u64) -> Option<&'a [u8]>) -> Result<u64, ImageError> {
-    let head = read(0, 64).ok_or(ImageError::NotElf)?;
+    let head = read(0, 64).ok_or(ImageError::CodeObject(CodeObjectError::NotElf))?;
     if !is_elf64_le(head) {
-        return Err(ImageError::NotElf);
+        return Err(ImageError::CodeObject(CodeObjectError::NotElf));
     }
     let u16_at = |b: &[u8], o: usize| u64::from(u16::from_le_bytes([b[o], b[o + 1]]));
     let u64_at = |b: &[u8], o: usize| {
@@ -175,7 +136,7 @@ pub fn elf_extent<'a>(read: impl Fn(u64, u64) -> Option<&'a [u8]>) -> Result<u64
         w.copy_from_slice(&b[o..o + 8]);
         u64::from_le_bytes(w)
     };
-    let overflow = || ImageError::Malformed("ELF header sizes overflow".into());
+    let overflow = || malformed("ELF header sizes overflow".into());
     let table_end = |off: u64, entsize: u64, num: u64| -> Result<u64, ImageError> {
         if num == 0 {
             return Ok(0);
@@ -193,12 +154,12 @@ pub fn elf_extent<'a>(read: impl Fn(u64, u64) -> Option<&'a [u8]>) -> Result<u64
         .max(table_end(shoff, shentsize, shnum)?);
     if phnum > 0 {
         if phentsize < 56 {
-            return Err(ImageError::Malformed(format!(
+            return Err(malformed(format!(
                 "program header entries of {phentsize} bytes (64-bit ELF needs 56)"
             )));
         }
         let table = read(phoff, phentsize * phnum).ok_or_else(|| {
-            ImageError::Malformed(format!(
+            malformed(format!(
                 "the program header table ({phnum} entries at offset {phoff}) lies outside the image"
             ))
         })?;
@@ -217,12 +178,14 @@ pub fn elf_extent<'a>(read: impl Fn(u64, u64) -> Option<&'a [u8]>) -> Result<u64
 /// declares `EM_AMDGPU` but does not parse called corrupt
 /// ([`ImageError::CorruptAmdgpu`]).
 ///
-/// Errors: [`ImageError::NotElf`], [`ImageError::WrongMachine`],
+/// Errors: [`CodeObjectError::NotElf`], [`CodeObjectError::WrongMachine`],
 /// [`ImageError::CorruptAmdgpu`].
 pub fn check_amdgpu_elf(bytes: &[u8]) -> Result<(), ImageError> {
     let says_amdgpu = bytes.len() >= 20 && u16::from_le_bytes([bytes[18], bytes[19]]) == EM_AMDGPU;
     match with_amdgpu_elf(bytes, |_| Ok(())) {
-        Err(ImageError::Malformed(why)) if says_amdgpu => Err(ImageError::CorruptAmdgpu(why)),
+        Err(ImageError::CodeObject(CodeObjectError::Malformed(why))) if says_amdgpu => {
+            Err(ImageError::CorruptAmdgpu(why))
+        }
         r => r,
     }
 }
@@ -230,10 +193,10 @@ pub fn check_amdgpu_elf(bytes: &[u8]) -> Result<(), ImageError> {
 /// The target ID an AMDGPU ELF image declares in its header (see
 /// [`TargetId::from_elf_flags`]).
 ///
-/// Errors: [`ImageError::NotElf`] / [`ImageError::Malformed`] /
-/// [`ImageError::WrongMachine`] for non-AMDGPU input,
-/// [`ImageError::NotAmdhsa`] when OS/ABI is not 64,
-/// [`ImageError::UnknownTarget`] for unknown `e_flags` or ABI version.
+/// Errors: [`CodeObjectError::NotElf`] / [`CodeObjectError::Malformed`] /
+/// [`CodeObjectError::WrongMachine`] for non-AMDGPU input,
+/// [`CodeObjectError::NotAmdhsa`] when OS/ABI is not 64,
+/// [`CodeObjectError::UnknownTarget`] for unknown `e_flags` or ABI version.
 pub fn elf_target_id(bytes: &[u8]) -> Result<TargetId, ImageError> {
     Ok(code_object::elf_target_id(bytes)?)
 }
@@ -340,8 +303,8 @@ fn find_symbol(file: &Elf<'_>, name: &str) -> Result<Option<FoundSymbol>, ImageE
 /// `Ok(None)` when the symbol is absent or its `st_size` is not 1 (LLVM then
 /// uses a default). A symbol in `.bss` reads as 0.
 ///
-/// Errors: not an AMDGPU ELF / malformed ([`ImageError::NotElf`],
-/// [`ImageError::Malformed`], [`ImageError::WrongMachine`]); the symbol's
+/// Errors: not an AMDGPU ELF / malformed ([`CodeObjectError::NotElf`],
+/// [`CodeObjectError::Malformed`], [`CodeObjectError::WrongMachine`]); the symbol's
 /// byte lies outside the file ([`ImageError::SymbolOutOfBounds`]).
 pub fn read_global_u8(bytes: &[u8], symbol: &str) -> Result<Option<u8>, ImageError> {
     with_amdgpu_elf(bytes, |file| {
@@ -404,8 +367,8 @@ pub fn kernel_exec_mode(bytes: &[u8], kernel: &str) -> Result<ExecMode, ImageErr
 /// `AMDGPU`, code object V3+), in note order
 /// ([`code_object::kernel_metadata`]).
 ///
-/// Errors: not an AMDGPU ELF / malformed; [`ImageError::NoMetadata`] when
-/// there is no such note; [`ImageError::BadMetadata`] when the note is not a
+/// Errors: not an AMDGPU ELF / malformed; [`CodeObjectError::NoMetadata`] when
+/// there is no such note; [`CodeObjectError::Metadata`] when the note is not a
 /// msgpack map with an `amdhsa.kernels` array of maps each having `.name`.
 pub fn kernel_metadata(bytes: &[u8]) -> Result<Vec<KernelInfo>, ImageError> {
     Ok(code_object::kernel_metadata(bytes)?)
@@ -585,10 +548,13 @@ mod tests {
             ImageKind::Other
         );
         assert_eq!(classify(&[0u8; 4096]), ImageKind::Other);
-        assert!(matches!(elf_target_id(b"hello"), Err(ImageError::NotElf)));
+        assert!(matches!(
+            elf_target_id(b"hello"),
+            Err(ImageError::CodeObject(CodeObjectError::NotElf))
+        ));
         assert!(matches!(
             kernel_metadata(&[0u8; 10]),
-            Err(ImageError::NotElf)
+            Err(ImageError::CodeObject(CodeObjectError::NotElf))
         ));
     }
 }

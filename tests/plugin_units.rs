@@ -403,7 +403,9 @@ fn classify_images() {
     assert_eq!(image::classify(&read(&postlink)), ImageKind::AmdgcnBitcode);
     assert!(matches!(
         image::elf_target_id(&read(&f.host_exe)),
-        Err(image::ImageError::WrongMachine(62))
+        Err(image::ImageError::CodeObject(
+            code_object::Error::WrongMachine(62)
+        ))
     ));
 }
 

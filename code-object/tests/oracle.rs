@@ -38,6 +38,23 @@ fn run(cmd: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Compiles the OpenCL C file `src` for gfx90a with clang-16 into `out`;
+/// `extra` adds options (`-c` / `-S`, the code object version...).
+fn clang_cl(src: &Path, out: &Path, mcpu: &str, extra: &[&str]) {
+    let mut args = vec![
+        "-x",
+        "cl",
+        "-cl-std=CL2.0",
+        "-target",
+        "amdgcn-amd-amdhsa",
+        mcpu,
+        "-nogpulib",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[s(src), "-o", s(out)]);
+    run("clang-16", &args);
+}
+
 /// A fresh scratch directory for one test.
 fn scratch(test: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("code-object-{test}"));
@@ -347,23 +364,8 @@ fn metadata_matches_llvm_readelf_v4_and_v5() {
     let mut hidden_kinds = Vec::new();
     for version in ["4", "5"] {
         let obj = dir.join(format!("k{version}.o"));
-        run(
-            "clang-16",
-            &[
-                "-x",
-                "cl",
-                "-cl-std=CL2.0",
-                "-target",
-                "amdgcn-amd-amdhsa",
-                "-mcpu=gfx90a:xnack-",
-                "-nogpulib",
-                &format!("-mcode-object-version={version}"),
-                "-c",
-                s(&src),
-                "-o",
-                s(&obj),
-            ],
-        );
+        let version_option = format!("-mcode-object-version={version}");
+        clang_cl(&src, &obj, "-mcpu=gfx90a:xnack-", &[&version_option, "-c"]);
         let bytes = std::fs::read(&obj).unwrap();
         let yaml = readelf_notes(&obj);
         assert_eq!(yaml.kernels.len(), 2, "{yaml:?}");
@@ -420,39 +422,39 @@ odd:
 .rodata
 .p2align 6
 .amdhsa_kernel odd
-  .amdhsa_next_free_vgpr 40
-  .amdhsa_next_free_sgpr 20
-  .amdhsa_accum_offset 16
-  .amdhsa_group_segment_fixed_size 1024
-  .amdhsa_private_segment_fixed_size 48
-  .amdhsa_kernarg_size 24
-  .amdhsa_user_sgpr_dispatch_ptr 1
-  .amdhsa_user_sgpr_queue_ptr 1
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_user_sgpr_dispatch_id 1
-  .amdhsa_user_sgpr_private_segment_size 1
-  .amdhsa_system_sgpr_private_segment_wavefront_offset 1
-  .amdhsa_system_sgpr_workgroup_id_x 0
-  .amdhsa_system_sgpr_workgroup_id_y 1
-  .amdhsa_system_sgpr_workgroup_id_z 1
-  .amdhsa_system_sgpr_workgroup_info 1
-  .amdhsa_system_vgpr_workitem_id 2
-  .amdhsa_float_round_mode_32 1
-  .amdhsa_float_round_mode_16_64 2
-  .amdhsa_float_denorm_mode_32 1
-  .amdhsa_float_denorm_mode_16_64 0
-  .amdhsa_dx10_clamp 0
-  .amdhsa_ieee_mode 0
-  .amdhsa_fp16_overflow 1
-  .amdhsa_tg_split 1
-  .amdhsa_exception_fp_ieee_invalid_op 1
-  .amdhsa_exception_fp_denorm_src 0
-  .amdhsa_exception_fp_ieee_div_zero 1
-  .amdhsa_exception_fp_ieee_overflow 0
-  .amdhsa_exception_fp_ieee_underflow 1
-  .amdhsa_exception_fp_ieee_inexact 0
-  .amdhsa_exception_int_div_zero 1
   .amdhsa_uses_dynamic_stack 1
+  .amdhsa_exception_int_div_zero 1
+  .amdhsa_tg_split 1
+  .amdhsa_kernarg_size 24
+  .amdhsa_float_round_mode_32 1
+  .amdhsa_user_sgpr_dispatch_ptr 1
+  .amdhsa_exception_fp_ieee_invalid_op 1
+  .amdhsa_system_sgpr_workgroup_id_y 1
+  .amdhsa_group_segment_fixed_size 1024
+  .amdhsa_float_round_mode_16_64 2
+  .amdhsa_user_sgpr_queue_ptr 1
+  .amdhsa_exception_fp_denorm_src 0
+  .amdhsa_system_sgpr_workgroup_id_z 1
+  .amdhsa_private_segment_fixed_size 48
+  .amdhsa_float_denorm_mode_32 1
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+  .amdhsa_exception_fp_ieee_div_zero 1
+  .amdhsa_system_sgpr_workgroup_info 1
+  .amdhsa_next_free_vgpr 40
+  .amdhsa_float_denorm_mode_16_64 0
+  .amdhsa_user_sgpr_dispatch_id 1
+  .amdhsa_exception_fp_ieee_overflow 0
+  .amdhsa_system_vgpr_workitem_id 2
+  .amdhsa_next_free_sgpr 20
+  .amdhsa_dx10_clamp 0
+  .amdhsa_user_sgpr_private_segment_size 1
+  .amdhsa_exception_fp_ieee_underflow 1
+  .amdhsa_system_sgpr_workgroup_id_x 0
+  .amdhsa_accum_offset 16
+  .amdhsa_ieee_mode 0
+  .amdhsa_system_sgpr_private_segment_wavefront_offset 1
+  .amdhsa_exception_fp_ieee_inexact 0
+  .amdhsa_fp16_overflow 1
 .end_amdhsa_kernel
 "#;
 
@@ -596,23 +598,7 @@ fn kernel_descriptors_match_their_directives() {
     let cl = dir.join("k.cl");
     std::fs::write(&cl, KERNELS_CL).unwrap();
     let cl_s = dir.join("k.s");
-    run(
-        "clang-16",
-        &[
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            "-mcpu=gfx90a",
-            "-nogpulib",
-            "-O2",
-            "-S",
-            s(&cl),
-            "-o",
-            s(&cl_s),
-        ],
-    );
+    clang_cl(&cl, &cl_s, "-mcpu=gfx90a", &["-O2", "-S"]);
     let mut seen = 0;
     for asm in [&odd_s, &cl_s] {
         let obj = asm.with_extension("o");
