@@ -7,10 +7,12 @@
 //! particular alignment (a misaligned one is copied once to an aligned buffer
 //! before parsing).
 //!
+//! Target IDs, the metadata note and the ELF view come from the
+//! `code_object` crate (shared with the virtual device's loader and
+//! `amdhsa-loader`); this module adds what only the plugin does.
+//!
 //! Facts followed: spec §2.1 (`is_valid_binary`), §4.1 (target IDs), §4.2
-//! (symbol lookup, `<kernel>_exec_mode`), §4.4 (code object V4);
-//! `llvm/BinaryFormat/ELF.h` of LLVM 16 (`EF_AMDGPU_*` values); LLVM's
-//! AMDGPUUsage (the `NT_AMDGPU_METADATA` note, a msgpack map).
+//! (symbol lookup, `<kernel>_exec_mode`), §4.4 (code object V4).
 
 use code_object::elf::{with_amdgpu_elf, with_elf, Elf, EM_AMDGPU};
 use object::elf;
