@@ -33,6 +33,58 @@ pub const AMDGPU_NOTE_OWNER: &[u8] = b"AMDGPU";
 pub const EI_CLASS: usize = 4;
 /// `e_ident` index of the data encoding.
 pub const EI_DATA: usize = 5;
+/// `e_ident` index of the ELF version.
+pub const EI_VERSION: usize = 6;
+/// `e_ident` index of the OS/ABI.
+pub const EI_OSABI: usize = 7;
+/// `e_ident` index of the ABI version (the code object version for
+/// `ELFOSABI_AMDGPU_HSA`).
+pub const EI_ABIVERSION: usize = 8;
+
+/// What the ELF identification (`e_ident`) of an AMDHSA code object says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ident {
+    /// `EI_ABIVERSION`: 1, 2 or 3.
+    pub abi_version: u8,
+    /// The code object version it stands for: 3, 4 or 5.
+    pub code_object_version: u32,
+}
+
+/// Checks the ELF identification of an AMDHSA code object field by field
+/// (AMDGPUUsage "Header"): magic, `ELFCLASS64`, `ELFDATA2LSB`,
+/// `EV_CURRENT`, `ELFOSABI_AMDGPU_HSA`, and an `EI_ABIVERSION` of code
+/// object V3 (1), V4 (2) or V5 (3).
+///
+/// Errors: [`Error::TooShort`], [`Error::BadMagic`], [`Error::NotElf64`],
+/// [`Error::NotLittleEndian`], [`Error::BadElfVersion`],
+/// [`Error::NotAmdhsa`], [`Error::CodeObjectV2`],
+/// [`Error::UnknownAbiVersion`], each naming the field.
+pub fn check_ident(bytes: &[u8]) -> Result<Ident, Error> {
+    let ident = bytes.get(..16).ok_or(Error::TooShort(bytes.len()))?;
+    if ident[..4] != elf::ELFMAG {
+        return Err(Error::BadMagic);
+    }
+    let field = |at: usize, want: u8, error: fn(u8) -> Error| match ident[at] {
+        v if v == want => Ok(()),
+        v => Err(error(v)),
+    };
+    field(EI_CLASS, elf::ELFCLASS64, Error::NotElf64)?;
+    field(EI_DATA, elf::ELFDATA2LSB, Error::NotLittleEndian)?;
+    field(EI_VERSION, elf::EV_CURRENT, Error::BadElfVersion)?;
+    field(EI_OSABI, ELFOSABI_AMDGPU_HSA, Error::NotAmdhsa)?;
+    let abi_version = ident[EI_ABIVERSION];
+    let code_object_version = match abi_version {
+        0 => return Err(Error::CodeObjectV2),
+        1 => 3,
+        2 => 4,
+        3 => 5,
+        other => return Err(Error::UnknownAbiVersion(other)),
+    };
+    Ok(Ident {
+        abi_version,
+        code_object_version,
+    })
+}
 
 /// The 64-bit little-endian ELF file header type this crate reads.
 pub type Header = elf::FileHeader64<LE>;

@@ -50,8 +50,33 @@ pub enum Error {
     WrongMachine(u16),
     /// `EI_OSABI` is not `ELFOSABI_AMDGPU_HSA` (AMDGPUUsage "Header"), so
     /// `e_flags` cannot be read as an AMDHSA code object's.
-    #[error("device image has OS/ABI {0}, not ELFOSABI_AMDGPU_HSA (64)")]
+    #[error("device image has OS/ABI (e_ident[EI_OSABI]) {0}, not ELFOSABI_AMDGPU_HSA (64)")]
     NotAmdhsa(u8),
+    /// Fewer bytes than an ELF identification (`e_ident`, 16 bytes).
+    #[error("file is {0} bytes long, too short for an ELF header")]
+    TooShort(usize),
+    /// `e_ident[0..4]` is not the ELF magic.
+    #[error("bad ELF magic (e_ident[0..4] is not 7f 'E' 'L' 'F')")]
+    BadMagic,
+    /// `EI_CLASS` is not `ELFCLASS64`.
+    #[error("e_ident[EI_CLASS] is {0}, not ELFCLASS64 (2)")]
+    NotElf64(u8),
+    /// `EI_DATA` is not `ELFDATA2LSB`.
+    #[error("e_ident[EI_DATA] is {0}, not ELFDATA2LSB (1)")]
+    NotLittleEndian(u8),
+    /// `EI_VERSION` is not `EV_CURRENT`.
+    #[error("e_ident[EI_VERSION] is {0}, not EV_CURRENT (1)")]
+    BadElfVersion(u8),
+    /// `EI_ABIVERSION` 0: code object V2, whose target and metadata live in
+    /// notes this crate does not read.
+    #[error(
+        "code object V2 (EI_ABIVERSION 0) is not supported; build for code object V3, V4 or V5"
+    )]
+    CodeObjectV2,
+    /// `EI_ABIVERSION` names no HSA code object version (AMDGPUUsage
+    /// "Header": 0 = V2 ... 3 = V5).
+    #[error("e_ident[EI_ABIVERSION] {0} is not a known HSA code object version (1..3 = V3..V5)")]
+    UnknownAbiVersion(u8),
     /// `e_flags` name no processor LLVM 16 knows, or `EI_ABIVERSION` has no
     /// target in `e_flags` (code object V2).
     #[error(

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use code_object::elf::{with_elf, Elf};
+use code_object::elf::{check_ident, with_elf, Elf};
 use code_object::{
     elf_target_id, kernel_metadata, Error, FeatureSetting, Isa, KernelDescriptor, KernelMetadata,
     Metadata, TargetId, KERNEL_DESCRIPTOR_SIZE,
@@ -163,6 +163,9 @@ fn target_ids_match_llvm_readobj() {
         run("llvm-mc-16", &args);
         let (flags, abi) = readobj_flags(&obj);
         let bytes = std::fs::read(&obj).unwrap();
+        let ident = check_ident(&bytes).unwrap();
+        assert_eq!(ident.abi_version, abi);
+        assert_eq!(ident.code_object_version.to_string(), version);
         let want = target_from_flag_names(&flags);
         let ours = elf_target_id(&bytes).unwrap();
         assert_eq!(
@@ -192,6 +195,7 @@ fn target_ids_match_llvm_readobj() {
         }
     }
     assert_eq!(elf_target_id(b"not an ELF"), Err(Error::NotElf));
+    assert_eq!(check_ident(b"\x7fELF"), Err(Error::TooShort(4)));
 }
 
 // ---------------------------------------------------------------------------

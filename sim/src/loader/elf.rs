@@ -26,7 +26,7 @@ use object::read::elf::{FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
 use object::read::SymbolIndex;
 use object::LittleEndian;
 
-use code_object::elf::{metadata_note, ELFOSABI_AMDGPU_HSA};
+use code_object::elf::metadata_note;
 
 use super::{CodeObjectMetadata, KernelDescriptor, LoadError, TargetId, KERNEL_DESCRIPTOR_SIZE};
 
@@ -47,13 +47,6 @@ pub const MAX_VADDR_READ: u64 = 64 << 20;
 /// Smallest alignment required of `load_base`: kernel entry points are
 /// 256-byte aligned (fact sheet 8.1).
 const MIN_BASE_ALIGN: u64 = 256;
-
-/// `e_ident` indices.
-const EI_CLASS: usize = 4;
-const EI_DATA: usize = 5;
-const EI_VERSION: usize = 6;
-const EI_OSABI: usize = 7;
-const EI_ABIVERSION: usize = 8;
 
 /// `R_AMDGPU_*` relocation type numbers (fact sheet 7).
 mod reloc_type {
@@ -810,60 +803,11 @@ impl CodeObject {
     }
 }
 
-/// Checks `e_ident` by hand for precise messages; returns
+/// Checks `e_ident` ([`code_object::elf::check_ident`]); returns
 /// `(EI_ABIVERSION, code object version)`.
 fn check_ident(bytes: &[u8]) -> Result<(u8, u32), LoadError> {
-    let ident = bytes.get(..16).ok_or_else(|| {
-        LoadError::Invalid(format!(
-            "file is {} bytes long, too short for an ELF header",
-            bytes.len()
-        ))
-    })?;
-    if ident[..4] != elf::ELFMAG {
-        return Err(LoadError::Invalid(
-            "bad ELF magic (e_ident[0..4] is not 7f 'E' 'L' 'F')".to_string(),
-        ));
-    }
-    if ident[EI_CLASS] != elf::ELFCLASS64 {
-        return Err(LoadError::Invalid(format!(
-            "e_ident[EI_CLASS] is {}, not ELFCLASS64 (2)",
-            ident[EI_CLASS]
-        )));
-    }
-    if ident[EI_DATA] != elf::ELFDATA2LSB {
-        return Err(LoadError::Invalid(format!(
-            "e_ident[EI_DATA] is {}, not ELFDATA2LSB (1)",
-            ident[EI_DATA]
-        )));
-    }
-    if ident[EI_VERSION] != elf::EV_CURRENT {
-        return Err(LoadError::Invalid(format!(
-            "e_ident[EI_VERSION] is {}, not EV_CURRENT (1)",
-            ident[EI_VERSION]
-        )));
-    }
-    let osabi = ident[EI_OSABI];
-    if osabi != ELFOSABI_AMDGPU_HSA {
-        return Err(LoadError::Unsupported(format!(
-            "e_ident[EI_OSABI] is {osabi}, not ELFOSABI_AMDGPU_HSA (64)"
-        )));
-    }
-    let abi = ident[EI_ABIVERSION];
-    let version = match abi {
-        0 => return Err(LoadError::Unsupported(
-            "code object V2 (EI_ABIVERSION 0) is not supported; build for code object V3, V4 or V5"
-                .to_string(),
-        )),
-        1 => 3,
-        2 => 4,
-        3 => 5,
-        other => {
-            return Err(LoadError::Unsupported(format!(
-            "e_ident[EI_ABIVERSION] {other} is not a known HSA code object version (1..3 = V3..V5)"
-        )))
-        }
-    };
-    Ok((abi, version))
+    let ident = code_object::elf::check_ident(bytes)?;
+    Ok((ident.abi_version, ident.code_object_version))
 }
 
 /// Validates the PT_LOAD program headers and returns them as segments.

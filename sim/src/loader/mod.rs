@@ -107,9 +107,10 @@ impl From<code_object::Error> for LoadError {
                 LoadError::IncompatibleIsa { code_object, agent }
             }
             E::Malformed(why) => LoadError::Invalid(why),
-            e @ (E::UnsupportedAbiVersion(_) | E::NotAmdhsa(_)) => {
-                LoadError::Unsupported(e.to_string())
-            }
+            e @ (E::UnsupportedAbiVersion(_)
+            | E::NotAmdhsa(_)
+            | E::CodeObjectV2
+            | E::UnknownAbiVersion(_)) => LoadError::Unsupported(e.to_string()),
             e => LoadError::Invalid(e.to_string()),
         }
     }
