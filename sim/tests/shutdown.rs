@@ -8,7 +8,6 @@
 
 mod common;
 use common::*;
-use std::ffi::c_void;
 
 /// Threads of this process named like the dispatcher's helpers.
 fn dispatch_workers() -> usize {
@@ -31,17 +30,7 @@ fn run_gid(image: &[u8]) {
         pool_with(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED),
         4 * n,
     );
-    let kernarg = alloc(
-        pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT),
-        64,
-    );
-    unsafe {
-        std::ptr::write(kernarg as *mut u64, out as u64);
-        assert_eq!(
-            hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void),
-            0
-        );
-    }
+    let kernarg = kernarg_segment(gpu, &[out as u64]);
     let q = queue(gpu, 64);
     let done = signal(1);
     submit(

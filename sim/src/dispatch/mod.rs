@@ -13,7 +13,7 @@
 //! One job per module:
 //! - this module: the request ([`DispatchRequest`]) and the [`Dispatcher`] that
 //!   ties the others together;
-//! - [`error`]: [`DispatchError`] and its HSA status;
+//! - `error`: [`DispatchError`] and its HSA status;
 //! - [`settings`]: the instruction budget and trace filter ([`DispatchSettings`]),
 //!   read from the environment by [`crate::config::Config`];
 //! - `pool`: the helper threads;
