@@ -203,17 +203,8 @@ impl Job {
         }
         for (w, wave) in st.waves.iter_mut().take(wg.waves).enumerate() {
             wave.reset(self.launch.vgprs, self.launch.agprs);
-            let slice: Vec<Arc<dyn MemoryRegion>> = match backing.as_ref() {
-                Some(s) => {
-                    match SubRegion::new(s.clone(), w as u64 * scratch.per_wave, scratch.per_wave) {
-                        Some(sub) => vec![Arc::new(sub)],
-                        None => {
-                            return Err(DispatchError::OutOfResources(
-                                "scratch slice outside its backing".into(),
-                            ))
-                        }
-                    }
-                }
+            let slice = match backing.as_ref() {
+                Some(b) => vec![Self::scratch_slice(b, w, &scratch)?],
                 None => Vec::new(),
             };
             // Regions found by earlier waves of this dispatch stay cached.
@@ -252,6 +243,19 @@ impl Job {
             layout.len = b.len();
         }
         (layout, backing)
+    }
+
+    /// Wave `w`'s slice of the scratch `backing`.
+    fn scratch_slice(
+        backing: &Arc<dyn MemoryRegion>,
+        w: usize,
+        layout: &ScratchLayout,
+    ) -> Result<Arc<dyn MemoryRegion>, DispatchError> {
+        SubRegion::new(backing.clone(), w as u64 * layout.per_wave, layout.per_wave)
+            .map(|sub| Arc::new(sub) as Arc<dyn MemoryRegion>)
+            .ok_or_else(|| {
+                DispatchError::OutOfResources("scratch slice outside its backing".into())
+            })
     }
 
     /// Runs the waves of one workgroup cooperatively until all ended, meeting at
