@@ -17,8 +17,9 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 use common::*;
-use hsa_runtime64::dispatch::{self, DispatchRequest};
+use hsa_runtime64::dispatch::DispatchRequest;
 use hsa_runtime64::memory::AgentMemory;
+use hsa_runtime64::runtime::Runtime;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,6 +28,8 @@ struct Kernels {
     gpu: hsa_agent_t,
     exe: hsa_executable_t,
     memory: Arc<dyn isa::GlobalMemory>,
+    /// The runtime, whose dispatcher runs the kernels.
+    rt: Arc<Runtime>,
     packet: *mut u8,
     kernarg: *mut u8,
 }
@@ -75,6 +78,7 @@ impl Kernels {
             gpu,
             exe,
             memory,
+            rt,
             packet,
             kernarg,
         }
@@ -147,7 +151,11 @@ impl Kernels {
             dispatch_id: 0,
         };
         let t0 = Instant::now();
-        let n = dispatch::run_counted(&req, &self.memory, workers).map_err(|e| e.to_string())?;
+        let n = self
+            .rt
+            .dispatcher
+            .dispatch_counted(&req, &self.memory, workers)
+            .map_err(|e| e.to_string())?;
         Ok((t0.elapsed().as_secs_f64(), n))
     }
 }

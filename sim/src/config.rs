@@ -6,10 +6,15 @@
 //! | `HSA_SIM_COMPUTE_UNITS` | compute units each GPU reports | 110 (an MI250X GCD) |
 //! | `HSA_SIM_DEVICE_MEMORY` | bytes of device memory per GPU (suffix K, M, G, T allowed) | 64G |
 //! | `HSA_SIM_WORKERS` | host threads that run the workgroups of one dispatch | host cores |
+//! | `HSA_SIM_MAX_WAVE_INSTRUCTIONS` | instructions a wave may execute before it is stopped as runaway | 10^10 |
+//! | `HSA_SIM_TRACE` | `all`, or a comma-separated list of linear workgroup ids whose instructions are printed | off |
 //!
-//! Read elsewhere: `HSA_SIM_MAX_WAVE_INSTRUCTIONS` and `HSA_SIM_TRACE` by the
-//! dispatcher ([`crate::dispatch`]), `HSA_SIM_DEBUG` / `LIBOMPTARGET_DEBUG` /
-//! `RUST_LOG` by [`crate::init_logging`].
+//! The last two configure the runtime's dispatcher
+//! ([`crate::dispatch::DispatchSettings`]). Read elsewhere: `HSA_SIM_DEBUG` /
+//! `LIBOMPTARGET_DEBUG` / `RUST_LOG` by [`crate::init_logging`], before any
+//! configuration exists.
+
+use crate::dispatch::{DispatchSettings, TraceFilter, DEFAULT_MAX_WAVE_INSTRUCTIONS};
 
 /// The virtual device's configuration.
 #[derive(Clone, Debug)]
@@ -22,6 +27,8 @@ pub struct Config {
     pub device_memory: u64,
     /// Host worker threads per dispatch.
     pub workers: usize,
+    /// Instruction budget and trace filter of the dispatcher.
+    pub dispatch: DispatchSettings,
 }
 
 /// Parses a byte size such as `64G`, `512M`, `4096`.
@@ -75,6 +82,14 @@ impl Config {
             workers: env_parse::<usize>("HSA_SIM_WORKERS")
                 .filter(|&n| n > 0)
                 .unwrap_or(host_cores),
+            dispatch: DispatchSettings {
+                max_wave_instructions: env_parse::<u64>("HSA_SIM_MAX_WAVE_INSTRUCTIONS")
+                    .filter(|&n| n > 0)
+                    .unwrap_or(DEFAULT_MAX_WAVE_INSTRUCTIONS),
+                trace: std::env::var("HSA_SIM_TRACE")
+                    .map(|v| TraceFilter::parse(&v))
+                    .unwrap_or_default(),
+            },
         }
     }
 }

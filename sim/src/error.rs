@@ -69,9 +69,26 @@ pub enum SimError {
     /// `HSA_STATUS_ERROR_INVALID_RUNTIME_STATE`.
     #[error("invalid runtime state: {0}")]
     InvalidRuntimeState(String),
-    /// `HSA_STATUS_ERROR` (unspecified failure).
-    #[error("{0}")]
-    Other(String),
+    /// `HSA_STATUS_ERROR`: `hsa_queue_create` on an agent that is not a kernel
+    /// agent (the CPU agent), as ROCr answers.
+    #[error("queues can only be created on a GPU agent (agent {0:#x} is not one)")]
+    QueueOnNonKernelAgent(u64),
+    /// `HSA_STATUS_ERROR`: `hsa_amd_agents_allow_access` on an address that is
+    /// not the base of a runtime allocation.
+    #[error("{0:#x} is not the base of a runtime allocation")]
+    NotAllocationBase(u64),
+    /// `HSA_STATUS_ERROR`: an async copy with no GPU agent's copy engine to run it.
+    #[error("no GPU agent to run the copy")]
+    NoCopyEngine,
+    /// `HSA_STATUS_ERROR`: `hsa_system_get_major_extension_table` for an
+    /// extension the virtual device has no function table for.
+    #[error("extension {extension:#x} version {version_major} has no function table in the virtual device")]
+    NoExtensionTable {
+        /// The extension id (`HSA_EXTENSION_*`).
+        extension: u16,
+        /// The major version asked for.
+        version_major: u16,
+    },
     /// A status passed through unchanged (an iteration callback's result).
     #[error("callback returned status {0:#x}")]
     Callback(hsa_status_t),
@@ -101,7 +118,10 @@ impl SimError {
             SimError::VariableUndefined(_) => HSA_STATUS_ERROR_VARIABLE_UNDEFINED,
             SimError::VariableAlreadyDefined(_) => HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED,
             SimError::InvalidRuntimeState(_) => HSA_STATUS_ERROR_INVALID_RUNTIME_STATE,
-            SimError::Other(_) => HSA_STATUS_ERROR,
+            SimError::QueueOnNonKernelAgent(_)
+            | SimError::NotAllocationBase(_)
+            | SimError::NoCopyEngine
+            | SimError::NoExtensionTable { .. } => HSA_STATUS_ERROR,
             SimError::Callback(s) => *s,
         }
     }

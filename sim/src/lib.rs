@@ -7,13 +7,16 @@
 //!   at compile time against the prototype generated from `include/`);
 //! - [`runtime`]: the global state between `hsa_init` and `hsa_shut_down`;
 //! - [`agent`], [`memory`], [`signal`], [`queue`], [`copy`], [`executable`],
-//!   [`loader`], [`dispatch`]: one module per HSA concept;
+//!   [`loader`]: one module per HSA concept;
+//! - [`aql`]: AQL packets, parsed and checked once for the packet processor;
+//! - [`dispatch`]: running a kernel dispatch on the ISA engine;
 //! - the `isa` crate: decoding and executing gfx90a instructions.
 //!
 //! Settings come from the environment (see [`config`]).
 
 pub mod agent;
 pub mod api;
+pub mod aql;
 pub mod config;
 pub mod copy;
 pub mod dispatch;

@@ -8,6 +8,8 @@
 //!
 //! 1. It waits until the write index passes the read index and the slot's
 //!    header is no longer INVALID. A store to the doorbell signal wakes it.
+//!    It copies the slot out of the ring and [`crate::aql`] parses and checks
+//!    it.
 //! 2. KERNEL_DISPATCH runs the kernel to completion on the dispatcher;
 //!    BARRIER_AND / BARRIER_OR wait (sleeping) until their dependency signals
 //!    are observed at 0, all of them or any of them. Later packets never
@@ -20,6 +22,7 @@
 //! queue's error callback) and consumes nothing more. The completion signal
 //! of the failed packet is left untouched, as ROCr does.
 
+use crate::aql::{self, Barrier, KernelDispatch, Packet};
 use crate::dispatch::{DispatchError, DispatchRequest};
 use crate::error::{SimError, SimResult};
 use crate::memory::{AgentMemory, AllocKind, Allocation};
@@ -231,8 +234,8 @@ impl Queue {
         self.stopping.store(true, Ordering::Release);
         self.notifier.notify();
         if let Some(t) = self.thread.lock().take() {
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
+            if t.thread().id() != std::thread::current().id() && t.join().is_err() {
+                log::error!("the packet processor of queue {} panicked", self.id);
             }
         }
         self.doorbell.remove_observer(&self.notifier);
@@ -301,7 +304,7 @@ fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::Glob
             continue;
         }
         let header = q.header(read).load(Ordering::Acquire);
-        if header & 0xff == HSA_PACKET_TYPE_INVALID as u16 {
+        if aql::is_invalid(header) {
             // Reserved but not yet published: the client rings the doorbell after
             // writing the header; poll gently in case it does not.
             q.notifier
@@ -310,20 +313,26 @@ fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::Glob
         }
         let Some(rt) = rt.upgrade() else { return };
         let slot = q.slot(read);
-        let outcome = match u32::from(header & 0xff) {
-            HSA_PACKET_TYPE_KERNEL_DISPATCH => run_kernel(q, &rt, memory, slot, read),
-            HSA_PACKET_TYPE_BARRIER_AND => run_barrier(q, &rt, slot, true),
-            HSA_PACKET_TYPE_BARRIER_OR => run_barrier(q, &rt, slot, false),
-            other => Outcome::Failed(
-                HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
-                format!("packet {read} has unsupported type {other}"),
-                None,
+        // SAFETY: the slot is 64 bytes inside the ring, 64-byte aligned; the client
+        // published it (header no longer INVALID, loaded with acquire) and does not
+        // touch it until the read index passes it.
+        let bytes = unsafe { std::ptr::read_volatile(slot as *const [u8; aql::PACKET_BYTES]) };
+        let (outcome, completion) = match Packet::parse(&bytes) {
+            Ok(packet) => {
+                let outcome = match &packet {
+                    Packet::KernelDispatch(k) => run_kernel(q, &rt, memory, k, slot as u64, read),
+                    Packet::BarrierAnd(b) => run_barrier(q, &rt, b, true),
+                    Packet::BarrierOr(b) => run_barrier(q, &rt, b, false),
+                };
+                (outcome, packet.completion_signal())
+            }
+            Err(e) => (
+                Outcome::Failed(e.hsa_status(), format!("packet {read}: {e}"), None),
+                0,
             ),
         };
         match outcome {
             Outcome::Done => {
-                // SAFETY: completion_signal is the u64 at offset 56 of every AQL packet.
-                let completion = unsafe { std::ptr::read_volatile(slot.add(56) as *const u64) };
                 std::sync::atomic::fence(Ordering::Release);
                 q.header(read).store(CONSUMED_HEADER, Ordering::Release);
                 q.read_index().store(read + 1, Ordering::Release);
@@ -362,14 +371,11 @@ pub fn memory_fault_event(agent: usize, address: u64, reason: u32) -> hsa_amd_ev
     event
 }
 
-fn run_barrier(q: &Queue, rt: &Runtime, slot: *mut u8, and: bool) -> Outcome {
+/// Waits until the dependencies of `barrier` are observed at 0, all of them
+/// (`and`) or any of them.
+fn run_barrier(q: &Queue, rt: &Runtime, barrier: &Barrier, and: bool) -> Outcome {
     let mut deps = Vec::new();
-    for k in 0..5 {
-        // SAFETY: dep_signal[k] is the u64 at offset 8 + 8k of the 64-byte barrier packet.
-        let h = unsafe { std::ptr::read_volatile(slot.add(8 + 8 * k) as *const u64) };
-        if h == 0 {
-            continue;
-        }
+    for (k, h) in barrier.dependencies() {
         match rt.signals.get(h) {
             Some(s) => deps.push(s),
             None => {
@@ -382,17 +388,8 @@ fn run_barrier(q: &Queue, rt: &Runtime, slot: *mut u8, and: bool) -> Outcome {
         }
     }
     if deps.is_empty() {
-        // AND over no dependency holds; OR over none never does (HSA spec), but
-        // waiting forever would hang the queue: report it instead.
-        return if and {
-            Outcome::Done
-        } else {
-            Outcome::Failed(
-                HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
-                "barrier-OR packet without any dependency signal can never complete".into(),
-                None,
-            )
-        };
+        // AND over no dependency holds (an OR without one is rejected by the parser).
+        return Outcome::Done;
     }
     for d in &deps {
         d.add_observer(&q.notifier);
@@ -442,68 +439,21 @@ fn run_kernel(
     q: &Queue,
     rt: &Runtime,
     memory: &Arc<dyn isa::GlobalMemory>,
-    slot: *mut u8,
+    packet: &KernelDispatch,
+    packet_address: u64,
     index: u64,
 ) -> Outcome {
-    // SAFETY: the slot is 64 bytes inside the ring, 64-byte aligned; the client
-    // published it (header no longer INVALID) and does not touch it until the
-    // read index passes it.
-    let p: hsa_kernel_dispatch_packet_t =
-        unsafe { std::ptr::read_volatile(slot as *const hsa_kernel_dispatch_packet_t) };
-    let dims = u32::from(p.setup & 0x3);
-    let wg = [
-        u32::from(p.workgroup_size_x),
-        u32::from(p.workgroup_size_y),
-        u32::from(p.workgroup_size_z),
-    ];
-    let grid = [p.grid_size_x, p.grid_size_y, p.grid_size_z];
-    let bad = if !(1..=3).contains(&dims) {
-        Some(format!("dimensions {dims} not in 1..3"))
-    } else if wg.contains(&0) || grid.contains(&0) {
-        Some(format!(
-            "zero workgroup or grid size (workgroup {wg:?}, grid {grid:?})"
-        ))
-    } else if wg.iter().map(|&x| u64::from(x)).product::<u64>() > 1024 {
-        Some(format!("workgroup of {wg:?} work-items exceeds 1024"))
-    } else if p.kernel_object == 0 {
-        Some("kernel_object is 0".into())
-    } else if p.group_segment_size > 65536 {
-        Some(format!(
-            "group segment of {} bytes exceeds the 64 KiB of LDS",
-            p.group_segment_size
-        ))
-    } else {
-        None
-    };
-    if let Some(why) = bad {
-        return Outcome::Failed(
-            HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
-            format!("malformed kernel dispatch packet {index}: {why}"),
-            None,
-        );
-    }
-    let req = DispatchRequest {
-        workgroup_size: wg,
-        grid_size: grid,
-        dimensions: dims,
-        private_segment_size: p.private_segment_size,
-        group_segment_size: p.group_segment_size,
-        kernel_object: p.kernel_object,
-        kernarg_address: p.kernarg_address as u64,
-        packet_address: slot as u64,
-        queue_address: q.address(),
-        dispatch_id: index,
-    };
+    let req = DispatchRequest::from_packet(packet, packet_address, q.address(), index);
     let profiling = q.profiling.load(Ordering::Acquire);
     let start = timestamp_ns();
     rt.dispatches.fetch_add(1, Ordering::Relaxed);
     std::sync::atomic::fence(Ordering::Acquire);
-    let result = crate::dispatch::run(&req, memory, rt.config.workers);
+    let result = rt.dispatcher.dispatch(&req, memory, rt.config.workers);
     let end = timestamp_ns();
     match result {
         Ok(()) => {
-            if profiling && p.completion_signal.handle != 0 {
-                if let Some(s) = rt.signals.get(p.completion_signal.handle) {
+            if profiling && packet.completion_signal != 0 {
+                if let Some(s) = rt.signals.get(packet.completion_signal) {
                     s.set_dispatch_times(start, end);
                 }
             }

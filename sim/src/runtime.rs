@@ -4,6 +4,7 @@
 use crate::agent::{Agent, AgentKind};
 use crate::config::Config;
 use crate::copy::CopyEngine;
+use crate::dispatch::Dispatcher;
 use crate::error::{SimError, SimResult};
 use crate::executable::{CodeObjectReader, Executable, ExecutableSymbol};
 use crate::handles::HandleTable;
@@ -68,6 +69,9 @@ pub struct Runtime {
     pub next_queue_id: AtomicU64,
     /// Dispatches started (for diagnostics).
     pub dispatches: AtomicUsize,
+    /// Runs the kernel dispatches of every queue: built from `config` at
+    /// `hsa_init`, its helper threads joined at the last `hsa_shut_down`.
+    pub dispatcher: Dispatcher,
 }
 
 static STATE: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
@@ -196,6 +200,7 @@ impl Runtime {
                 AgentKind::Cpu => None,
             });
         }
+        let dispatcher = Dispatcher::with_settings(config.dispatch.clone());
         Ok(Runtime {
             config,
             agents,
@@ -212,6 +217,7 @@ impl Runtime {
             copy_engines,
             next_queue_id: AtomicU64::new(0),
             dispatches: AtomicUsize::new(0),
+            dispatcher,
         })
     }
 
@@ -288,6 +294,8 @@ impl Runtime {
         for q in queues {
             q.stop();
         }
+        // No queue dispatches any more.
+        self.dispatcher.shutdown();
         for ce in self.copy_engines.iter().flatten() {
             ce.shutdown();
         }

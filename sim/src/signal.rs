@@ -3,11 +3,13 @@
 //!
 //! A [`Signal`] is a 64-bit atomic value plus a way to sleep until it changes.
 //! The value lives at offset 8 of a heap-allocated, 64-byte, 64-aligned block
-//! shaped like ROCr's `amd_signal_t`, whose address is handed to device code
-//! (the doorbell of a queue, a packet's completion signal as seen by the
-//! packet processor). The `hsa_signal_t` handle clients hold is not that
-//! address: it comes from the runtime's signal handle table
-//! (`crate::handles`).
+//! laid out like ROCr's `amd_signal_t`, at an address that is stable for the
+//! signal's lifetime ([`Signal::amd_signal_address`]). Nothing hands that
+//! address out: every `hsa_signal_t` handle (the one a client holds, a
+//! queue's `doorbell_signal`, a packet's completion and dependency signals)
+//! is an entry of the runtime's signal handle table (`crate::handles`), and
+//! the runtime and the packet processor reach the signal by looking the
+//! handle up there.
 //!
 //! # How waiting works
 //!
@@ -314,9 +316,9 @@ const _: () = {
 ///
 /// The 64-bit value lives inside a 64-byte, 64-aligned `amd_signal_t`-shaped
 /// block (kind i64 @0 = 1 (USER), value i64 @8, start_ts u64 @32, end_ts u64
-/// @40, queue_ptr @48 = 0) so that [`Signal::amd_signal_address`] can be
-/// handed to device code; the block is heap-allocated and never moves while
-/// the `Signal` lives.
+/// @40, queue_ptr @48 = 0), the layout ROCr gives a signal in memory; the
+/// block is heap-allocated and never moves while the `Signal` lives. Clients
+/// name the signal by its handle-table handle, not by the block's address.
 ///
 /// Every value-changing operation wakes the threads in [`Signal::wait`] and
 /// notifies the registered observers.
@@ -365,8 +367,8 @@ impl Signal {
     }
 
     /// Host address of the `amd_signal_t` block (64-aligned, non-zero, stable
-    /// for the signal's lifetime); the value is at this address + 8. What
-    /// device code sees; the client's `hsa_signal_t` handle comes from the
+    /// for the signal's lifetime); the value is at this address + 8. For
+    /// diagnostics and layout checks: `hsa_signal_t` handles come from the
     /// signal handle table instead.
     pub fn amd_signal_address(&self) -> u64 {
         let block: &AmdSignalBlock = &self.block;

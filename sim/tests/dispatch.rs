@@ -1,14 +1,22 @@
 //! Dispatch tests: kernels assembled (or compiled) at test time with clang-16 for
 //! gfx90a, linked with ld.lld-16, placed in a Vec-backed test memory and run through
-//! `sim::dispatch`. Expected values are computed here from the kernels' definitions.
+//! `sim::dispatch::Dispatcher`. Expected values are computed here from the kernels' definitions.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use hsa_runtime64::dispatch::{self, DispatchError, DispatchRequest, Dispatcher};
+use hsa_runtime64::config::Config;
+use hsa_runtime64::dispatch::{DispatchError, DispatchRequest, Dispatcher};
 use isa::{Fault, GlobalMemory, HostRegion, MemoryRegion};
 use object::{Object, ObjectSegment, ObjectSymbol};
+
+/// The dispatcher of the tests that need no other: these tests run without an
+/// HSA runtime (which owns one of its own), configured from the environment.
+fn dispatcher() -> &'static Dispatcher {
+    static D: OnceLock<Dispatcher> = OnceLock::new();
+    D.get_or_init(|| Dispatcher::with_settings(Config::from_env().dispatch))
+}
 
 /// A test-only global memory: a list of host regions.
 #[derive(Default)]
@@ -190,9 +198,13 @@ fn empty_kernel_over_a_multi_workgroup_grid() {
     let co = asm_kernels(&mem);
     // 37 workgroups of 64 and a partial one.
     let req = request(&co, "empty", &mem, 64, 64 * 37 + 5, &[], 0);
-    dispatch::run(&req, &g, 2).expect("empty kernel runs");
+    dispatcher()
+        .dispatch(&req, &g, 2)
+        .expect("empty kernel runs");
     // Again, on the cached program.
-    dispatch::run(&req, &g, 1).expect("empty kernel runs twice");
+    dispatcher()
+        .dispatch(&req, &g, 1)
+        .expect("empty kernel runs twice");
 }
 
 /// Runs `gid` over `grid` items in workgroups of `wg` and checks every element and
@@ -212,7 +224,9 @@ fn check_gid(workers: usize, wg: u32, grid: u32) {
         &out.device_base().to_le_bytes(),
         0,
     );
-    dispatch::run(&req, &g, workers).expect("gid kernel runs");
+    dispatcher()
+        .dispatch(&req, &g, workers)
+        .expect("gid kernel runs");
     let v = read_u32s(&out, n);
     for (i, x) in v.iter().enumerate() {
         let want = if i < grid as usize {
@@ -236,7 +250,7 @@ fn store_outside_every_region_is_a_memory_fault() {
     let (mem, g) = memory();
     let co = asm_kernels(&mem);
     let req = request(&co, "bad_store", &mem, 64, 128, &[], 0);
-    let err = dispatch::run(&req, &g, 1).expect_err("must fault");
+    let err = dispatcher().dispatch(&req, &g, 1).expect_err("must fault");
     assert_eq!(err.hsa_status(), 43, "{err}");
     assert_eq!(err.fault_address(), Some(0x1230), "{err}");
     let (fault, site) = err.fault().unwrap();
@@ -260,7 +274,7 @@ fn s_trap_reports_the_trap_and_its_pc() {
     let (mem, g) = memory();
     let co = asm_kernels(&mem);
     let req = request(&co, "trap", &mem, 64, 64, &[], 0);
-    let err = dispatch::run(&req, &g, 1).expect_err("must trap");
+    let err = dispatcher().dispatch(&req, &g, 1).expect_err("must trap");
     assert_eq!(err.hsa_status(), 0x1016);
     let pc = co.addr("trap") + 4;
     assert_eq!(err.fault().unwrap().0, &Fault::Trap { pc, trap_id: 2 });
@@ -273,7 +287,7 @@ fn unexecutable_instruction_names_itself_and_its_pc() {
     let (mem, g) = memory();
     let co = asm_kernels(&mem);
     let req = request(&co, "illegal", &mem, 64, 64, &[], 0);
-    let err = dispatch::run(&req, &g, 1).expect_err("must stop");
+    let err = dispatcher().dispatch(&req, &g, 1).expect_err("must stop");
     assert_eq!(err.hsa_status(), 42);
     let pc = co.addr("illegal") + 4;
     assert_eq!(err.fault().unwrap().0.pc(), pc);
@@ -345,7 +359,7 @@ fn clang_compiled_opencl_kernel_writes_global_ids() {
     ka.resize(64, 0);
     // Round the grid up as OpenCL does; the kernel masks with `gid < n`.
     let req = request(&co, "wr", &mem, 128, 896, &ka, 0);
-    dispatch::run(&req, &g, 2).expect("wr runs");
+    dispatcher().dispatch(&req, &g, 2).expect("wr runs");
     let v = read_u32s(&out, 1024);
     for (i, x) in v.iter().enumerate() {
         let want = if i < n as usize { 3 * i as u32 + 1 } else { 0 };
@@ -360,12 +374,12 @@ fn malformed_requests_are_rejected() {
     let mut req = request(&co, "empty", &mem, 64, 64, &[], 0);
     req.workgroup_size = [2048, 1, 1];
     assert!(matches!(
-        dispatch::run(&req, &g, 1),
+        dispatcher().dispatch(&req, &g, 1),
         Err(DispatchError::InvalidRequest(_))
     ));
     let mut req = request(&co, "empty", &mem, 64, 64, &[], 0);
     req.kernel_object = 0x40;
-    let err = dispatch::run(&req, &g, 1).unwrap_err();
+    let err = dispatcher().dispatch(&req, &g, 1).unwrap_err();
     assert!(
         matches!(err, DispatchError::InvalidKernelObject { .. }),
         "{err}"
@@ -403,7 +417,9 @@ fn clang_kernel_with_a_private_array_uses_scratch() {
     let mut req = request(&co, "stack", &mem, 128, 256, &ka, 0);
     req.private_segment_size = private;
     for workers in [1, 2] {
-        dispatch::run(&req, &g, workers).expect("stack runs");
+        dispatcher()
+            .dispatch(&req, &g, workers)
+            .expect("stack runs");
         let v = read_u32s(&out, 256);
         for (i, x) in v.iter().enumerate() {
             let lid = (i % 128) as u32;

@@ -10,7 +10,6 @@
 
 mod common;
 use common::*;
-use std::ffi::c_void;
 
 #[cfg(target_arch = "x86_64")]
 fn set_ftz_daz() {
@@ -41,17 +40,7 @@ fn kernels_keep_denormals_when_the_client_flushes_them() {
         pool_with(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED),
         4096,
     );
-    let kernarg = alloc(
-        pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT),
-        64,
-    );
-    unsafe {
-        std::ptr::write(kernarg as *mut u64, out as u64);
-        assert_eq!(
-            hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void),
-            0
-        );
-    }
+    let kernarg = kernarg_segment(gpu, &[out as u64]);
     let q = queue(gpu, 64);
     let done = signal(1);
     submit(q, dispatch_packet(&k, 64, 64, kernarg, done), KERNEL_HEADER);

@@ -314,12 +314,10 @@ pub unsafe extern "C" fn hsa_amd_agents_allow_access(
         // SAFETY: the caller passes num_agents handles.
         let list = unsafe { std::slice::from_raw_parts(agents, num_agents as usize) };
         let mask = agent_mask(&rt, list)?;
-        let a = rt.memory.by_base(ptr as u64).ok_or_else(|| {
-            SimError::Other(format!(
-                "{:#x} is not the base of a runtime allocation",
-                ptr as u64
-            ))
-        })?;
+        let a = rt
+            .memory
+            .by_base(ptr as u64)
+            .ok_or(SimError::NotAllocationBase(ptr as u64))?;
         a.allow(mask);
         Ok(())
     })
@@ -655,8 +653,7 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
             .get(engine_agent)
             .and_then(|e| e.as_ref())
             .or_else(|| rt.copy_engines.iter().flatten().next());
-        let engine =
-            engine.ok_or_else(|| SimError::Other("no GPU agent to run the copy".into()))?;
+        let engine = engine.ok_or(SimError::NoCopyEngine)?;
         engine.submit(CopyJob {
             dst: dst as u64,
             src: src as u64,

@@ -21,7 +21,9 @@ check_signature!(
 );
 
 /// `hsa_queue_create`: an AQL queue of `size` packets (a power of two in
-/// 64..=131072) on a GPU agent, with its packet processor running.
+/// 64..=131072) on a GPU agent, with its packet processor running. The
+/// private and group segment size hints are ignored: every dispatch gets the
+/// scratch and LDS its packet asks for.
 ///
 /// # Safety
 /// `queue` must be writable; `callback` must be callable with `data` from another thread.
@@ -32,11 +34,10 @@ pub unsafe extern "C" fn hsa_queue_create(
     type_: hsa_queue_type32_t,
     callback: Option<QueueCallback>,
     data: *mut c_void,
-    private_segment_size: u32,
-    group_segment_size: u32,
+    _private_segment_size: u32,
+    _group_segment_size: u32,
     queue: *mut *mut hsa_queue_t,
 ) -> hsa_status_t {
-    let _ = (private_segment_size, group_segment_size);
     boundary("hsa_queue_create", || {
         let rt = runtime()?;
         non_null(queue, "queue")?;
@@ -50,9 +51,7 @@ pub unsafe extern "C" fn hsa_queue_create(
         }
         let a = rt.agent(agent.handle)?;
         if a.kind != AgentKind::Gpu {
-            return Err(SimError::Other(
-                "queues can only be created on a GPU agent".into(),
-            ));
+            return Err(SimError::QueueOnNonKernelAgent(agent.handle));
         }
         if size > 131072 {
             return Err(SimError::OutOfResources(format!(
@@ -242,8 +241,7 @@ pub unsafe extern "C" fn hsa_amd_profiling_set_profiler_enabled(
 
 /// `hsa_amd_profiling_async_copy_enable`: accepted (copies are not timed).
 #[no_mangle]
-pub extern "C" fn hsa_amd_profiling_async_copy_enable(enable: bool) -> hsa_status_t {
-    let _ = enable;
+pub extern "C" fn hsa_amd_profiling_async_copy_enable(_enable: bool) -> hsa_status_t {
     boundary("hsa_amd_profiling_async_copy_enable", || {
         runtime().map(|_| ())
     })

@@ -176,9 +176,10 @@ pub unsafe extern "C" fn hsa_system_get_major_extension_table(
         if table_length == 0 {
             return Err(SimError::arg("table_length is 0"));
         }
-        Err(SimError::Other(format!(
-            "extension {extension:#x} version {version_major} has no function table in the virtual device"
-        )))
+        Err(SimError::NoExtensionTable {
+            extension,
+            version_major,
+        })
     })
 }
 

@@ -105,6 +105,23 @@ pub fn alloc(pool: hsa_amd_memory_pool_t, size: usize) -> *mut u8 {
     p as *mut u8
 }
 
+/// A kernarg segment holding `args` (8 bytes each, padded to 64 bytes) in the
+/// CPU agent's kernarg pool, made accessible to `gpu`.
+pub fn kernarg_segment(gpu: hsa_agent_t, args: &[u64]) -> *mut u8 {
+    let kernarg = alloc(
+        pool_with(cpu(), HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT),
+        (8 * args.len()).max(64),
+    );
+    for (i, a) in args.iter().enumerate() {
+        unsafe { std::ptr::write((kernarg as *mut u64).add(i), *a) };
+    }
+    assert_eq!(
+        unsafe { hsa_amd_agents_allow_access(1, &gpu, std::ptr::null(), kernarg as *const c_void) },
+        HSA_STATUS_SUCCESS
+    );
+    kernarg
+}
+
 pub fn signal(v: i64) -> hsa_signal_t {
     let mut s = hsa_signal_t { handle: 0 };
     assert_eq!(

@@ -1,0 +1,118 @@
+//! Why a dispatch failed, where in the grid, and the HSA status each failure
+//! is reported with.
+//!
+//! This module owns [`DispatchError`], [`FaultSite`] and the mapping of ISA
+//! faults onto `hsa_status_t` (launch fact sheet section 13), using the status
+//! constants of `hsa-sys`.
+
+use hsa_sys::{
+    hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_ERROR_EXCEPTION,
+    HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION, HSA_STATUS_ERROR_INVALID_ARGUMENT,
+    HSA_STATUS_ERROR_INVALID_CODE_OBJECT, HSA_STATUS_ERROR_MEMORY_FAULT,
+    HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+};
+use isa::Fault;
+
+use crate::aql::InvalidGeometry;
+
+/// Where in the grid a fault happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultSite {
+    /// Workgroup id (x, y, z).
+    pub workgroup: [u32; 3],
+    /// Wave index inside the workgroup.
+    pub wave: u32,
+    /// Lane of a vector memory fault, if known.
+    pub lane: Option<u32>,
+}
+
+/// Why a dispatch failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DispatchError {
+    /// A wave faulted.
+    #[error("workgroup ({}, {}, {}) wave {}{}: {fault}", site.workgroup[0], site.workgroup[1], site.workgroup[2], site.wave, site.lane.map(|l| format!(" lane {l}")).unwrap_or_default())]
+    Fault {
+        /// The fault.
+        fault: Fault,
+        /// Where it happened.
+        site: FaultSite,
+    },
+    /// The kernel object is not a readable kernel descriptor, or its entry point is
+    /// not in memory.
+    #[error("invalid kernel object at {address:#x}: {reason}")]
+    InvalidKernelObject {
+        /// The packet's kernel_object.
+        address: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The request's shape breaks gfx90a's limits (zero sizes, too large a
+    /// workgroup or LDS; the rule of [`crate::aql::Geometry::check`]).
+    #[error("invalid dispatch: {0}")]
+    InvalidRequest(InvalidGeometry),
+    /// Host memory for scratch could not be provided.
+    #[error("out of resources: {0}")]
+    OutOfResources(String),
+}
+
+impl DispatchError {
+    /// The HSA status to report for this error: `HSA_STATUS_ERROR_MEMORY_FAULT` (43)
+    /// for memory faults, `HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION` (42) for illegal or
+    /// unsupported instructions and bad PCs, `HSA_STATUS_ERROR_EXCEPTION` (0x1016) for
+    /// `s_trap`, `HSA_STATUS_ERROR_INVALID_CODE_OBJECT` (0x1010) for a bad kernel
+    /// object, `HSA_STATUS_ERROR_INVALID_ARGUMENT` for a malformed request,
+    /// `HSA_STATUS_ERROR_OUT_OF_RESOURCES`, and `HSA_STATUS_ERROR` (0x1000) for the
+    /// instruction budget.
+    pub fn hsa_status(&self) -> hsa_status_t {
+        match self {
+            DispatchError::Fault { fault, .. } => match fault {
+                Fault::Memory { .. }
+                | Fault::MisalignedAtomic { .. }
+                | Fault::LdsOutOfRange { .. } => HSA_STATUS_ERROR_MEMORY_FAULT,
+                Fault::Unsupported { .. } | Fault::Illegal(_) | Fault::BadPc { .. } => {
+                    HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION
+                }
+                Fault::Trap { .. } => HSA_STATUS_ERROR_EXCEPTION,
+                Fault::InstructionLimit { .. } | Fault::Aborted { .. } => HSA_STATUS_ERROR,
+            },
+            DispatchError::InvalidKernelObject { .. } => HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
+            DispatchError::InvalidRequest(_) => HSA_STATUS_ERROR_INVALID_ARGUMENT,
+            DispatchError::OutOfResources(_) => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+        }
+    }
+
+    /// The faulting device address of a memory fault (global address; LDS offset for
+    /// LDS faults).
+    pub fn fault_address(&self) -> Option<u64> {
+        match self {
+            DispatchError::Fault { fault, .. } => match fault {
+                Fault::Memory { address, .. } | Fault::MisalignedAtomic { address, .. } => {
+                    Some(*address)
+                }
+                Fault::LdsOutOfRange { offset, .. } => Some(*offset),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The fault and its site, for wave faults.
+    pub fn fault(&self) -> Option<(&Fault, &FaultSite)> {
+        match self {
+            DispatchError::Fault { fault, site } => Some((fault, site)),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a wave stopped because another wave faulted first (not
+    /// news next to that first fault).
+    pub(super) fn is_abort(&self) -> bool {
+        matches!(
+            self,
+            DispatchError::Fault {
+                fault: Fault::Aborted { .. },
+                ..
+            }
+        )
+    }
+}

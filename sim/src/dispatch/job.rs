@@ -1,0 +1,336 @@
+//! One dispatch in flight: its checked request, its decoded program, and the
+//! running of its workgroups.
+//!
+//! This module owns [`Job`]: reading the kernel descriptor and checking the
+//! request ([`Job::prepare`]), handing out workgroups in id order to the
+//! threads that work on it, giving each workgroup its resources (a zero-filled
+//! LDS of `group_segment_size` bytes, a scratch backing sliced per wave, the
+//! waves themselves, all reused from one workgroup to the next through
+//! [`WorkerStates`]), running the waves of a workgroup cooperatively on one
+//! thread until they meet at `s_barrier` or end, and keeping the first fault.
+//! The initial register state of each wave is [`super::wave_setup`]'s.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use isa::memory::{read_dwords, HostRegion, MemoryRegion, SubRegion};
+use isa::{Apertures, Fault, GlobalMemory, Program, Wave, WaveContext, WaveExit};
+
+use super::pool::Crew;
+use super::programs::ProgramCache;
+use super::settings::{DispatchSettings, TraceFilter};
+use super::wave_setup::{KernelLaunch, ScratchLayout, WorkgroupShape};
+use super::{DispatchError, DispatchRequest, FaultSite};
+use crate::loader::KernelDescriptor;
+
+/// Instructions a wave may run before it yields to the other waves of its
+/// workgroup at a backward branch (fair scheduling of spin loops).
+const YIELD_SLICE: u64 = 20_000;
+/// Dwords of a kernel descriptor (64 bytes).
+const DESCRIPTOR_DWORDS: usize = 16;
+
+/// Reusable per-worker resources: wave objects, the LDS buffer and scratch backing.
+#[derive(Default)]
+struct WorkerState {
+    waves: Vec<Wave>,
+    lds: Vec<u8>,
+    scratch: Option<Arc<HostRegion>>,
+}
+
+/// The per-worker resources not in use, kept between dispatches.
+#[derive(Default)]
+pub(super) struct WorkerStates(Mutex<Vec<WorkerState>>);
+
+/// One dispatch in flight.
+pub(super) struct Job {
+    req: DispatchRequest,
+    memory: Arc<dyn GlobalMemory>,
+    /// Keeps the code region alive for the whole dispatch.
+    _code: Arc<dyn MemoryRegion>,
+    program: Arc<Program>,
+    launch: KernelLaunch,
+    grid_wgs: [u32; 3],
+    total_workgroups: u64,
+    next: AtomicU64,
+    /// Wave-instructions executed by the finished workgroups.
+    instructions: AtomicU64,
+    stop: AtomicBool,
+    error: Mutex<Option<DispatchError>>,
+    crew: Crew,
+    states: Arc<WorkerStates>,
+    max_instructions: u64,
+    trace: TraceFilter,
+}
+
+impl Job {
+    /// Checks the request, reads the descriptor and finds (or decodes) the program.
+    ///
+    /// # Errors
+    /// `InvalidRequest` for a shape gfx90a cannot run, `InvalidKernelObject` for a
+    /// descriptor or entry point that is not in memory or not valid.
+    pub(super) fn prepare(
+        req: &DispatchRequest,
+        memory: &Arc<dyn GlobalMemory>,
+        programs: &ProgramCache,
+        settings: &DispatchSettings,
+        states: Arc<WorkerStates>,
+    ) -> Result<Job, DispatchError> {
+        req.geometry()
+            .check()
+            .map_err(DispatchError::InvalidRequest)?;
+        let bad_kd = |reason: String| DispatchError::InvalidKernelObject {
+            address: req.kernel_object,
+            reason,
+        };
+        let mut kd_words = [0u32; DESCRIPTOR_DWORDS];
+        read_dwords(memory.as_ref(), req.kernel_object, &mut kd_words)
+            .map_err(|e| bad_kd(format!("descriptor not readable: {e}")))?;
+        let kd_bytes: Vec<u8> = kd_words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let kd = KernelDescriptor::parse(&kd_bytes).map_err(|e| bad_kd(e.to_string()))?;
+        let entry = kd
+            .entry_address(req.kernel_object)
+            .ok_or_else(|| bad_kd("entry offset overflows".into()))?;
+        let region = memory
+            .region(entry)
+            .ok_or_else(|| bad_kd(format!("entry point {entry:#x} is not in device memory")))?;
+        let program = programs.program_for(&region);
+        let grid_wgs: [u32; 3] =
+            std::array::from_fn(|d| req.grid_size[d].div_ceil(req.workgroup_size[d]));
+        Ok(Job {
+            req: req.clone(),
+            memory: memory.clone(),
+            _code: region,
+            program,
+            launch: KernelLaunch::new(kd, entry),
+            grid_wgs,
+            total_workgroups: grid_wgs.iter().map(|&n| u64::from(n)).product(),
+            next: AtomicU64::new(0),
+            instructions: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            error: Mutex::new(None),
+            crew: Crew::default(),
+            states,
+            max_instructions: settings.max_wave_instructions,
+            trace: settings.trace.clone(),
+        })
+    }
+
+    /// Workgroups in the grid.
+    pub(super) fn total_workgroups(&self) -> u64 {
+        self.total_workgroups
+    }
+
+    /// The helpers working on this job.
+    pub(super) fn crew(&self) -> &Crew {
+        &self.crew
+    }
+
+    /// The outcome once no thread works on the job any more: the wave-instructions
+    /// executed, or the first fault.
+    pub(super) fn finish(&self) -> Result<u64, DispatchError> {
+        let first = self.error.lock().map(|mut e| e.take()).unwrap_or(None);
+        match first {
+            Some(e) => Err(e),
+            None => Ok(self.instructions.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Runs workgroups until none is left or the dispatch stops.
+    pub(super) fn work(&self) {
+        if self.next.load(Ordering::Relaxed) >= self.total_workgroups
+            || self.stop.load(Ordering::Relaxed)
+        {
+            return;
+        }
+        let mut state = self
+            .states
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop())
+            .unwrap_or_default();
+        // The waves' region caches live for this dispatch only: a later dispatch must
+        // not reach memory freed in between through a cached region.
+        for w in state.waves.iter_mut() {
+            w.regions.reset(&[]);
+        }
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let wg = self.next.fetch_add(1, Ordering::Relaxed);
+            if wg >= self.total_workgroups {
+                break;
+            }
+            if let Err(e) = self.run_workgroup(wg, &mut state) {
+                self.fail(e);
+                break;
+            }
+        }
+        for w in state.waves.iter_mut() {
+            w.regions.reset(&[]);
+        }
+        if let Ok(mut s) = self.states.0.lock() {
+            s.push(state);
+        }
+    }
+
+    /// Stops the dispatch, keeping the first real fault (a wave aborted because
+    /// of it is not news).
+    fn fail(&self, e: DispatchError) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Ok(mut slot) = self.error.lock() {
+            let replace = match &*slot {
+                None => true,
+                Some(first) => first.is_abort() && e.fault().is_some() && !e.is_abort(),
+            };
+            if replace {
+                *slot = Some(e);
+            }
+        }
+    }
+
+    /// Runs workgroup number `linear` (x fastest) to completion.
+    fn run_workgroup(&self, linear: u64, st: &mut WorkerState) -> Result<(), DispatchError> {
+        let req = &self.req;
+        let wg = WorkgroupShape::new(linear, self.grid_wgs, req);
+        // LDS: zero-filled, packet size.
+        st.lds.clear();
+        st.lds.resize(req.group_segment_size as usize, 0);
+        let (scratch, backing) = Self::scratch(req, &wg, st);
+        while st.waves.len() < wg.waves {
+            st.waves.push(Wave::new());
+        }
+        for (w, wave) in st.waves.iter_mut().take(wg.waves).enumerate() {
+            wave.reset(self.launch.vgprs, self.launch.agprs);
+            let slice = match backing.as_ref() {
+                Some(b) => vec![Self::scratch_slice(b, w, &scratch)?],
+                None => Vec::new(),
+            };
+            // Regions found by earlier waves of this dispatch stay cached.
+            wave.regions.set_private(&slice);
+            self.launch.init_wave(wave, w, &wg, &scratch, req);
+        }
+        let trace = self.trace.traces(linear);
+        isa::set_trace(trace);
+        let r = self.run_waves(&mut st.waves[..wg.waves], &mut st.lds, wg.id);
+        if trace {
+            isa::set_trace(false);
+        }
+        let executed: u64 = st.waves[..wg.waves].iter().map(|w| w.instructions).sum();
+        self.instructions.fetch_add(executed, Ordering::Relaxed);
+        r
+    }
+
+    /// The scratch layout of workgroup `wg` and its backing (one slice of
+    /// round_up(private, 4) × 64 bytes per wave), grown in `st` when too small.
+    fn scratch(
+        req: &DispatchRequest,
+        wg: &WorkgroupShape,
+        st: &mut WorkerState,
+    ) -> (ScratchLayout, Option<Arc<dyn MemoryRegion>>) {
+        let mut layout = ScratchLayout::new(req.private_segment_size);
+        let need = layout.per_wave * wg.waves as u64;
+        if need == 0 {
+            return (layout, None);
+        }
+        if st.scratch.as_ref().is_none_or(|s| s.len() < need) {
+            st.scratch = Some(Arc::new(HostRegion::zeroed(need)));
+        }
+        let backing = st.scratch.clone().map(|s| s as Arc<dyn MemoryRegion>);
+        if let Some(b) = backing.as_ref() {
+            layout.base = b.device_base();
+            layout.len = b.len();
+        }
+        (layout, backing)
+    }
+
+    /// Wave `w`'s slice of the scratch `backing`.
+    fn scratch_slice(
+        backing: &Arc<dyn MemoryRegion>,
+        w: usize,
+        layout: &ScratchLayout,
+    ) -> Result<Arc<dyn MemoryRegion>, DispatchError> {
+        SubRegion::new(backing.clone(), w as u64 * layout.per_wave, layout.per_wave)
+            .map(|sub| Arc::new(sub) as Arc<dyn MemoryRegion>)
+            .ok_or_else(|| {
+                DispatchError::OutOfResources("scratch slice outside its backing".into())
+            })
+    }
+
+    /// Runs the waves of one workgroup cooperatively until all ended, meeting at
+    /// barriers.
+    fn run_waves(
+        &self,
+        waves: &mut [Wave],
+        lds: &mut [u8],
+        id: [u32; 3],
+    ) -> Result<(), DispatchError> {
+        #[derive(Clone, Copy, PartialEq, Eq)]
+        enum St {
+            Ready,
+            Barrier,
+            Ended,
+        }
+        let mut st = vec![St::Ready; waves.len()];
+        let yield_after = if waves.len() > 1 {
+            YIELD_SLICE
+        } else {
+            u64::MAX
+        };
+        loop {
+            for (w, wave) in waves.iter_mut().enumerate() {
+                if st[w] != St::Ready {
+                    continue;
+                }
+                let mut ctx = WaveContext {
+                    program: &self.program,
+                    memory: self.memory.as_ref(),
+                    lds,
+                    apertures: Apertures::KFD,
+                    stop: Some(&self.stop),
+                    max_instructions: self.max_instructions,
+                    yield_after,
+                };
+                match wave.run(&mut ctx) {
+                    Ok(WaveExit::Ended) => st[w] = St::Ended,
+                    Ok(WaveExit::Barrier) => st[w] = St::Barrier,
+                    Ok(WaveExit::Yield) => {}
+                    Err(fault) => {
+                        let lane = fault.lane();
+                        return Err(DispatchError::Fault {
+                            fault,
+                            site: FaultSite {
+                                workgroup: id,
+                                wave: w as u32,
+                                lane,
+                            },
+                        });
+                    }
+                }
+            }
+            if st.iter().all(|s| *s == St::Ended) {
+                return Ok(());
+            }
+            if st.iter().all(|s| *s != St::Ready) {
+                // Every live wave reached the barrier (ended waves count as arrived).
+                for s in st.iter_mut() {
+                    if *s == St::Barrier {
+                        *s = St::Ready;
+                    }
+                }
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                let pc = waves.first().map_or(0, |w| w.pc);
+                return Err(DispatchError::Fault {
+                    fault: Fault::Aborted { pc },
+                    site: FaultSite {
+                        workgroup: id,
+                        wave: 0,
+                        lane: None,
+                    },
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Kernel dispatch: runs one AQL kernel dispatch on the ISA engine.
+//!
+//! For every workgroup of the grid (ceil(grid / workgroup) per dimension, the last
+//! one partial), the dispatcher builds each wave's initial state from the kernel
+//! descriptor as AMDGPUUsage "Initial Kernel Execution State" gives it for gfx90a,
+//! gives the workgroup a zero-filled LDS and each wave a scratch slice, and runs the
+//! waves of the workgroup cooperatively on one host thread, meeting at `s_barrier`.
+//! Workgroups are handed out in id order to the calling thread plus helpers from a
+//! persistent pool (a one-workgroup dispatch never leaves the calling thread). The
+//! first fault stops the dispatch: no further workgroup starts and running waves
+//! stop at their next backward branch or barrier.
+//!
+//! One job per module:
+//! - this module: the request ([`DispatchRequest`]) and the [`Dispatcher`] that
+//!   ties the others together;
+//! - `error`: [`DispatchError`] and its HSA status;
+//! - [`settings`]: the instruction budget and trace filter ([`DispatchSettings`]),
+//!   read from the environment by [`crate::config::Config`];
+//! - `pool`: the helper threads;
+//! - `programs`: decoded programs cached per code region, so repeated dispatches
+//!   of a kernel decode nothing;
+//! - `wave_setup`: the ABI initial state of a wave (SGPRs, v0, EXEC, MODE, PC,
+//!   scratch layout);
+//! - `job`: one dispatch in flight (checks, workgroup resources, running the waves).
+//!
+//! The runtime owns one [`Dispatcher`], built from its `Config` at `hsa_init` and
+//! shut down (helpers joined) by the last `hsa_shut_down`
+//! ([`crate::runtime::Runtime::dispatcher`]).
+
+mod error;
+mod job;
+mod pool;
+mod programs;
+pub mod settings;
+mod wave_setup;
+
+use std::sync::Arc;
+
+use isa::GlobalMemory;
+
+pub use error::{DispatchError, FaultSite};
+pub use settings::{DispatchSettings, TraceFilter, DEFAULT_MAX_WAVE_INSTRUCTIONS};
+
+use crate::aql::{Geometry, KernelDispatch};
+use job::{Job, WorkerStates};
+use pool::WorkerPool;
+use programs::ProgramCache;
+
+/// One kernel dispatch, from an AQL kernel-dispatch packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatchRequest {
+    /// Workgroup size in work-items per dimension (unused dimensions 1).
+    pub workgroup_size: [u32; 3],
+    /// Grid size in work-items per dimension (unused dimensions 1).
+    pub grid_size: [u32; 3],
+    /// Number of dimensions (1..=3).
+    pub dimensions: u32,
+    /// Scratch bytes per work-item.
+    pub private_segment_size: u32,
+    /// LDS bytes per workgroup (static + dynamic).
+    pub group_segment_size: u32,
+    /// Device address of the kernel descriptor.
+    pub kernel_object: u64,
+    /// Device address of the kernarg segment.
+    pub kernarg_address: u64,
+    /// Address of the AQL packet in the queue ring (Dispatch Ptr).
+    pub packet_address: u64,
+    /// Address of the queue's amd_queue_t (Queue Ptr).
+    pub queue_address: u64,
+    /// Dispatch id (the packet's queue index).
+    pub dispatch_id: u64,
+}
+
+impl DispatchRequest {
+    /// The request of kernel-dispatch `packet`, which sits at `packet_address`
+    /// in the ring of the queue at `queue_address` with index `dispatch_id`.
+    pub fn from_packet(
+        packet: &KernelDispatch,
+        packet_address: u64,
+        queue_address: u64,
+        dispatch_id: u64,
+    ) -> DispatchRequest {
+        let g = &packet.geometry;
+        DispatchRequest {
+            workgroup_size: g.workgroup_size,
+            grid_size: g.grid_size,
+            dimensions: g.dimensions,
+            private_segment_size: packet.private_segment_size,
+            group_segment_size: g.group_segment_size,
+            kernel_object: packet.kernel_object,
+            kernarg_address: packet.kernarg_address,
+            packet_address,
+            queue_address,
+            dispatch_id,
+        }
+    }
+
+    /// The launch shape, for [`Geometry::check`].
+    pub fn geometry(&self) -> Geometry {
+        Geometry {
+            dimensions: self.dimensions,
+            workgroup_size: self.workgroup_size,
+            grid_size: self.grid_size,
+            group_segment_size: self.group_segment_size,
+        }
+    }
+}
+
+/// A kernel dispatcher: a pool of helper threads (grown on demand, kept for later
+/// dispatches), a cache of decoded programs and reusable per-worker state (waves,
+/// LDS buffer, scratch backing). Dropping it joins its helpers.
+#[derive(Default)]
+pub struct Dispatcher {
+    settings: DispatchSettings,
+    programs: ProgramCache,
+    states: Arc<WorkerStates>,
+    pool: WorkerPool,
+}
+
+impl Dispatcher {
+    /// A dispatcher with the default settings and no helper threads yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A dispatcher with `settings` and no helper threads yet.
+    pub fn with_settings(settings: DispatchSettings) -> Self {
+        Dispatcher {
+            settings,
+            ..Self::default()
+        }
+    }
+
+    /// Runs `req` to completion on up to `workers` host threads (workgroups
+    /// distributed over them); returns when every wave has ended or at the first
+    /// fault (remaining workgroups are not started; running ones stop).
+    ///
+    /// # Errors
+    /// See [`DispatchError`].
+    pub fn dispatch(
+        &self,
+        req: &DispatchRequest,
+        memory: &Arc<dyn GlobalMemory>,
+        workers: usize,
+    ) -> Result<(), DispatchError> {
+        self.dispatch_counted(req, memory, workers).map(|_| ())
+    }
+
+    /// As [`Dispatcher::dispatch`], returning the number of wave-instructions the
+    /// dispatch executed (all waves of all workgroups; for benchmarks and statistics).
+    ///
+    /// # Errors
+    /// See [`DispatchError`].
+    pub fn dispatch_counted(
+        &self,
+        req: &DispatchRequest,
+        memory: &Arc<dyn GlobalMemory>,
+        workers: usize,
+    ) -> Result<u64, DispatchError> {
+        let job = Arc::new(Job::prepare(
+            req,
+            memory,
+            &self.programs,
+            &self.settings,
+            self.states.clone(),
+        )?);
+        let total = job.total_workgroups();
+        if total == 0 {
+            return Ok(0);
+        }
+        let helpers = workers
+            .max(1)
+            .min(usize::try_from(total).unwrap_or(usize::MAX))
+            - 1;
+        self.pool.run(&job, helpers);
+        job.finish()
+    }
+
+    /// Stops and joins the helper threads; later dispatches run on their calling
+    /// thread alone. Also done on drop.
+    pub fn shutdown(&self) {
+        self.pool.shutdown();
+    }
+}
