@@ -610,8 +610,17 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
     let o = Oracle::of(&img.path);
     let co =
         CodeObject::parse(&img.bytes).unwrap_or_else(|e| panic!("{}: {e}", img.path.display()));
+    check_header(&co, &o);
+    check_segments(&co, &o);
+    check_symbols(&co, &o);
+    check_relocations(&co, &o);
+    check_metadata(&co, &o);
+    check_descriptors(&co, &o, img);
+    (co, o)
+}
 
-    // Header and target.
+/// Header and target against readobj's e_flags names.
+fn check_header(co: &CodeObject, o: &Oracle) {
     assert_eq!(co.abi_version, o.abi_version);
     assert_eq!(co.code_object_version, u32::from(o.abi_version) + 2);
     assert_eq!(co.e_flags, o.flags);
@@ -632,8 +641,10 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
         co.target.sramecc,
         feature_from_flag_names(&o.flag_names, "SRAMECC", o.abi_version)
     );
+}
 
-    // Segments and load span.
+/// Segments and the load span against readelf's program headers.
+fn check_segments(co: &CodeObject, o: &Oracle) {
     assert_eq!(co.segments.len(), o.loads.len());
     for (s, l) in co.segments.iter().zip(&o.loads) {
         assert_eq!(
@@ -648,8 +659,10 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
     let extent = last.vaddr + last.memsz - first.vaddr;
     assert_eq!(co.image_size(), extent);
     assert_eq!(co.load_span(), (first.vaddr, extent.div_ceil(PAGE) * PAGE));
+}
 
-    // Symbols: global/weak OBJECT/COMMON entries of .dynsym.
+/// Symbols: global/weak OBJECT/COMMON entries of .dynsym.
+fn check_symbols(co: &CodeObject, o: &Oracle) {
     let expected: Vec<&OSym> = o
         .dynsyms
         .iter()
@@ -672,8 +685,10 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
         };
         assert_eq!(s.kind, kind);
     }
+}
 
-    // Relocations, in table order.
+/// Relocations, in table order.
+fn check_relocations(co: &CodeObject, o: &Oracle) {
     assert_eq!(co.relocations.len(), o.relocs.len());
     for (r, e) in co.relocations.iter().zip(&o.relocs) {
         assert_eq!(r.vaddr, e.offset);
@@ -688,8 +703,10 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
             }
         }
     }
+}
 
-    // Metadata.
+/// The metadata note against readelf's dump of it.
+fn check_metadata(co: &CodeObject, o: &Oracle) {
     let m = &co.metadata;
     assert_eq!(
         vec![u64::from(m.version.0), u64::from(m.version.1)],
@@ -755,8 +772,11 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
             assert_eq!(a.is_hidden(), oa[".value_kind"].starts_with("hidden_"));
         }
     }
+}
 
-    // Kernel descriptors.
+/// Kernel descriptors against the bytes in the file, the metadata, `.text`
+/// and (for hand-written images) the directives they were assembled from.
+fn check_descriptors(co: &CodeObject, o: &Oracle, img: &Image) {
     let text = o.sections.iter().find(|s| s.name == ".text").unwrap();
     let directives = img.asm.as_deref().map(amdhsa_directives);
     let kernels: Vec<_> = co.kernel_symbols().cloned().collect();
@@ -801,7 +821,6 @@ fn check_against_oracle(img: &Image) -> (CodeObject, Oracle) {
             check_directives(&kd, &d[name], name);
         }
     }
-    (co, o)
 }
 
 /// Checks the descriptor's accessors against the `.amdhsa_*` directives that
