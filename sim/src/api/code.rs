@@ -42,10 +42,9 @@ check_signature!(
 pub unsafe extern "C" fn hsa_code_object_deserialize(
     serialized_code_object: *mut c_void,
     serialized_code_object_size: usize,
-    options: *const c_char,
+    _options: *const c_char,
     code_object: *mut hsa_code_object_t,
 ) -> hsa_status_t {
-    let _ = options;
     boundary("hsa_code_object_deserialize", || {
         let rt = runtime()?;
         non_null(serialized_code_object, "serialized_code_object")?;
@@ -151,10 +150,9 @@ fn create(profile: u32, rounding: u32, frozen: bool, out: *mut hsa_executable_t)
 pub unsafe extern "C" fn hsa_executable_create(
     profile: hsa_profile_t,
     executable_state: hsa_executable_state_t,
-    options: *const c_char,
+    _options: *const c_char,
     executable: *mut hsa_executable_t,
 ) -> hsa_status_t {
-    let _ = options;
     boundary("hsa_executable_create", || {
         if executable_state > HSA_EXECUTABLE_STATE_FROZEN {
             return Err(SimError::arg(format!(
@@ -178,10 +176,9 @@ pub unsafe extern "C" fn hsa_executable_create(
 pub unsafe extern "C" fn hsa_executable_create_alt(
     profile: hsa_profile_t,
     default_float_rounding_mode: hsa_default_float_rounding_mode_t,
-    options: *const c_char,
+    _options: *const c_char,
     executable: *mut hsa_executable_t,
 ) -> hsa_status_t {
-    let _ = options;
     boundary("hsa_executable_create_alt", || {
         create(profile, default_float_rounding_mode, false, executable)
     })
@@ -198,9 +195,8 @@ pub extern "C" fn hsa_executable_load_code_object(
     executable: hsa_executable_t,
     agent: hsa_agent_t,
     code_object: hsa_code_object_t,
-    options: *const c_char,
+    _options: *const c_char,
 ) -> hsa_status_t {
-    let _ = options;
     boundary("hsa_executable_load_code_object", || {
         let rt = runtime()?;
         let exe = self::executable(&rt, executable.handle)?;
@@ -231,10 +227,9 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
     executable: hsa_executable_t,
     agent: hsa_agent_t,
     code_object_reader: hsa_code_object_reader_t,
-    options: *const c_char,
+    _options: *const c_char,
     loaded_code_object: *mut hsa_loaded_code_object_t,
 ) -> hsa_status_t {
-    let _ = options;
     boundary("hsa_executable_load_agent_code_object", || {
         let rt = runtime()?;
         let exe = self::executable(&rt, executable.handle)?;
@@ -257,9 +252,8 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
 #[no_mangle]
 pub extern "C" fn hsa_executable_freeze(
     executable: hsa_executable_t,
-    options: *const c_char,
+    _options: *const c_char,
 ) -> hsa_status_t {
-    let _ = options;
     boundary("hsa_executable_freeze", || {
         let rt = runtime()?;
         self::executable(&rt, executable.handle)?.freeze()

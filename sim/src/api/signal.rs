@@ -80,10 +80,9 @@ pub unsafe extern "C" fn hsa_amd_signal_create(
     initial_value: hsa_signal_value_t,
     num_consumers: u32,
     consumers: *const hsa_agent_t,
-    attributes: u64,
+    _attributes: u64,
     signal: *mut hsa_signal_t,
 ) -> hsa_status_t {
-    let _ = attributes;
     create(initial_value, num_consumers, consumers, signal)
 }
 
