@@ -265,11 +265,10 @@ impl Device {
         let grid_max = hsa.agent_info::<hsa_dim3_t>(agent, HSA_AGENT_INFO_GRID_MAX_DIM)?;
         let cus = hsa.agent_info::<u32>(agent, HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT)?;
         let grid = GridValues::from_agent(wave, wg_max[0], grid_max.x, cus, &LaunchEnv::from_env())
-            .ok_or_else(|| {
-                Error::Other(format!(
-                    "unusable grid attributes: wavefront {wave}, workgroup max {}, grid max {}",
-                    wg_max[0], grid_max.x
-                ))
+            .ok_or(Error::UnusableGrid {
+                wavefront: wave,
+                workgroup_max: wg_max[0],
+                grid_max: grid_max.x,
             })?;
 
         let threshold = PoolManager::threshold_from_env(memory_manager::DEFAULT_THRESHOLD);
@@ -813,9 +812,7 @@ impl Device {
             hsa.executable_freeze(executable)?;
             let valid = hsa.executable_validate(executable)?;
             if valid != 0 {
-                return Err(Error::Other(format!(
-                    "hsa_executable_validate reported {valid:#x}"
-                )));
+                return Err(Error::InvalidExecutable(valid));
             }
             self.write_device_environment(executable)?;
             let rpc = rpc_host::setup(self, &self.hsa, &self.host, &self.memory, executable)?
@@ -935,7 +932,7 @@ impl Device {
                 })?;
             let kind = hsa.symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_TYPE)?;
             if kind != HSA_SYMBOL_KIND_KERNEL {
-                return Err(Error::Other(format!("{} is not a kernel symbol", e.name)));
+                return Err(Error::NotAKernel(e.name.clone()));
             }
             let exec_mode = image::kernel_exec_mode(bytes, &e.name)?;
             let max_threads = metadata
@@ -980,10 +977,11 @@ impl Device {
             let addr = hsa.symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
             let size = hsa.symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE)?;
             if size as usize != e.raw.size {
-                return Err(Error::Other(format!(
-                    "global {} has {size} bytes on the device but {} on the host",
-                    e.name, e.raw.size
-                )));
+                return Err(Error::GlobalSizeMismatch {
+                    name: e.name.clone(),
+                    device: size,
+                    host: e.raw.size,
+                });
             }
             if requires_usm {
                 let host = e.raw.addr as *const u8;

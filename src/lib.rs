@@ -24,10 +24,12 @@ pub mod abi;
 pub mod device;
 pub mod env;
 pub mod error;
+/// The generation-counted handle tables (crate `handles/`), shared with the
+/// virtual device, re-exported so `crate::handles::...` paths keep working.
+pub use ::handles;
 /// The safe HSA layer, now its own crate (`hsa/`), re-exported so
 /// `crate::hsa::...` paths keep working.
 pub use ::hsa;
-pub mod handles;
 pub mod image;
 pub mod info;
 pub mod launch;

@@ -189,7 +189,9 @@ impl Runtime {
         match Self::discover(&hsa) {
             Ok(rt) => Ok(rt),
             Err(e) => {
-                let _ = hsa.shut_down();
+                if let Err(down) = hsa.shut_down() {
+                    log::debug!("after a failed discovery: {down}");
+                }
                 Err(e)
             }
         }
@@ -210,10 +212,10 @@ impl Runtime {
             }
         }
         if gpus.is_empty() {
-            return Err(Error::Other("the HSA runtime reports no GPU agent".into()));
+            return Err(Error::NoAgent("GPU"));
         }
         if cpus.is_empty() {
-            return Err(Error::Other("the HSA runtime reports no CPU agent".into()));
+            return Err(Error::NoAgent("CPU"));
         }
         let mut target_ids = Vec::with_capacity(gpus.len());
         for &g in &gpus {
@@ -318,10 +320,10 @@ impl Runtime {
         if !dev.teardown(Instant::now() + TEARDOWN_WAIT) {
             // Still running: keep its queues and memory alive for good.
             std::mem::forget(dev);
-            return Err(Error::Other(format!(
-                "device {id} still had work running after {} s; left in place",
-                TEARDOWN_WAIT.as_secs()
-            )));
+            return Err(Error::DeviceBusy {
+                id,
+                seconds: TEARDOWN_WAIT.as_secs(),
+            });
         }
         Ok(())
     }
@@ -522,7 +524,9 @@ extern "C" fn teardown_at_exit() {
     if let Some(plugin) = taken {
         if let Some(rt) = &plugin.runtime {
             // Teardown must never unwind into libc's exit path.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.teardown()));
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.teardown())).is_err() {
+                log::error!("internal error during teardown at exit (panic caught)");
+            }
         }
     }
 }

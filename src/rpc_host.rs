@@ -156,17 +156,14 @@ pub fn setup(
         unsafe { device.retrieve((&mut client_addr as *mut u64).cast(), symbol_addr, 8, info) }
     })?;
     if client_addr == 0 {
-        return Err(Error::Other(format!(
-            "{} holds NULL: no client object to set up",
-            rpc::CLIENT_SYMBOL
-        )));
+        return Err(Error::NullRpcClient(rpc::CLIENT_SYMBOL));
     }
     let mut server = rpc::Server::new(
         PORT_COUNT,
         LANE_SIZE,
         Box::new(FineMemory { host: host.clone() }),
     )
-    .map_err(|e| Error::Other(format!("RPC server: {e}")))?;
+    .map_err(Error::RpcServer)?;
     server.set_device_heap(Box::new(DeviceMemory {
         memory: memory.clone(),
         live: HashSet::new(),
@@ -183,7 +180,7 @@ pub fn setup(
         rpc::Event::Error(e) => log::error!("device {id}: RPC: {e}"),
         other => log::error!("device {id}: RPC request not supported in target regions: {other:?}"),
     })
-    .map_err(|e| Error::Other(format!("starting the RPC server thread: {e}")))?;
+    .map_err(Error::RpcThread)?;
     log::debug!("device {id}: RPC client at {client_addr:#x}, {PORT_COUNT} ports served");
     Ok(Some(ImageRpc { service, stop }))
 }

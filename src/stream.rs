@@ -154,7 +154,6 @@ struct Slot {
 #[derive(Debug)]
 struct State {
     slots: Vec<Slot>,
-    cycle: u64,
     /// Idle kernarg slots of this stream.
     kernarg_free: Vec<u64>,
     /// The HSA queue kernels and barriers go to (replaced when the runtime
@@ -185,7 +184,7 @@ impl State {
         let input = self
             .slots
             .last()
-            .filter(|s| !s.signal.is_complete())
+            .filter(|s| !s.signal.succeeded())
             .map(|s| s.signal.clone());
         self.slots.push(Slot {
             signal,
@@ -204,7 +203,7 @@ impl State {
         self.slots
             .iter()
             .rev()
-            .take_while(|s| !s.signal.is_complete())
+            .take_while(|s| !s.signal.succeeded())
             .all(|s| s.reads_host_only)
     }
 
@@ -285,7 +284,6 @@ impl Stream {
             kernargs,
             state: Mutex::new(State {
                 slots: Vec::new(),
-                cycle: 0,
                 kernarg_free: Vec::new(),
                 queue,
                 failed: false,
@@ -477,7 +475,7 @@ impl Stream {
             .slots
             .last()
             .map(|s| s.signal.clone())
-            .filter(|s| !s.is_complete());
+            .filter(|s| !s.succeeded());
         match pending {
             None => {
                 // Everything before completed successfully: copy now.
@@ -602,7 +600,7 @@ impl Stream {
     ///
     /// Errors: no signal available; the queue is broken.
     pub fn wait_for(&self, other: Arc<Signal>) -> Result<()> {
-        if other.is_complete() {
+        if other.succeeded() {
             return Ok(());
         }
         let out = self.signals.get()?;
@@ -647,7 +645,6 @@ impl Stream {
             }
             self.signals.recycle(signal);
         }
-        st.cycle += 1;
     }
 
     /// Blocks until every operation finished, then completes the stream.
@@ -768,7 +765,7 @@ enum EventState {
 impl Event {
     /// Records the current end of `stream`.
     pub fn record(&self, stream: &Arc<Stream>) {
-        let signal = stream.last_signal().filter(|s| !s.is_complete());
+        let signal = stream.last_signal().filter(|s| !s.succeeded());
         *self.state.lock() = EventState::Recorded {
             stream: Arc::as_ptr(stream) as usize,
             signal,
