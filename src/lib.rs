@@ -21,9 +21,11 @@
 //! inspection).
 
 pub mod abi;
+pub mod allocator;
 pub mod device;
 pub mod env;
 pub mod error;
+pub mod events;
 /// The generation-counted handle tables (crate `handles/`), shared with the
 /// virtual device, re-exported so `crate::handles::...` paths keep working.
 pub use ::handles;
@@ -31,7 +33,9 @@ pub use ::handles;
 /// `crate::hsa::...` paths keep working.
 pub use ::hsa;
 pub mod image;
+pub mod images;
 pub mod info;
+pub mod kernel;
 pub mod launch;
 pub mod logging;
 pub mod memory;
@@ -43,6 +47,8 @@ pub mod rpc_host;
 pub mod rtl;
 pub mod signal;
 pub mod stream;
+pub mod streams;
+pub mod transfer;
 
 pub use error::{Error, Result};
 pub use hsa_sys;

@@ -21,8 +21,8 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::hsa::Hsa;
-use crate::memory::{MemoryPool, PoolAllocator, PoolManager};
-use crate::memory_manager::{BlockAllocator, MemoryManager};
+use crate::memory::{HostPoolManager, MemoryPool, PoolAllocator};
+use crate::memory_manager::BlockAllocator;
 use crate::pinned::PinnedTable;
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
@@ -52,9 +52,9 @@ pub struct HostDevice {
     /// The first fine-grained pool with KERNARG_INIT.
     pub kernarg_pool: MemoryPool,
     /// Staging buffers (fine-grained pool, accessible to every GPU).
-    pub staging: Arc<PoolManager>,
+    pub staging: Arc<HostPoolManager>,
     /// Kernarg blocks (kernarg pool, accessible to every GPU).
-    pub kernargs: Arc<PoolManager>,
+    pub kernargs: Arc<HostPoolManager>,
     /// Direct allocations of HOST / SHARED memory (not cached).
     fine_alloc: PoolAllocator,
     /// Pinned host ranges (locks and fine-grained allocations).
@@ -88,14 +88,14 @@ impl HostDevice {
         let gpus = gpu_agents.to_vec();
         Ok(HostDevice {
             cpu_agents,
-            staging: Arc::new(MemoryManager::new(
-                PoolAllocator::new(hsa, fine_pool.raw, gpus.clone()),
-                HOST_CACHE_THRESHOLD,
-            )),
-            kernargs: Arc::new(MemoryManager::new(
-                PoolAllocator::new(hsa, kernarg_pool.raw, gpus.clone()),
-                HOST_CACHE_THRESHOLD,
-            )),
+            staging: Arc::new(
+                HostPoolManager::new(hsa, &fine_pool, gpus.clone(), HOST_CACHE_THRESHOLD)
+                    .ok_or(Error::MissingPool("fine-grained host"))?,
+            ),
+            kernargs: Arc::new(
+                HostPoolManager::new(hsa, &kernarg_pool, gpus.clone(), HOST_CACHE_THRESHOLD)
+                    .ok_or(Error::MissingPool("kernarg"))?,
+            ),
             fine_alloc: PoolAllocator::new(hsa, fine_pool.raw, gpus),
             fine_pool,
             kernarg_pool,

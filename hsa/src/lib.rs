@@ -16,6 +16,30 @@ use hsa_sys::*;
 use std::ffi::{c_char, c_void, CStr, OsString};
 use std::fmt;
 
+mod span;
+pub use span::HostSpan;
+
+/// A host callback run once by the runtime's async-handler thread with the
+/// value of the signal it watched ([`Hsa::on_signal_once`]).
+pub type SignalCallback = Box<dyn FnOnce(hsa_signal_value_t) + Send + 'static>;
+
+/// The `hsa_amd_signal_handler` of [`Hsa::on_signal_once`]: `arg` is a
+/// leaked `Box<SignalCallback>`, taken back and run exactly once (the
+/// handler unregisters by returning false).
+unsafe extern "C" fn run_signal_callback(value: hsa_signal_value_t, arg: *mut c_void) -> bool {
+    if arg.is_null() {
+        return false;
+    }
+    // SAFETY: `arg` is the `Box<SignalCallback>` leaked by `on_signal_once`
+    // for exactly this one call.
+    let callback = unsafe { Box::from_raw(arg as *mut SignalCallback) };
+    // No panic may unwind into the runtime's handler thread.
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || callback(value))).is_err() {
+        eprintln!("hsa: a signal callback panicked (caught)");
+    }
+    false
+}
+
 /// Environment variable naming the HSA runtime library to open before the
 /// default names (ours; not one of LLVM's knobs).
 pub const HSA_LIBRARY_ENV: &str = "OMPTARGET_AMDGPU_HSA_LIBRARY";
@@ -414,6 +438,17 @@ impl Hsa {
         Ok(agent_ptr)
     }
 
+    /// [`Hsa::memory_lock`] of a [`HostSpan`]: pins the span's memory for
+    /// every GPU agent and returns the address agents must use. Safe: the
+    /// span's creator vouched for the memory (`HostSpan::new`); the caller
+    /// unlocks it ([`Hsa::memory_unlock`]) before the span's memory goes.
+    pub fn memory_lock_span(&self, span: &HostSpan) -> HsaResult<usize> {
+        // SAFETY: the span's contract: host memory of this process that stays
+        // valid while the span is used, which covers the lock's lifetime.
+        let alias = unsafe { self.memory_lock(span.addr() as *mut c_void, span.len())? };
+        Ok(alias as usize)
+    }
+
     /// `hsa_amd_memory_unlock(host)`.
     pub fn memory_unlock(&self, host: usize) -> HsaResult<()> {
         // SAFETY: unlocking only drops the runtime's record of the range.
@@ -556,6 +591,32 @@ impl Hsa {
         let s =
             unsafe { (self.api.hsa_amd_signal_async_handler)(signal, cond, value, handler, arg) };
         self.check("hsa_amd_signal_async_handler", s)
+    }
+
+    /// Runs `callback` once on the runtime's async-handler thread when
+    /// `signal` satisfies `cond` against `value`
+    /// (`hsa_amd_signal_async_handler`), with the signal's value then.
+    ///
+    /// Errors: the failing `hsa_amd_signal_async_handler`; `callback` is
+    /// then dropped without running.
+    pub fn on_signal_once(
+        &self,
+        signal: hsa_signal_t,
+        cond: hsa_signal_condition_t,
+        value: hsa_signal_value_t,
+        callback: SignalCallback,
+    ) -> HsaResult<()> {
+        let arg = Box::into_raw(Box::new(callback)) as *mut c_void;
+        // SAFETY: `run_signal_callback` takes back exactly this box, once.
+        let r = unsafe {
+            self.signal_async_handler(signal, cond, value, Some(run_signal_callback), arg)
+        };
+        if r.is_err() {
+            // SAFETY: the runtime refused the registration and kept no copy
+            // of `arg`, so the box is still ours.
+            drop(unsafe { Box::from_raw(arg as *mut SignalCallback) });
+        }
+        r
     }
 
     // ----- queues (§6.4) -----
