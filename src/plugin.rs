@@ -26,7 +26,6 @@ use crate::memory_manager::BlockAllocator;
 use crate::pinned::PinnedTable;
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -230,12 +229,9 @@ impl Runtime {
             target_ids.push(id);
         }
         let host = Arc::new(HostDevice::new(hsa, cpus, &gpus)?);
-        let registered =
-            // SAFETY: the handler is a plain function that only logs; it needs
-            // no data and stays valid for the life of the process (the plugin
-            // is never unmapped: `-z nodelete`).
-            unsafe { hsa.register_system_event_handler(Some(system_event), std::ptr::null_mut()) };
-        if let Err(e) = registered {
+        // The handler is a plain function of this library, which is never
+        // unmapped (`-z nodelete`).
+        if let Err(e) = hsa.on_memory_fault(report_memory_fault) {
             log::debug!("no system event handler: {e}");
         }
         let n = gpus.len();
@@ -258,6 +254,21 @@ impl Runtime {
         let device = slot.read().clone();
         match device {
             Some(d) => Ok(d),
+            None => Err(Error::DeviceNotInitialized(id)),
+        }
+    }
+
+    /// Runs `f` on the initialised device `id`, borrowed under its slot's
+    /// read lock (no reference count taken: the launch path). `f` must not
+    /// initialise or release devices.
+    ///
+    /// Errors: no such device, or not initialised; `f`'s error.
+    #[inline]
+    pub fn with_device<R>(&self, id: i32, f: impl FnOnce(&Device) -> Result<R>) -> Result<R> {
+        let slot = self.slot(id)?;
+        let device = slot.read();
+        match device.as_deref() {
+            Some(d) => f(d),
             None => Err(Error::DeviceNotInitialized(id)),
         }
     }
@@ -355,30 +366,17 @@ impl Runtime {
     }
 }
 
-/// System event handler: reports GPU memory faults (spec §7.9). Returns
-/// SUCCESS so the runtime does not abort the process; the faulting queue's
-/// error callback then fails the pending operations, and the entry point
-/// waiting for them reports the failure.
-unsafe extern "C" fn system_event(
-    event: *const hsa_amd_event_t,
-    _data: *mut c_void,
-) -> hsa_status_t {
-    if event.is_null() {
-        return HSA_STATUS_SUCCESS;
-    }
-    // SAFETY: the runtime passes a valid event for the duration of the call.
-    let ev = unsafe { &*event };
-    if ev.event_type == HSA_AMD_GPU_MEMORY_FAULT_EVENT {
-        // SAFETY: `memory_fault` is the union's member for this event type.
-        let fault = unsafe { ev.__bindgen_anon_1.memory_fault };
-        log::error!(
-            "memory access fault on the GPU at address {:#x}: {} (reason bits {:#x})",
-            fault.virtual_address,
-            fault_reasons(fault.fault_reason_mask),
-            fault.fault_reason_mask
-        );
-    }
-    HSA_STATUS_SUCCESS
+/// Reports a GPU memory fault (spec §7.9). The runtime is told it was
+/// handled, so it does not abort the process; the faulting queue's error
+/// callback then fails the pending operations, and the entry point waiting
+/// for them reports the failure.
+fn report_memory_fault(fault: &crate::hsa::MemoryFault) {
+    log::error!(
+        "memory access fault on the GPU at address {:#x}: {} (reason bits {:#x})",
+        fault.virtual_address,
+        fault_reasons(fault.fault_reason_mask),
+        fault.fault_reason_mask
+    );
 }
 
 /// The names of the bits set in a memory fault's reason mask

@@ -704,18 +704,19 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
             (a as u64).wrapping_add(o as u64)
         });
         let p = plugin()?;
-        let dev = p.rt()?.device(id)?;
         let flags = p.info();
-        dev.images().with_kernel(kernel as usize, |kern| {
-            if info.is_null() {
-                dev.streams()
-                    .run_sync(|i| kern.launch(&dev, values, k, i, flags))
-            } else {
-                // SAFETY: checked non-NULL.
-                let info = unsafe { &mut *info };
-                kern.launch(&dev, values, k, info, flags)
-            }
-        })?
+        p.rt()?.with_device(id, |dev| {
+            dev.images().with_kernel(kernel as usize, |kern| {
+                if info.is_null() {
+                    dev.streams()
+                        .run_sync(|i| kern.launch(dev, values, k, i, flags))
+                } else {
+                    // SAFETY: checked non-NULL.
+                    let info = unsafe { &mut *info };
+                    kern.launch(dev, values, k, info, flags)
+                }
+            })?
+        })
     })
 }
 

@@ -23,6 +23,38 @@ pub use span::HostSpan;
 /// value of the signal it watched ([`Hsa::on_signal_once`]).
 pub type SignalCallback = Box<dyn FnOnce(hsa_signal_value_t) + Send + 'static>;
 
+/// A GPU memory fault the runtime reported through its system event handler
+/// (`hsa_amd_gpu_memory_fault_info_t`).
+pub type MemoryFault = hsa_amd_gpu_memory_fault_info_t;
+
+/// The `hsa_amd_system_event_callback_t` of [`Hsa::on_memory_fault`]:
+/// `data` is the handler, a plain `fn(&MemoryFault)`. Returns SUCCESS so the
+/// runtime does not abort the process.
+unsafe extern "C" fn run_memory_fault_handler(
+    event: *const hsa_amd_event_t,
+    data: *mut c_void,
+) -> hsa_status_t {
+    if event.is_null() || data.is_null() {
+        return HSA_STATUS_SUCCESS;
+    }
+    // SAFETY: the runtime passes a valid event for the duration of the call.
+    let ev = unsafe { &*event };
+    if ev.event_type != HSA_AMD_GPU_MEMORY_FAULT_EVENT {
+        return HSA_STATUS_SUCCESS;
+    }
+    // SAFETY: `memory_fault` is the union's member for this event type.
+    let fault = unsafe { ev.__bindgen_anon_1.memory_fault };
+    // SAFETY: `data` is the `fn(&MemoryFault)` given to `on_memory_fault`,
+    // cast to a data pointer there; function pointers and data pointers
+    // have the same size on every target HSA supports.
+    let handler = unsafe { std::mem::transmute::<*mut c_void, fn(&MemoryFault)>(data) };
+    // No panic may unwind into the runtime's thread.
+    if std::panic::catch_unwind(|| handler(&fault)).is_err() {
+        eprintln!("hsa: a memory fault handler panicked (caught)");
+    }
+    HSA_STATUS_SUCCESS
+}
+
 /// The `hsa_amd_signal_handler` of [`Hsa::on_signal_once`]: `arg` is a
 /// leaked `Box<SignalCallback>`, taken back and run exactly once (the
 /// handler unregisters by returning false).
@@ -591,6 +623,24 @@ impl Hsa {
         let s =
             unsafe { (self.api.hsa_amd_signal_async_handler)(signal, cond, value, handler, arg) };
         self.check("hsa_amd_signal_async_handler", s)
+    }
+
+    /// Calls `handler` for every GPU memory fault the runtime reports
+    /// (`hsa_amd_register_system_event_handler`); other system events are
+    /// ignored. The runtime is told the event was handled, so it does not
+    /// abort the process: the faulting queue's error callback reports the
+    /// failure to whoever waits on it.
+    ///
+    /// Errors: the failing `hsa_amd_register_system_event_handler`.
+    pub fn on_memory_fault(&self, handler: fn(&MemoryFault)) -> HsaResult<()> {
+        // SAFETY: the trampoline is a plain function of this crate and
+        // `data` a function pointer: both valid for the life of the process.
+        unsafe {
+            self.register_system_event_handler(
+                Some(run_memory_fault_handler),
+                handler as *const () as *mut c_void,
+            )
+        }
     }
 
     /// Runs `callback` once on the runtime's async-handler thread when
