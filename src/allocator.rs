@@ -13,9 +13,6 @@ use crate::memory::{MemoryPool, PoolManager};
 use crate::memory_manager::MemoryManagerError;
 use crate::plugin::HostDevice;
 use parking_lot::Mutex;
-// FxHash for the address-keyed record of host allocations: a fast,
-// non-cryptographic hash (SipHash dominated the launch path); the keys are
-// not attacker-chosen.
 use rustc_hash::FxHashMap as AddrMap;
 use std::sync::Arc;
 
@@ -34,6 +31,9 @@ pub struct DeviceAllocator {
     pool: MemoryPool,
     memory: Arc<PoolManager>,
     host: Arc<HostDevice>,
+    /// HOST / SHARED allocations by address. Keyed with FxHash, a fast
+    /// non-cryptographic hash: the keys are our own allocations' addresses,
+    /// not attacker-chosen.
     host_allocs: Mutex<AddrMap<usize, HostAlloc>>,
 }
 

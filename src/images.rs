@@ -22,8 +22,6 @@ use crate::rpc_host::{self, ImageRpc};
 use crate::transfer::{Endpoint, Transfers};
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
-// FxHash for the kernel handles (addresses): a fast, non-cryptographic
-// hash (SipHash dominated the launch path); keys are not attacker-chosen.
 use rustc_hash::FxHashMap as AddrMap;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -88,6 +86,9 @@ pub struct ImageTable {
     hsa: Hsa,
     cx: ImageContext,
     images: Mutex<Vec<LoadedImage>>,
+    /// The kernels by handle (their address). Keyed with FxHash, a fast
+    /// non-cryptographic hash (SipHash dominated the launch path): the keys
+    /// are our own kernels' addresses, not attacker-chosen.
     kernels: RwLock<AddrMap<usize, Arc<Kernel>>>,
 }
 

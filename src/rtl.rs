@@ -20,6 +20,7 @@ use crate::abi::{
     AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, OffloadEntry, TargetTable,
     OFFLOAD_FAIL, OFFLOAD_SUCCESS, OMP_REQ_UNIFIED_SHARED_MEMORY,
 };
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::hsa::HostSpan;
 use crate::image::{self, ImageKind, TargetId};
@@ -442,46 +443,50 @@ pub extern "C" fn __tgt_rtl_data_delete(id: i32, ptr: *mut c_void, kind: i32) ->
     })
 }
 
-/// Shared body of the submit entries.
-///
-/// # Safety
-/// `hst` readable for `size` bytes until `info` is synchronized.
-unsafe fn submit(
-    id: i32,
-    tgt: *mut c_void,
-    hst: *mut c_void,
-    size: i64,
-    info: Option<&mut AsyncInfo>,
-) -> Result<()> {
-    non_null(tgt, "device pointer")?;
-    let size = byte_count(size)?;
-    // SAFETY: forwarded from the caller's contract (read only: the source).
-    let src = Endpoint::Host(unsafe { host_span(hst, size)? });
-    let dst = Endpoint::Device(tgt as u64);
-    let dev = plugin()?.rt()?.device(id)?;
-    match info {
-        Some(info) => dev.transfers().copy(dst, src, size, info),
-        None => dev.transfers().copy_sync(dst, src, size),
-    }
+/// Which way a host transfer goes.
+#[derive(Clone, Copy)]
+enum Direction {
+    /// `data_submit*`: host → device.
+    ToDevice,
+    /// `data_retrieve*`: device → host.
+    ToHost,
 }
 
-/// Shared body of the retrieve entries.
+/// Shared body of the submit and retrieve entries: the caller's host
+/// buffer becomes a [`HostSpan`] here, once.
 ///
 /// # Safety
-/// `hst` writable for `size` bytes until `info` is synchronized.
-unsafe fn retrieve(
+/// `hst` readable (submit) or writable (retrieve) for `size` bytes until
+/// `info` is synchronized (at once without `info`).
+unsafe fn host_transfer(
     id: i32,
-    hst: *mut c_void,
+    direction: Direction,
     tgt: *mut c_void,
+    hst: *mut c_void,
     size: i64,
     info: Option<&mut AsyncInfo>,
 ) -> Result<()> {
     non_null(tgt, "device pointer")?;
     let size = byte_count(size)?;
-    // SAFETY: forwarded from the caller's contract (the destination).
-    let dst = Endpoint::Host(unsafe { host_span(hst, size)? });
-    let src = Endpoint::Device(tgt as u64);
+    // SAFETY: forwarded from the caller's contract.
+    let host = Endpoint::Host(unsafe { host_span(hst, size)? });
+    let device = Endpoint::Device(tgt as u64);
+    let (dst, src) = match direction {
+        Direction::ToDevice => (device, host),
+        Direction::ToHost => (host, device),
+    };
     let dev = plugin()?.rt()?.device(id)?;
+    copy(&dev, dst, src, size, info)
+}
+
+/// Copies on `dev`'s stream of `info`, or synchronously without one.
+fn copy(
+    dev: &Device,
+    dst: Endpoint,
+    src: Endpoint,
+    size: usize,
+    info: Option<&mut AsyncInfo>,
+) -> Result<()> {
     match info {
         Some(info) => dev.transfers().copy(dst, src, size, info),
         None => dev.transfers().copy_sync(dst, src, size),
@@ -511,7 +516,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit(
 ) -> i32 {
     // SAFETY: per this function's contract.
     status("data_submit", || unsafe {
-        submit(id, tgt, hst, size, None)
+        host_transfer(id, Direction::ToDevice, tgt, hst, size, None)
     })
 }
 
@@ -531,7 +536,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info)? };
         // SAFETY: per this function's contract.
-        unsafe { submit(id, tgt, hst, size, Some(info)) }
+        unsafe { host_transfer(id, Direction::ToDevice, tgt, hst, size, Some(info)) }
     })
 }
 
@@ -547,7 +552,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve(
 ) -> i32 {
     // SAFETY: per this function's contract.
     status("data_retrieve", || unsafe {
-        retrieve(id, hst, tgt, size, None)
+        host_transfer(id, Direction::ToHost, tgt, hst, size, None)
     })
 }
 
@@ -567,7 +572,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info)? };
         // SAFETY: per this function's contract.
-        unsafe { retrieve(id, hst, tgt, size, Some(info)) }
+        unsafe { host_transfer(id, Direction::ToHost, tgt, hst, size, Some(info)) }
     })
 }
 
@@ -592,10 +597,7 @@ unsafe fn exchange(
     let src_dev = rt.device(src_id)?;
     rt.device(dst_id)?;
     let (dst, src) = (Endpoint::Device(dst as u64), Endpoint::Device(src as u64));
-    match info {
-        Some(info) => src_dev.transfers().copy(dst, src, size, info),
-        None => src_dev.transfers().copy_sync(dst, src, size),
-    }
+    copy(&src_dev, dst, src, size, info)
 }
 
 /// Synchronous device → device copy between two devices of this plugin.
