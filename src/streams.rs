@@ -121,13 +121,15 @@ impl StreamPool {
         info: &mut AsyncInfo,
         op: impl FnOnce(&Stream) -> Result<()>,
     ) -> Result<()> {
-        self.with_stream(info, |stream| {
-            let r = op(stream);
-            if r.is_err() {
-                stream.mark_failed();
-            }
-            r
-        })?
+        if info.queue.is_null() {
+            let stream = self.lend(info)?;
+            return run_marking_failure(&stream, op);
+        }
+        let key = info.queue as usize;
+        match self.lent.with(key as u64, |s| run_marking_failure(s, op)) {
+            Some(r) => r,
+            None => Err(unknown_stream(key)),
+        }
     }
 
     /// `synchronize`: waits for the stream of `info`, gives it back and
@@ -271,6 +273,16 @@ impl StreamPool {
         }
         info.queue = std::ptr::null_mut();
     }
+}
+
+/// Runs `op` on `stream`; marks the stream failed when `op` fails.
+#[inline(always)]
+fn run_marking_failure(stream: &Stream, op: impl FnOnce(&Stream) -> Result<()>) -> Result<()> {
+    let r = op(stream);
+    if r.is_err() {
+        stream.mark_failed();
+    }
+    r
 }
 
 /// The error of a stream handle that does not resolve.

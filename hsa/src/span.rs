@@ -45,21 +45,25 @@ impl HostSpan {
     }
 
     /// The first byte's address.
+    #[inline]
     pub fn addr(&self) -> usize {
         self.ptr.as_ptr() as usize
     }
 
     /// Length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the span has no byte.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The span's first `min(len, self.len())` bytes.
+    #[inline]
     pub fn prefix(&self, len: usize) -> HostSpan {
         HostSpan {
             ptr: self.ptr,
@@ -100,6 +104,7 @@ impl HostSpan {
 
     /// Runs `f` on the span's bytes as a mutable slice (filling a kernarg
     /// block before its packet is published).
+    #[inline]
     pub fn fill_with<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
         // SAFETY: writable and unshared while the span writes it (`new`).
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) };
