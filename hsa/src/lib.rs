@@ -10,7 +10,12 @@
 //!
 //! Functions taking raw host or device addresses stay `unsafe` where the
 //! runtime dereferences them on our behalf (copies, locks, async handlers);
-//! the ones that only pass handles and plain values are safe.
+//! the ones that only pass handles and plain values are safe. Safe forms
+//! exist for what the plugin needs beyond that: [`HostSpan`] (caller host
+//! memory as one value, created unsafely once where it enters Rust) with
+//! [`Hsa::memory_lock_span`]; [`Hsa::on_signal_once`] (a Rust closure as
+//! an async signal handler) and [`Hsa::on_memory_fault`] (a plain function
+//! as the system event handler), whose C trampolines live here.
 
 use hsa_sys::*;
 use std::ffi::{c_char, c_void, CStr, OsString};
