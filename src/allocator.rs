@@ -3,7 +3,7 @@
 //! `data_delete` by allocation kind.
 //!
 //! [`DeviceAllocator`] owns the device's coarse-grained memory through its
-//! [`MemoryManager`] (DEFAULT and DEVICE kinds) and the record of the HOST
+//! [`crate::memory_manager::MemoryManager`] (DEFAULT and DEVICE kinds) and the record of the HOST
 //! and SHARED allocations it made from the host's fine-grained pool, which
 //! are also registered as pinned ranges so transfers reach them by DMA.
 
