@@ -3,9 +3,10 @@
 //! `data_delete` by allocation kind.
 //!
 //! [`DeviceAllocator`] owns the device's coarse-grained memory through its
-//! [`crate::memory_manager::MemoryManager`] (DEFAULT and DEVICE kinds) and the record of the HOST
-//! and SHARED allocations it made from the host's fine-grained pool, which
-//! are also registered as pinned ranges so transfers reach them by DMA.
+//! [`crate::memory_manager::MemoryManager`] (DEFAULT and DEVICE kinds) and
+//! the record of the HOST and SHARED allocations it made from the host's
+//! fine-grained pool, which are also registered as pinned ranges so
+//! transfers reach them by DMA.
 
 use crate::abi;
 use crate::error::{Error, Result};
