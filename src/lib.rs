@@ -28,9 +28,9 @@
 //! function table, host spans), [`queue`] (the AQL ring writes); besides
 //! these, one block each in [`stream`] (the DMA copy: the runtime's copy
 //! engine writes at device addresses no Rust type describes), [`memory`]
-//! (pool memory becoming a host span, once per block) and two in [`plugin`]
-//! (`atexit`, and the lock-free current-plugin pointer of the entry points'
-//! hot path); [`images`] declares its target table `Send`/`Sync`.
+//! (pool memory becoming a host span, once per block) and [`plugin`]
+//! (registering the teardown with `atexit`); [`images`] declares its target
+//! table `Send`/`Sync`.
 //!
 //! Device-free helpers: [`abi`] (the C structs), [`handles`] (the
 //! generation-counted tables behind event and stream handles, shared with

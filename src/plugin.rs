@@ -26,8 +26,8 @@ use crate::memory_manager::BlockAllocator;
 use crate::pinned::PinnedTable;
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long process teardown (and `deinit_device`) waits for work still
@@ -415,10 +415,12 @@ pub fn fault_reasons(mask: u32) -> String {
 static PLUGIN: RwLock<Option<Arc<Plugin>>> = RwLock::new(None);
 /// Serializes creation.
 static CREATE: Mutex<bool> = Mutex::new(false);
-/// The plugin for the entry points' fast path ([`Plugin::current`]): NULL
-/// before creation and after teardown, else `Arc::into_raw` of a count that
-/// is never released, so the pointee lives for the rest of the process.
-static CURRENT: AtomicPtr<Plugin> = AtomicPtr::new(std::ptr::null_mut());
+/// The plugin for the entry points' fast path ([`Plugin::current`]): set
+/// once at creation to a leaked reference count (`Box::leak` of an `Arc`),
+/// so the plugin lives for the rest of the process.
+static CURRENT: OnceLock<&'static Plugin> = OnceLock::new();
+/// Set by the teardown at exit: from then on [`Plugin::current`] is `None`.
+static TORN_DOWN: AtomicBool = AtomicBool::new(false);
 
 impl Plugin {
     /// Creates the plugin once (later calls do nothing). Never fails: any
@@ -449,10 +451,11 @@ impl Plugin {
             requires: AtomicI64::new(0),
             info_flags: AtomicU32::new(info),
         });
-        CURRENT.store(
-            Arc::into_raw(plugin.clone()) as *mut Plugin,
-            Ordering::Release,
-        );
+        let leaked: &'static Arc<Plugin> = Box::leak(Box::new(plugin.clone()));
+        if CURRENT.set(leaked.as_ref()).is_err() {
+            // Unreachable: creation runs once, under `CREATE`.
+            log::error!("the plugin was created twice; keeping the first");
+        }
         *PLUGIN.write() = Some(plugin);
         CREATOR_PID.store(std::process::id(), Ordering::Relaxed);
         // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
@@ -472,14 +475,10 @@ impl Plugin {
     /// [`Plugin::get`].
     #[inline]
     pub fn current() -> Option<&'static Plugin> {
-        let p = CURRENT.load(Ordering::Acquire);
-        if p.is_null() {
+        if TORN_DOWN.load(Ordering::Acquire) {
             return None;
         }
-        // SAFETY: a non-NULL value is `Arc::into_raw` of a count that is
-        // never released (see `CURRENT`), so the plugin is alive and never
-        // mutated except through its atomics.
-        Some(unsafe { &*p })
+        CURRENT.get().copied()
     }
 
     /// Number of devices (GPU agents), 0 without runtime.
@@ -517,7 +516,7 @@ extern "C" fn teardown_at_exit() {
     if CREATOR_PID.load(Ordering::Relaxed) != std::process::id() {
         return;
     }
-    CURRENT.store(std::ptr::null_mut(), Ordering::Release);
+    TORN_DOWN.store(true, Ordering::Release);
     let taken = PLUGIN.write().take();
     if let Some(plugin) = taken {
         if let Some(rt) = &plugin.runtime {
