@@ -81,9 +81,60 @@ pub enum Error {
     /// negative completion signal value.
     #[error("an asynchronous {0} failed on the device")]
     AsyncOperationFailed(&'static str),
-    /// Anything else, described in words.
-    #[error("{0}")]
-    Other(String),
+    /// The agent's wavefront size, workgroup or grid limits cannot host an
+    /// OpenMP kernel (wavefront not 32 or 64, or a zero limit).
+    #[error(
+        "unusable grid attributes: wavefront {wavefront}, workgroup max {workgroup_max}, \
+         grid max {grid_max}"
+    )]
+    UnusableGrid {
+        /// `HSA_AGENT_INFO_WAVEFRONT_SIZE`, lanes.
+        wavefront: u32,
+        /// x of `HSA_AGENT_INFO_WORKGROUP_MAX_DIM`, work-items.
+        workgroup_max: u16,
+        /// x of `HSA_AGENT_INFO_GRID_MAX_DIM`, work-items.
+        grid_max: u32,
+    },
+    /// The HSA runtime reports no agent of a kind the plugin needs.
+    #[error("the HSA runtime reports no {0} agent")]
+    NoAgent(&'static str),
+    /// `hsa_executable_validate` found the loaded executable invalid.
+    #[error("hsa_executable_validate reported {0:#x}")]
+    InvalidExecutable(u32),
+    /// An offload entry of size 0 names a symbol that is not a kernel.
+    #[error("{0} is not a kernel symbol")]
+    NotAKernel(String),
+    /// A global has a different size on the device than on the host.
+    #[error("global {name} has {device} bytes on the device but {host} on the host")]
+    GlobalSizeMismatch {
+        /// The global's name.
+        name: String,
+        /// `HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE`, bytes.
+        device: u32,
+        /// The offload entry's size, bytes.
+        host: usize,
+    },
+    /// A device could not be torn down: its work still ran after the
+    /// bounded wait, so it was left in place.
+    #[error("device {id} still had work running after {seconds} s; left in place")]
+    DeviceBusy {
+        /// The device id.
+        id: i32,
+        /// The wait, in seconds.
+        seconds: u64,
+    },
+    /// A stream asked for a queue slot the device does not have.
+    #[error("no HSA queue slot {0}")]
+    NoQueueSlot(usize),
+    /// The image's RPC client global holds NULL.
+    #[error("{0} holds NULL: no client object to set up")]
+    NullRpcClient(&'static str),
+    /// The image's RPC server could not be created.
+    #[error("RPC server: {0}")]
+    RpcServer(#[source] rpc::Error),
+    /// The RPC server thread could not be started.
+    #[error("starting the RPC server thread: {0}")]
+    RpcThread(#[source] std::io::Error),
 }
 
 /// Result type of the crate.

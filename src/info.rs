@@ -25,7 +25,23 @@ fn num<T: InfoValue + std::fmt::Display>(hsa: &Hsa, agent: hsa_agent_t, attr: u3
 pub fn describe_agent(rt: &Runtime, id: i32) -> Result<String> {
     let hsa = &rt.hsa;
     let agent = rt.agent(id)?;
+    let target_id = usize::try_from(id).ok().and_then(|i| rt.target_ids.get(i));
     let mut s = String::new();
+    describe_properties(&mut s, hsa, agent, id, target_id);
+    describe_pools(&mut s, hsa, agent);
+    describe_isas(&mut s, hsa, agent);
+    Ok(s)
+}
+
+/// Appends the agent's scalar properties (runtime version, names, queue,
+/// cache, compute-unit, workgroup and grid limits), one per line.
+fn describe_properties(
+    s: &mut String,
+    hsa: &Hsa,
+    agent: hsa_agent_t,
+    id: i32,
+    target_id: Option<&String>,
+) {
     let major = hsa.system_info_u16(HSA_SYSTEM_INFO_VERSION_MAJOR);
     let minor = hsa.system_info_u16(HSA_SYSTEM_INFO_VERSION_MINOR);
     let version = match (major, minor) {
@@ -66,7 +82,7 @@ pub fn describe_agent(rt: &Runtime, id: i32) -> Result<String> {
             .to_string()
         }),
     );
-    if let Some(t) = usize::try_from(id).ok().and_then(|i| rt.target_ids.get(i)) {
+    if let Some(t) = target_id {
         line("Target ID:", t.clone());
     }
     line(
@@ -145,6 +161,10 @@ pub fn describe_agent(rt: &Runtime, id: i32) -> Result<String> {
         "Max fbarriers per workgroup:",
         num::<u32>(hsa, agent, HSA_AGENT_INFO_FBARRIER_MAX_SIZE),
     );
+}
+
+/// Appends the agent's memory pools: segment, flags, size, allocatable.
+fn describe_pools(s: &mut String, hsa: &Hsa, agent: hsa_agent_t) {
     let _ = writeln!(s, "    Memory pools:");
     match MemoryPool::all_of(hsa, agent) {
         Ok(pools) => {
@@ -179,6 +199,10 @@ pub fn describe_agent(rt: &Runtime, id: i32) -> Result<String> {
             let _ = writeln!(s, "      n/a ({e})");
         }
     }
+}
+
+/// Appends the names of the agent's ISAs.
+fn describe_isas(s: &mut String, hsa: &Hsa, agent: hsa_agent_t) {
     let _ = writeln!(s, "    ISAs:");
     match hsa.agent_isas(agent) {
         Ok(isas) => {
@@ -190,5 +214,4 @@ pub fn describe_agent(rt: &Runtime, id: i32) -> Result<String> {
             let _ = writeln!(s, "      n/a ({e})");
         }
     }
-    Ok(s)
 }

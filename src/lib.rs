@@ -4,32 +4,55 @@
 //!
 //! Layers, bottom up (see `shared/DESIGN.md`, "The plugin, inside"):
 //!
-//! - [`hsa`]: the result layer over the dlopened HSA runtime
-//!   ([`hsa_sys::HsaApi`]): one wrapper per call, `Result<_, HsaError>`.
-//! - [`signal`], [`queue`], [`memory`], [`pinned`], [`stream`]: owned handles
-//!   (signals and their pool, AQL queues, memory pools and allocators,
-//!   pinned host ranges, streams and events).
-//! - [`device`] (one GPU agent) and [`plugin`] (the process-wide plugin, the
-//!   host device, creation and teardown).
+//! - [`hsa`]: the safe HSA layer over the dlopened runtime
+//!   ([`hsa_sys::HsaApi`]): one wrapper per call, `Result<_, HsaError>`;
+//!   also [`hsa::HostSpan`], the caller's host memory as one value, built
+//!   once (unsafely) in [`rtl`] and used safely everywhere below.
+//! - [`signal`], [`queue`], [`memory`], [`pinned`], [`stream`]: owned
+//!   handles (signals and their pool, AQL queues and the ring writes,
+//!   memory pools, allocators and host blocks, pinned host ranges, streams
+//!   and events).
+//! - [`device`] (one GPU agent), holding one type per concept, as LLVM's
+//!   nextgen plugin does: [`streams`] (the stream pool and the async-info
+//!   protocol), [`events`] (the event table), [`allocator`] (`data_alloc` /
+//!   `data_delete`), [`transfer`] (H2D, D2H and D2D copies and their one
+//!   path policy), [`images`] (loaded code objects) and [`kernel`] (a
+//!   kernel's init and launch).
+//! - [`plugin`]: the process-wide plugin, the host device, creation and
+//!   teardown.
 //! - [`rtl`]: the `extern "C" __tgt_rtl_*` entry points of LLVM 16's plugin
-//!   ABI (spec `omptarget-plugin-abi.md` §2).
+//!   ABI (spec `omptarget-plugin-abi.md` §2): the edge where C pointers
+//!   become Rust values.
+//!
+//! Where `unsafe` lives: [`rtl`] (the C ABI), the `hsa` crate (the HSA
+//! function table, host spans), [`queue`] (the AQL ring writes); besides
+//! these, one block each in [`stream`] (the DMA copy: the runtime's copy
+//! engine writes at device addresses no Rust type describes), [`memory`]
+//! (pool memory becoming a host span, once per block) and [`plugin`]
+//! (registering the teardown with `atexit`); [`images`] declares its target
+//! table `Send`/`Sync`.
 //!
 //! Device-free helpers: [`abi`] (the C structs), [`handles`] (the
-//! generation-counted tables behind event and stream handles),
-//! [`memory_manager`] (the
-//! size-class cache), [`launch`] (teams and threads), [`image`] (code object
-//! inspection).
+//! generation-counted tables behind event and stream handles, shared with
+//! the virtual device), [`memory_manager`] (the size-class cache),
+//! [`launch`] (teams and threads), [`image`] (code object inspection).
 
 pub mod abi;
+pub mod allocator;
 pub mod device;
 pub mod env;
 pub mod error;
+pub mod events;
+/// The generation-counted handle tables (crate `handles/`), shared with the
+/// virtual device, re-exported so `crate::handles::...` paths keep working.
+pub use ::handles;
 /// The safe HSA layer, now its own crate (`hsa/`), re-exported so
 /// `crate::hsa::...` paths keep working.
 pub use ::hsa;
-pub mod handles;
 pub mod image;
+pub mod images;
 pub mod info;
+pub mod kernel;
 pub mod launch;
 pub mod logging;
 pub mod memory;
@@ -41,6 +64,8 @@ pub mod rpc_host;
 pub mod rtl;
 pub mod signal;
 pub mod stream;
+pub mod streams;
+pub mod transfer;
 
 pub use error::{Error, Result};
 pub use hsa_sys;

@@ -1,9 +1,13 @@
-//! HSA memory pools ([`MemoryPool`]) and the block allocators the memory
-//! managers cache blocks of ([`PoolAllocator`]).
+//! HSA memory pools ([`MemoryPool`]), the block allocators the memory
+//! managers cache blocks of ([`PoolAllocator`]), and the host side's pinned
+//! blocks: [`HostPoolManager`] (a manager over a CPU agent's fine-grained
+//! pool) and [`HostBlock`] (one of its blocks, with the [`HostSpan`] the
+//! host copies through; the only place pool memory becomes a span).
 
-use crate::hsa::{Hsa, HsaError, HsaResult};
-use crate::memory_manager::{BlockAllocator, MemoryManager};
+use crate::hsa::{HostSpan, Hsa, HsaError, HsaResult};
+use crate::memory_manager::{BlockAllocator, MemoryManager, MemoryManagerError};
 use hsa_sys::*;
+use std::sync::Arc;
 
 /// One HSA memory pool of an agent, with the attributes the plugin uses
 /// (`hsa-api-subset.md` §4.8).
@@ -106,7 +110,9 @@ impl BlockAllocator for PoolAllocator {
     fn allocate(&self, size: usize) -> Result<u64, HsaError> {
         let addr = self.hsa.pool_allocate(self.pool, size)? as u64;
         if let Err(e) = self.hsa.allow_access(&self.access, addr) {
-            let _ = self.hsa.pool_free(addr);
+            if let Err(free) = self.hsa.pool_free(addr) {
+                log::debug!("freeing a block the agents could not reach: {free}");
+            }
             return Err(e);
         }
         Ok(addr)
@@ -120,3 +126,100 @@ impl BlockAllocator for PoolAllocator {
 /// A memory manager over one HSA pool (LLVM's `AMDGPUMemoryManagerTy` plus
 /// the generic `MemoryManagerTy`).
 pub type PoolManager = MemoryManager<PoolAllocator>;
+
+/// A memory manager over a host pool (a CPU agent's fine-grained or kernarg
+/// pool): its blocks are system memory the host reads and writes directly
+/// (staging buffers, kernarg blocks), handed out as [`HostBlock`]s.
+#[derive(Debug)]
+pub struct HostPoolManager {
+    inner: PoolManager,
+}
+
+impl HostPoolManager {
+    /// A manager caching blocks of at most `threshold` bytes of `pool`,
+    /// each made accessible to `access`; `None` when `pool` is not a
+    /// fine-grained global pool (the only kind whose memory the host may
+    /// touch). `pool` must belong to a CPU agent (the host device's pools).
+    pub fn new(
+        hsa: &Hsa,
+        pool: &MemoryPool,
+        access: Vec<hsa_agent_t>,
+        threshold: usize,
+    ) -> Option<HostPoolManager> {
+        pool.is_fine_grained().then(|| HostPoolManager {
+            inner: MemoryManager::new(PoolAllocator::new(hsa, pool.raw, access), threshold),
+        })
+    }
+}
+
+impl std::ops::Deref for HostPoolManager {
+    type Target = PoolManager;
+
+    fn deref(&self) -> &PoolManager {
+        &self.inner
+    }
+}
+
+/// A block of a [`HostPoolManager`] (a staging buffer, a kernarg block),
+/// returned to it when dropped. The host reaches its bytes through
+/// [`HostBlock::span`]; agents through [`HostBlock::addr`].
+#[derive(Debug)]
+pub struct HostBlock {
+    manager: Arc<HostPoolManager>,
+    span: HostSpan,
+}
+
+impl HostBlock {
+    /// Allocates `size` bytes (`size > 0`) from `manager`.
+    ///
+    /// Errors: the manager's failure (pool exhausted, HSA error, size 0).
+    pub fn allocate(
+        manager: &Arc<HostPoolManager>,
+        size: usize,
+    ) -> Result<HostBlock, MemoryManagerError<HsaError>> {
+        let addr = manager.allocate(size)?;
+        // SAFETY: the one place pool memory becomes a span. The manager just
+        // handed out `size` bytes at `addr` from a fine-grained pool of a
+        // CPU agent (`HostPoolManager::new`): system memory of this process,
+        // readable and writable by the host, used by nobody else until this
+        // block returns it (in `Drop`). The span is used only while the
+        // block lives: the block is held by the stream slot (or the host
+        // step) whose operation reads or writes through it.
+        let span = unsafe { HostSpan::new(addr as *mut u8, size) };
+        match span {
+            Some(span) => Ok(HostBlock {
+                manager: manager.clone(),
+                span,
+            }),
+            None => Err(MemoryManagerError::UnknownPointer(addr)),
+        }
+    }
+
+    /// The block's address, for agents (DMA copies, kernarg pointers).
+    pub fn addr(&self) -> u64 {
+        self.span.addr() as u64
+    }
+
+    /// The block's bytes, for the host (valid while the block lives).
+    pub fn span(&self) -> HostSpan {
+        self.span
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.span.len()
+    }
+
+    /// Whether the block has no byte (never: blocks are at least 1 byte).
+    pub fn is_empty(&self) -> bool {
+        self.span.is_empty()
+    }
+}
+
+impl Drop for HostBlock {
+    fn drop(&mut self) {
+        if let Err(e) = self.manager.free(self.addr()) {
+            log::error!("releasing host block {:#x}: {e}", self.addr());
+        }
+    }
+}

@@ -7,10 +7,9 @@
 //! staging buffer: one DMA copy using the range's device-accessible alias.
 
 use crate::error::{Error, Result};
-use crate::hsa::Hsa;
+use crate::hsa::{HostSpan, Hsa};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::ffi::c_void;
 use std::sync::Arc;
 
 /// Why a range is pinned.
@@ -61,18 +60,16 @@ impl PinnedTable {
         containing(&map, host, size).map(|(start, r)| r.alias + (host - start))
     }
 
-    /// Pins `[host, host + size)` (`data_lock`) and returns the address
-    /// devices must use. Inside an already pinned range: one more reference
-    /// to it, and the alias plus offset.
-    ///
-    /// # Safety
-    /// The range must be host memory of this process that stays mapped until
-    /// it is unlocked.
+    /// Pins the span's memory (`data_lock`) and returns the address devices
+    /// must use. Inside an already pinned range: one more reference to it,
+    /// and the alias plus offset. The span's creator vouched that the memory
+    /// stays mapped until it is unlocked (`HostSpan::new`).
     ///
     /// Errors: size 0; the failing `hsa_amd_memory_lock`; a range that
     /// starts where another pinned range starts but extends past it.
-    pub unsafe fn lock(&self, host: usize, size: usize) -> Result<usize> {
-        if size == 0 || host == 0 {
+    pub fn lock(&self, span: &HostSpan) -> Result<usize> {
+        let (host, size) = (span.addr(), span.len());
+        if size == 0 {
             return Err(Error::InvalidArgument(format!(
                 "cannot lock {size} bytes at {host:#x}"
             )));
@@ -89,8 +86,7 @@ impl PinnedTable {
                 "range {host:#x}+{size} overlaps a pinned range starting at the same address"
             )));
         }
-        // SAFETY: forwarded from the caller's contract.
-        let alias = unsafe { self.hsa.memory_lock(host as *mut c_void, size)? } as usize;
+        let alias = self.hsa.memory_lock_span(span)?;
         map.insert(
             host,
             Range {
@@ -154,25 +150,18 @@ impl PinnedTable {
         }
     }
 
-    /// Locks a range for the duration of one transfer; the returned guard
-    /// unlocks it when dropped (when the stream holding it completes).
-    ///
-    /// # Safety
-    /// As [`PinnedTable::lock`], until the guard is dropped.
+    /// Locks the span's memory for the duration of one transfer; the
+    /// returned guard unlocks it when dropped (when the stream holding it
+    /// completes).
     ///
     /// Errors: as [`PinnedTable::lock`].
-    pub unsafe fn lock_temporarily(
-        self: &Arc<Self>,
-        host: usize,
-        size: usize,
-    ) -> Result<(usize, LockGuard)> {
-        // SAFETY: forwarded.
-        let alias = unsafe { self.lock(host, size)? };
+    pub fn lock_temporarily(self: &Arc<Self>, span: &HostSpan) -> Result<(usize, LockGuard)> {
+        let alias = self.lock(span)?;
         Ok((
             alias,
             LockGuard {
                 table: self.clone(),
-                host,
+                host: span.addr(),
             },
         ))
     }

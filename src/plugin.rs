@@ -21,14 +21,13 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::hsa::Hsa;
-use crate::memory::{MemoryPool, PoolAllocator, PoolManager};
-use crate::memory_manager::{BlockAllocator, MemoryManager};
+use crate::memory::{HostPoolManager, MemoryPool, PoolAllocator};
+use crate::memory_manager::BlockAllocator;
 use crate::pinned::PinnedTable;
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long process teardown (and `deinit_device`) waits for work still
@@ -52,9 +51,9 @@ pub struct HostDevice {
     /// The first fine-grained pool with KERNARG_INIT.
     pub kernarg_pool: MemoryPool,
     /// Staging buffers (fine-grained pool, accessible to every GPU).
-    pub staging: Arc<PoolManager>,
+    pub staging: Arc<HostPoolManager>,
     /// Kernarg blocks (kernarg pool, accessible to every GPU).
-    pub kernargs: Arc<PoolManager>,
+    pub kernargs: Arc<HostPoolManager>,
     /// Direct allocations of HOST / SHARED memory (not cached).
     fine_alloc: PoolAllocator,
     /// Pinned host ranges (locks and fine-grained allocations).
@@ -88,14 +87,14 @@ impl HostDevice {
         let gpus = gpu_agents.to_vec();
         Ok(HostDevice {
             cpu_agents,
-            staging: Arc::new(MemoryManager::new(
-                PoolAllocator::new(hsa, fine_pool.raw, gpus.clone()),
-                HOST_CACHE_THRESHOLD,
-            )),
-            kernargs: Arc::new(MemoryManager::new(
-                PoolAllocator::new(hsa, kernarg_pool.raw, gpus.clone()),
-                HOST_CACHE_THRESHOLD,
-            )),
+            staging: Arc::new(
+                HostPoolManager::new(hsa, &fine_pool, gpus.clone(), HOST_CACHE_THRESHOLD)
+                    .ok_or(Error::MissingPool("fine-grained host"))?,
+            ),
+            kernargs: Arc::new(
+                HostPoolManager::new(hsa, &kernarg_pool, gpus.clone(), HOST_CACHE_THRESHOLD)
+                    .ok_or(Error::MissingPool("kernarg"))?,
+            ),
             fine_alloc: PoolAllocator::new(hsa, fine_pool.raw, gpus),
             fine_pool,
             kernarg_pool,
@@ -189,7 +188,9 @@ impl Runtime {
         match Self::discover(&hsa) {
             Ok(rt) => Ok(rt),
             Err(e) => {
-                let _ = hsa.shut_down();
+                if let Err(down) = hsa.shut_down() {
+                    log::debug!("after a failed discovery: {down}");
+                }
                 Err(e)
             }
         }
@@ -210,10 +211,10 @@ impl Runtime {
             }
         }
         if gpus.is_empty() {
-            return Err(Error::Other("the HSA runtime reports no GPU agent".into()));
+            return Err(Error::NoAgent("GPU"));
         }
         if cpus.is_empty() {
-            return Err(Error::Other("the HSA runtime reports no CPU agent".into()));
+            return Err(Error::NoAgent("CPU"));
         }
         let mut target_ids = Vec::with_capacity(gpus.len());
         for &g in &gpus {
@@ -228,12 +229,9 @@ impl Runtime {
             target_ids.push(id);
         }
         let host = Arc::new(HostDevice::new(hsa, cpus, &gpus)?);
-        let registered =
-            // SAFETY: the handler is a plain function that only logs; it needs
-            // no data and stays valid for the life of the process (the plugin
-            // is never unmapped: `-z nodelete`).
-            unsafe { hsa.register_system_event_handler(Some(system_event), std::ptr::null_mut()) };
-        if let Err(e) = registered {
+        // The handler is a plain function of this library, which is never
+        // unmapped (`-z nodelete`).
+        if let Err(e) = hsa.on_memory_fault(report_memory_fault) {
             log::debug!("no system event handler: {e}");
         }
         let n = gpus.len();
@@ -256,6 +254,21 @@ impl Runtime {
         let device = slot.read().clone();
         match device {
             Some(d) => Ok(d),
+            None => Err(Error::DeviceNotInitialized(id)),
+        }
+    }
+
+    /// Runs `f` on the initialised device `id`, borrowed under its slot's
+    /// read lock (no reference count taken: the launch path). `f` must not
+    /// initialise or release devices.
+    ///
+    /// Errors: no such device, or not initialised; `f`'s error.
+    #[inline]
+    pub fn with_device<R>(&self, id: i32, f: impl FnOnce(&Device) -> Result<R>) -> Result<R> {
+        let slot = self.slot(id)?;
+        let device = slot.read();
+        match device.as_deref() {
+            Some(d) => f(d),
             None => Err(Error::DeviceNotInitialized(id)),
         }
     }
@@ -318,10 +331,10 @@ impl Runtime {
         if !dev.teardown(Instant::now() + TEARDOWN_WAIT) {
             // Still running: keep its queues and memory alive for good.
             std::mem::forget(dev);
-            return Err(Error::Other(format!(
-                "device {id} still had work running after {} s; left in place",
-                TEARDOWN_WAIT.as_secs()
-            )));
+            return Err(Error::DeviceBusy {
+                id,
+                seconds: TEARDOWN_WAIT.as_secs(),
+            });
         }
         Ok(())
     }
@@ -353,30 +366,17 @@ impl Runtime {
     }
 }
 
-/// System event handler: reports GPU memory faults (spec §7.9). Returns
-/// SUCCESS so the runtime does not abort the process; the faulting queue's
-/// error callback then fails the pending operations, and the entry point
-/// waiting for them reports the failure.
-unsafe extern "C" fn system_event(
-    event: *const hsa_amd_event_t,
-    _data: *mut c_void,
-) -> hsa_status_t {
-    if event.is_null() {
-        return HSA_STATUS_SUCCESS;
-    }
-    // SAFETY: the runtime passes a valid event for the duration of the call.
-    let ev = unsafe { &*event };
-    if ev.event_type == HSA_AMD_GPU_MEMORY_FAULT_EVENT {
-        // SAFETY: `memory_fault` is the union's member for this event type.
-        let fault = unsafe { ev.__bindgen_anon_1.memory_fault };
-        log::error!(
-            "memory access fault on the GPU at address {:#x}: {} (reason bits {:#x})",
-            fault.virtual_address,
-            fault_reasons(fault.fault_reason_mask),
-            fault.fault_reason_mask
-        );
-    }
-    HSA_STATUS_SUCCESS
+/// Reports a GPU memory fault (spec §7.9). The runtime is told it was
+/// handled, so it does not abort the process; the faulting queue's error
+/// callback then fails the pending operations, and the entry point waiting
+/// for them reports the failure.
+fn report_memory_fault(fault: &crate::hsa::MemoryFault) {
+    log::error!(
+        "memory access fault on the GPU at address {:#x}: {} (reason bits {:#x})",
+        fault.virtual_address,
+        fault_reasons(fault.fault_reason_mask),
+        fault.fault_reason_mask
+    );
 }
 
 /// The names of the bits set in a memory fault's reason mask
@@ -415,10 +415,12 @@ pub fn fault_reasons(mask: u32) -> String {
 static PLUGIN: RwLock<Option<Arc<Plugin>>> = RwLock::new(None);
 /// Serializes creation.
 static CREATE: Mutex<bool> = Mutex::new(false);
-/// The plugin for the entry points' fast path ([`Plugin::current`]): NULL
-/// before creation and after teardown, else `Arc::into_raw` of a count that
-/// is never released, so the pointee lives for the rest of the process.
-static CURRENT: AtomicPtr<Plugin> = AtomicPtr::new(std::ptr::null_mut());
+/// The plugin for the entry points' fast path ([`Plugin::current`]): set
+/// once at creation to a leaked reference count (`Box::leak` of an `Arc`),
+/// so the plugin lives for the rest of the process.
+static CURRENT: OnceLock<&'static Plugin> = OnceLock::new();
+/// Set by the teardown at exit: from then on [`Plugin::current`] is `None`.
+static TORN_DOWN: AtomicBool = AtomicBool::new(false);
 
 impl Plugin {
     /// Creates the plugin once (later calls do nothing). Never fails: any
@@ -449,10 +451,11 @@ impl Plugin {
             requires: AtomicI64::new(0),
             info_flags: AtomicU32::new(info),
         });
-        CURRENT.store(
-            Arc::into_raw(plugin.clone()) as *mut Plugin,
-            Ordering::Release,
-        );
+        let leaked: &'static Arc<Plugin> = Box::leak(Box::new(plugin.clone()));
+        if CURRENT.set(leaked.as_ref()).is_err() {
+            // Unreachable: creation runs once, under `CREATE`.
+            log::error!("the plugin was created twice; keeping the first");
+        }
         *PLUGIN.write() = Some(plugin);
         CREATOR_PID.store(std::process::id(), Ordering::Relaxed);
         // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
@@ -472,14 +475,10 @@ impl Plugin {
     /// [`Plugin::get`].
     #[inline]
     pub fn current() -> Option<&'static Plugin> {
-        let p = CURRENT.load(Ordering::Acquire);
-        if p.is_null() {
+        if TORN_DOWN.load(Ordering::Acquire) {
             return None;
         }
-        // SAFETY: a non-NULL value is `Arc::into_raw` of a count that is
-        // never released (see `CURRENT`), so the plugin is alive and never
-        // mutated except through its atomics.
-        Some(unsafe { &*p })
+        CURRENT.get().copied()
     }
 
     /// Number of devices (GPU agents), 0 without runtime.
@@ -517,12 +516,14 @@ extern "C" fn teardown_at_exit() {
     if CREATOR_PID.load(Ordering::Relaxed) != std::process::id() {
         return;
     }
-    CURRENT.store(std::ptr::null_mut(), Ordering::Release);
+    TORN_DOWN.store(true, Ordering::Release);
     let taken = PLUGIN.write().take();
     if let Some(plugin) = taken {
         if let Some(rt) = &plugin.runtime {
             // Teardown must never unwind into libc's exit path.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.teardown()));
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.teardown())).is_err() {
+                log::error!("internal error during teardown at exit (panic caught)");
+            }
         }
     }
 }

@@ -28,6 +28,11 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
+/// Length of [`Shared::in_flight`] from which [`Queue::track`] also asks
+/// the runtime whether the list's oldest signal has ended (so that work
+/// nobody synchronizes cannot grow the list without bound).
+const TRACK_CHECK_LEN: usize = 256;
+
 /// State shared with the runtime's error callback.
 #[derive(Debug, Default)]
 struct Shared {
@@ -98,10 +103,6 @@ pub struct Queue {
 unsafe impl Send for Queue {}
 // SAFETY: as above; all shared state is behind locks or atomics.
 unsafe impl Sync for Queue {}
-
-/// Length of the in-flight list from which `track` also asks the runtime
-/// whether its oldest entry has ended.
-const TRACK_CHECK_LEN: usize = 256;
 
 /// Header word of a kernel dispatch: type KERNEL_DISPATCH, no barrier bit,
 /// acquire and release fence scope SYSTEM (0x1402), setup = 1 dimension.
@@ -396,17 +397,13 @@ impl QueueSet {
     pub fn get(&self, slot: usize) -> Result<Arc<Queue>> {
         {
             let queues = self.queues.read();
-            let q = queues
-                .get(slot)
-                .ok_or_else(|| Error::Other(format!("no HSA queue slot {slot}")))?;
+            let q = queues.get(slot).ok_or(Error::NoQueueSlot(slot))?;
             if !q.is_broken() {
                 return Ok(q.clone());
             }
         }
         let mut queues = self.queues.write();
-        let q = queues
-            .get_mut(slot)
-            .ok_or_else(|| Error::Other(format!("no HSA queue slot {slot}")))?;
+        let q = queues.get_mut(slot).ok_or(Error::NoQueueSlot(slot))?;
         if q.is_broken() {
             log::debug!("replacing HSA queue {slot}, stopped after an error");
             *q = Arc::new(Queue::new(

@@ -28,13 +28,13 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use hsa_sys::{hsa_executable_t, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS};
+use hsa_sys::{hsa_agent_t, hsa_executable_t, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS};
 
-use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::hsa::Hsa;
 use crate::memory::PoolManager;
 use crate::plugin::HostDevice;
+use crate::transfer::Transfers;
 
 /// Ports of each image's RPC buffer (LLVM 19 allows up to 4096). Every
 /// wavefront holds at most one port at a time, so this bounds how many
@@ -136,54 +136,45 @@ impl ImageRpc {
 /// Errors: the symbol's address, the client pointer it holds or the buffer
 /// cannot be read, allocated or written; the thread cannot be spawned.
 pub fn setup(
-    device: &Device,
+    id: i32,
+    agent: hsa_agent_t,
     hsa: &Hsa,
     host: &Arc<HostDevice>,
     memory: &Arc<PoolManager>,
+    transfers: &Transfers,
     exe: hsa_executable_t,
 ) -> Result<Option<ImageRpc>> {
     let Ok(name) = CString::new(rpc::CLIENT_SYMBOL) else {
         return Ok(None);
     };
-    let Ok(sym) = hsa.executable_symbol(exe, &name, device.agent) else {
+    let Ok(sym) = hsa.executable_symbol(exe, &name, agent) else {
         return Ok(None);
     };
     let symbol_addr = hsa.symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
-    let mut client_addr = 0u64;
-    device.run_sync(|info| {
-        // SAFETY: `client_addr` is 8 writable bytes that outlive the
-        // synchronous copy; `symbol_addr` is the 8-byte device global.
-        unsafe { device.retrieve((&mut client_addr as *mut u64).cast(), symbol_addr, 8, info) }
-    })?;
+    let mut client_bytes = [0u8; 8];
+    transfers.read_sync(symbol_addr, &mut client_bytes)?;
+    let client_addr = u64::from_le_bytes(client_bytes);
     if client_addr == 0 {
-        return Err(Error::Other(format!(
-            "{} holds NULL: no client object to set up",
-            rpc::CLIENT_SYMBOL
-        )));
+        return Err(Error::NullRpcClient(rpc::CLIENT_SYMBOL));
     }
     let mut server = rpc::Server::new(
         PORT_COUNT,
         LANE_SIZE,
         Box::new(FineMemory { host: host.clone() }),
     )
-    .map_err(|e| Error::Other(format!("RPC server: {e}")))?;
+    .map_err(Error::RpcServer)?;
     server.set_device_heap(Box::new(DeviceMemory {
         memory: memory.clone(),
         live: HashSet::new(),
     }));
     let client = server.client_object();
-    device.run_sync(|info| {
-        // SAFETY: `client` outlives the synchronous copy; `client_addr` is
-        // the device's client object of `CLIENT_OBJECT_SIZE` bytes.
-        unsafe { device.submit(client_addr, client.as_ptr(), client.len(), info) }
-    })?;
+    transfers.write_sync(client_addr, &client)?;
     let stop = server.stop_flag();
-    let id = device.id;
     let service = rpc::Service::start(server, move |event| match event {
         rpc::Event::Error(e) => log::error!("device {id}: RPC: {e}"),
         other => log::error!("device {id}: RPC request not supported in target regions: {other:?}"),
     })
-    .map_err(|e| Error::Other(format!("starting the RPC server thread: {e}")))?;
+    .map_err(Error::RpcThread)?;
     log::debug!("device {id}: RPC client at {client_addr:#x}, {PORT_COUNT} ports served");
     Ok(Some(ImageRpc { service, stop }))
 }

@@ -20,10 +20,13 @@ use crate::abi::{
     AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, OffloadEntry, TargetTable,
     OFFLOAD_FAIL, OFFLOAD_SUCCESS, OMP_REQ_UNIFIED_SHARED_MEMORY,
 };
-use crate::device::EntryDesc;
+use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::hsa::HostSpan;
 use crate::image::{self, ImageKind, TargetId};
+use crate::images::EntryDesc;
 use crate::plugin::Plugin;
+use crate::transfer::Endpoint;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -70,6 +73,22 @@ fn plugin() -> Result<&'static Plugin> {
 /// A byte count from the ABI's `int64_t`.
 fn byte_count(size: i64) -> Result<usize> {
     usize::try_from(size).map_err(|_| Error::InvalidArgument(format!("negative size {size}")))
+}
+
+/// The span of the caller's host buffer `[ptr, ptr + size)`: the one place
+/// a transfer's host pointer becomes a [`HostSpan`], which then travels
+/// safely down to the copy that uses it.
+///
+/// # Safety
+/// As `HostSpan::new`: `[ptr, ptr + size)` is host memory of this process,
+/// readable (and writable when the span is a copy's destination), left
+/// alone by the program until the transfer's async info is synchronized
+/// (libomptarget's contract for the buffers of `data_submit*`,
+/// `data_retrieve*`, `data_lock` and its host globals).
+unsafe fn host_span(ptr: *mut c_void, size: usize) -> Result<HostSpan> {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { HostSpan::new(ptr as *mut u8, size) }
+        .ok_or_else(|| Error::InvalidArgument("host pointer is NULL".into()))
 }
 
 /// The bytes of a device image. For an ELF image, `image_end` is not
@@ -304,7 +323,7 @@ pub unsafe extern "C" fn __tgt_rtl_load_binary(
         let p = plugin()?;
         let dev = p.rt()?.device(id)?;
         let usm = p.requires.load(Ordering::Relaxed) & OMP_REQ_UNIFIED_SHARED_MEMORY != 0;
-        dev.load_binary(bytes, &entries, usm)
+        dev.images().load(bytes, &entries, usm)
     })
 }
 
@@ -329,7 +348,19 @@ unsafe fn read_entries(begin: *mut OffloadEntry, end: *mut OffloadEntry) -> Resu
             let name = unsafe { CStr::from_ptr(e.name) }
                 .to_string_lossy()
                 .into_owned();
-            Ok(EntryDesc { raw: *e, name })
+            // A global's host bytes, lent by the program for its lifetime.
+            let host = if e.size > 0 && !e.addr.is_null() {
+                // SAFETY: per the contract, a global entry's `addr` is the
+                // host global of `size` bytes, alive as long as the program.
+                Some(unsafe { host_span(e.addr, e.size)? })
+            } else {
+                None
+            };
+            Ok(EntryDesc {
+                raw: *e,
+                name,
+                host,
+            })
         })
         .collect()
 }
@@ -397,7 +428,7 @@ pub extern "C" fn __tgt_rtl_data_alloc(
     kind: i32,
 ) -> *mut c_void {
     entry("data_alloc", std::ptr::null_mut(), || {
-        let addr = plugin()?.rt()?.device(id)?.alloc(size, kind)?;
+        let addr = plugin()?.rt()?.device(id)?.memory().alloc(size, kind)?;
         Ok(addr as *mut c_void)
     })
 }
@@ -408,57 +439,57 @@ pub extern "C" fn __tgt_rtl_data_delete(id: i32, ptr: *mut c_void, kind: i32) ->
         if ptr.is_null() {
             return Ok(());
         }
-        plugin()?.rt()?.device(id)?.free(ptr as u64, kind)
+        plugin()?.rt()?.device(id)?.memory().free(ptr as u64, kind)
     })
 }
 
-/// Shared body of the submit entries.
-///
-/// # Safety
-/// `hst` readable for `size` bytes until `info` is synchronized.
-unsafe fn submit(
-    id: i32,
-    tgt: *mut c_void,
-    hst: *mut c_void,
-    size: i64,
-    info: Option<&mut AsyncInfo>,
-) -> Result<()> {
-    non_null(tgt, "device pointer")?;
-    non_null(hst, "host pointer")?;
-    let size = byte_count(size)?;
-    let dev = plugin()?.rt()?.device(id)?;
-    match info {
-        // SAFETY: forwarded from the caller's contract.
-        Some(info) => unsafe { dev.submit(tgt as u64, hst as *const u8, size, info) },
-        None => dev.run_sync(|info| {
-            // SAFETY: as above; `run_sync` synchronizes before returning.
-            unsafe { dev.submit(tgt as u64, hst as *const u8, size, info) }
-        }),
-    }
+/// Which way a host transfer goes.
+#[derive(Clone, Copy)]
+enum Direction {
+    /// `data_submit*`: host → device.
+    ToDevice,
+    /// `data_retrieve*`: device → host.
+    ToHost,
 }
 
-/// Shared body of the retrieve entries.
+/// Shared body of the submit and retrieve entries: the caller's host
+/// buffer becomes a [`HostSpan`] here, once.
 ///
 /// # Safety
-/// `hst` writable for `size` bytes until `info` is synchronized.
-unsafe fn retrieve(
+/// `hst` readable (submit) or writable (retrieve) for `size` bytes until
+/// `info` is synchronized (at once without `info`).
+unsafe fn host_transfer(
     id: i32,
-    hst: *mut c_void,
+    direction: Direction,
     tgt: *mut c_void,
+    hst: *mut c_void,
     size: i64,
     info: Option<&mut AsyncInfo>,
 ) -> Result<()> {
     non_null(tgt, "device pointer")?;
-    non_null(hst, "host pointer")?;
     let size = byte_count(size)?;
+    // SAFETY: forwarded from the caller's contract.
+    let host = Endpoint::Host(unsafe { host_span(hst, size)? });
+    let device = Endpoint::Device(tgt as u64);
+    let (dst, src) = match direction {
+        Direction::ToDevice => (device, host),
+        Direction::ToHost => (host, device),
+    };
     let dev = plugin()?.rt()?.device(id)?;
+    copy(&dev, dst, src, size, info)
+}
+
+/// Copies on `dev`'s stream of `info`, or synchronously without one.
+fn copy(
+    dev: &Device,
+    dst: Endpoint,
+    src: Endpoint,
+    size: usize,
+    info: Option<&mut AsyncInfo>,
+) -> Result<()> {
     match info {
-        // SAFETY: forwarded from the caller's contract.
-        Some(info) => unsafe { dev.retrieve(hst as *mut u8, tgt as u64, size, info) },
-        None => dev.run_sync(|info| {
-            // SAFETY: as above; `run_sync` synchronizes before returning.
-            unsafe { dev.retrieve(hst as *mut u8, tgt as u64, size, info) }
-        }),
+        Some(info) => dev.transfers().copy(dst, src, size, info),
+        None => dev.transfers().copy_sync(dst, src, size),
     }
 }
 
@@ -485,7 +516,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit(
 ) -> i32 {
     // SAFETY: per this function's contract.
     status("data_submit", || unsafe {
-        submit(id, tgt, hst, size, None)
+        host_transfer(id, Direction::ToDevice, tgt, hst, size, None)
     })
 }
 
@@ -505,7 +536,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info)? };
         // SAFETY: per this function's contract.
-        unsafe { submit(id, tgt, hst, size, Some(info)) }
+        unsafe { host_transfer(id, Direction::ToDevice, tgt, hst, size, Some(info)) }
     })
 }
 
@@ -521,7 +552,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve(
 ) -> i32 {
     // SAFETY: per this function's contract.
     status("data_retrieve", || unsafe {
-        retrieve(id, hst, tgt, size, None)
+        host_transfer(id, Direction::ToHost, tgt, hst, size, None)
     })
 }
 
@@ -541,7 +572,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info)? };
         // SAFETY: per this function's contract.
-        unsafe { retrieve(id, hst, tgt, size, Some(info)) }
+        unsafe { host_transfer(id, Direction::ToHost, tgt, hst, size, Some(info)) }
     })
 }
 
@@ -565,14 +596,8 @@ unsafe fn exchange(
     let rt = p.rt()?;
     let src_dev = rt.device(src_id)?;
     rt.device(dst_id)?;
-    match info {
-        // SAFETY: forwarded from the caller's contract.
-        Some(info) => unsafe { src_dev.copy_device(dst as u64, src as u64, size, info) },
-        None => src_dev.run_sync(|info| {
-            // SAFETY: as above.
-            unsafe { src_dev.copy_device(dst as u64, src as u64, size, info) }
-        }),
-    }
+    let (dst, src) = (Endpoint::Device(dst as u64), Endpoint::Device(src as u64));
+    copy(&src_dev, dst, src, size, info)
 }
 
 /// Synchronous device → device copy between two devices of this plugin.
@@ -627,12 +652,12 @@ pub unsafe extern "C" fn __tgt_rtl_data_lock(
 ) -> i32 {
     status("data_lock", || {
         non_null(locked, "locked pointer output")?;
-        non_null(hst, "host pointer")?;
         let size = byte_count(size)?;
+        // SAFETY: per this function's contract: mapped until unlocked.
+        let span = unsafe { host_span(hst, size)? };
         let p = plugin()?;
         let rt = p.rt()?;
-        // SAFETY: per this function's contract.
-        let alias = unsafe { rt.host.pinned.lock(hst as usize, size)? };
+        let alias = rt.host.pinned.lock(&span)?;
         // SAFETY: checked non-NULL.
         unsafe { *locked = alias as *mut c_void };
         Ok(())
@@ -681,16 +706,19 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
             (a as u64).wrapping_add(o as u64)
         });
         let p = plugin()?;
-        let dev = p.rt()?.device(id)?;
-        let kern = dev.kernel(kernel as usize)?;
         let flags = p.info();
-        if info.is_null() {
-            dev.run_sync(|i| dev.launch(&kern, values, k, i, flags))
-        } else {
-            // SAFETY: checked non-NULL.
-            let info = unsafe { &mut *info };
-            dev.launch(&kern, values, k, info, flags)
-        }
+        p.rt()?.with_device(id, |dev| {
+            dev.images().with_kernel(kernel as usize, |kern| {
+                if info.is_null() {
+                    dev.streams()
+                        .run_sync(|i| kern.launch(dev, values, k, i, flags))
+                } else {
+                    // SAFETY: checked non-NULL.
+                    let info = unsafe { &mut *info };
+                    kern.launch(dev, values, k, info, flags)
+                }
+            })?
+        })
     })
 }
 
@@ -702,7 +730,7 @@ pub unsafe extern "C" fn __tgt_rtl_synchronize(id: i32, info: *mut AsyncInfo) ->
     status("synchronize", || {
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info)? };
-        plugin()?.rt()?.device(id)?.synchronize(info)
+        plugin()?.rt()?.device(id)?.streams().synchronize(info)
     })
 }
 
@@ -715,7 +743,7 @@ pub unsafe extern "C" fn __tgt_rtl_query_async(id: i32, info: *mut AsyncInfo) ->
     status("query_async", || {
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info)? };
-        plugin()?.rt()?.device(id)?.query(info)
+        plugin()?.rt()?.device(id)?.streams().query(info)
     })
 }
 
@@ -730,7 +758,7 @@ pub unsafe extern "C" fn __tgt_rtl_release_async_info(id: i32, info: *mut AsyncI
         if info.queue.is_null() {
             return Ok(());
         }
-        plugin()?.rt()?.device(id)?.synchronize(info)
+        plugin()?.rt()?.device(id)?.streams().synchronize(info)
     })
 }
 
@@ -764,7 +792,7 @@ pub unsafe extern "C" fn __tgt_rtl_init_async_info(_id: i32, out: *mut *mut Asyn
 pub unsafe extern "C" fn __tgt_rtl_create_event(id: i32, event: *mut *mut c_void) -> i32 {
     status("create_event", || {
         non_null(event, "event output")?;
-        let key = plugin()?.rt()?.device(id)?.create_event();
+        let key = plugin()?.rt()?.device(id)?.events().create();
         // SAFETY: checked non-NULL.
         unsafe { *event = key as *mut c_void };
         Ok(())
@@ -787,7 +815,8 @@ pub unsafe extern "C" fn __tgt_rtl_record_event(
         plugin()?
             .rt()?
             .device(id)?
-            .record_event(event as usize, info)
+            .events()
+            .record(event as usize, info)
     })
 }
 
@@ -804,7 +833,11 @@ pub unsafe extern "C" fn __tgt_rtl_wait_event(
         non_null(event, "event")?;
         // SAFETY: per this function's contract.
         let info = unsafe { async_info(info)? };
-        plugin()?.rt()?.device(id)?.wait_event(event as usize, info)
+        plugin()?
+            .rt()?
+            .device(id)?
+            .events()
+            .wait(event as usize, info)
     })
 }
 
@@ -812,7 +845,11 @@ pub unsafe extern "C" fn __tgt_rtl_wait_event(
 pub extern "C" fn __tgt_rtl_sync_event(id: i32, event: *mut c_void) -> i32 {
     status("sync_event", || {
         non_null(event, "event")?;
-        plugin()?.rt()?.device(id)?.sync_event(event as usize)
+        plugin()?
+            .rt()?
+            .device(id)?
+            .events()
+            .synchronize(event as usize)
     })
 }
 
@@ -820,7 +857,7 @@ pub extern "C" fn __tgt_rtl_sync_event(id: i32, event: *mut c_void) -> i32 {
 pub extern "C" fn __tgt_rtl_destroy_event(id: i32, event: *mut c_void) -> i32 {
     status("destroy_event", || {
         non_null(event, "event")?;
-        plugin()?.rt()?.device(id)?.destroy_event(event as usize)
+        plugin()?.rt()?.device(id)?.events().destroy(event as usize)
     })
 }
 

@@ -138,7 +138,7 @@ impl Signal {
     }
 
     /// Whether the operation behind the signal has ended, successfully or
-    /// not (value < 1; see [`Signal::is_complete`] for success only).
+    /// not (value < 1; see [`Signal::succeeded`] for success only).
     pub fn has_ended(&self) -> bool {
         self.load() < 1
     }
@@ -146,7 +146,7 @@ impl Signal {
     /// Whether the operation ended successfully (value exactly 0). Only
     /// such a signal may be dropped from a dependency list: a failed one
     /// (negative) must stay, so the failure reaches the operations after it.
-    pub fn is_complete(&self) -> bool {
+    pub fn succeeded(&self) -> bool {
         self.load() == 0
     }
 

@@ -57,8 +57,8 @@
 //! barrier-AND on two signals: its own last one and the recorded one.
 
 use crate::error::{Error, Result};
-use crate::hsa::Hsa;
-use crate::memory::PoolManager;
+use crate::hsa::{HostSpan, Hsa};
+use crate::memory::{HostBlock, HostPoolManager};
 use crate::queue::{Dispatch, Queue, QueueSet};
 use crate::signal::{Signal, SignalPool};
 use hsa_sys::{hsa_agent_t, hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT};
@@ -67,71 +67,16 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// A block of a memory manager, returned to it when dropped (a kernarg
-/// block, a staging buffer, a HOST allocation's bookkeeping).
-#[derive(Debug)]
-pub struct ManagedBlock {
-    manager: Arc<PoolManager>,
-    addr: u64,
-}
-
-impl ManagedBlock {
-    /// Allocates `size` bytes from `manager`.
-    ///
-    /// Errors: the manager's failure (pool exhausted, HSA error).
-    pub fn allocate(manager: &Arc<PoolManager>, size: usize) -> Result<ManagedBlock> {
-        let addr = manager.allocate(size)?;
-        Ok(ManagedBlock {
-            manager: manager.clone(),
-            addr,
-        })
-    }
-
-    /// The block's address.
-    pub fn addr(&self) -> u64 {
-        self.addr
-    }
-}
-
-impl Drop for ManagedBlock {
-    fn drop(&mut self) {
-        if let Err(e) = self.manager.free(self.addr) {
-            log::error!("releasing block {:#x}: {e}", self.addr);
-        }
-    }
-}
-
 /// Bytes of one kernarg slot: blocks up to this size (25 explicit
 /// arguments plus the 56-byte implicit block) come from the stream's own
 /// free list of slots; larger ones straight from the kernarg memory manager.
 pub const KERNARG_SLOT_SIZE: usize = 256;
 
-/// A kernel's kernarg block, held by its stream slot until the stream
-/// completes.
-#[derive(Debug)]
-enum Kernarg {
-    /// A [`KERNARG_SLOT_SIZE`]-byte slot of the stream's free list (from the
-    /// kernarg manager, which keeps tracking it); back to the list when the
-    /// stream completes.
-    Slot(u64),
-    /// A larger block from the manager, returned to it when dropped.
-    Block(ManagedBlock),
-}
-
-impl Kernarg {
-    fn addr(&self) -> u64 {
-        match self {
-            Kernarg::Slot(a) => *a,
-            Kernarg::Block(b) => b.addr(),
-        }
-    }
-}
-
 /// Something a slot keeps alive until its stream completes.
 #[derive(Debug)]
 pub enum Held {
-    /// A memory-manager block (kernarg block, staging buffer).
-    Block(ManagedBlock),
+    /// A host block (staging buffer).
+    Block(HostBlock),
     /// A signal of another stream this one waits on.
     Signal(Arc<Signal>),
     /// Anything else with a `Drop` that releases it (a lock guard).
@@ -142,8 +87,10 @@ pub enum Held {
 #[derive(Debug)]
 struct Slot {
     signal: Arc<Signal>,
-    /// A kernel's kernarg block (no `Vec` needed on the launch path).
-    _kernarg: Option<Kernarg>,
+    /// A kernel's kernarg block (no `Vec` needed on the launch path): a
+    /// [`KERNARG_SLOT_SIZE`]-byte slot goes back to the stream's free list
+    /// when the stream completes, a larger block to its manager.
+    _kernarg: Option<HostBlock>,
     /// Released (dropped) when the stream completes.
     _held: Vec<Held>,
     /// The operation reads host memory but writes none (a host-to-device
@@ -154,9 +101,9 @@ struct Slot {
 #[derive(Debug)]
 struct State {
     slots: Vec<Slot>,
-    cycle: u64,
-    /// Idle kernarg slots of this stream.
-    kernarg_free: Vec<u64>,
+    /// Idle kernarg slots of this stream ([`KERNARG_SLOT_SIZE`] bytes
+    /// each), returned to the kernarg manager when the stream is dropped.
+    kernarg_free: Vec<HostBlock>,
     /// The HSA queue kernels and barriers go to (replaced when the runtime
     /// stopped it).
     queue: Arc<Queue>,
@@ -179,13 +126,13 @@ impl State {
     fn consume_with(
         &mut self,
         signal: Arc<Signal>,
-        kernarg: Option<Kernarg>,
+        kernarg: Option<HostBlock>,
         held: Vec<Held>,
     ) -> Option<Arc<Signal>> {
         let input = self
             .slots
             .last()
-            .filter(|s| !s.signal.is_complete())
+            .filter(|s| !s.signal.succeeded())
             .map(|s| s.signal.clone());
         self.slots.push(Slot {
             signal,
@@ -204,44 +151,13 @@ impl State {
         self.slots
             .iter()
             .rev()
-            .take_while(|s| !s.signal.is_complete())
+            .take_while(|s| !s.signal.succeeded())
             .all(|s| s.reads_host_only)
     }
 
     fn last_signal(&self) -> Option<Arc<Signal>> {
         self.slots.last().map(|s| s.signal.clone())
     }
-}
-
-/// Arguments of a host step run by the runtime's async-handler thread.
-struct HostStep {
-    dst: *mut u8,
-    src: *const u8,
-    size: usize,
-    /// Kept so the watched signal cannot return to the pool before we ran.
-    _input: Arc<Signal>,
-    output: Arc<Signal>,
-}
-
-/// The async handler: `arg` is a `Box<HostStep>` leaked by
-/// [`Stream::push_host_step`]; it runs once and unregisters (returns false).
-unsafe extern "C" fn run_host_step(value: hsa_signal_value_t, arg: *mut c_void) -> bool {
-    if arg.is_null() {
-        return false;
-    }
-    // SAFETY: `arg` is the `Box<HostStep>` given to the runtime for exactly
-    // this one call (the handler unregisters by returning false).
-    let step = unsafe { Box::from_raw(arg as *mut HostStep) };
-    if value < 0 {
-        step.output.fail();
-        return false;
-    }
-    // SAFETY: the pointers and size were checked when the step was queued;
-    // libomptarget keeps the user's buffer alive until the async info is
-    // synchronized, and the staging buffer is held by the stream slot.
-    unsafe { std::ptr::copy_nonoverlapping(step.src, step.dst, step.size) };
-    step.output.complete();
-    false
 }
 
 /// An ordered chain of asynchronous operations on one device; see the
@@ -255,7 +171,7 @@ pub struct Stream {
     queue_slot: usize,
     signals: SignalPool,
     /// Where kernarg blocks come from.
-    kernargs: Arc<PoolManager>,
+    kernargs: Arc<HostPoolManager>,
     state: Mutex<State>,
     /// Whether the stream is lent to an async info (kept by the device).
     lent: AtomicBool,
@@ -273,7 +189,7 @@ impl Stream {
         queues: Arc<QueueSet>,
         queue_slot: usize,
         signals: SignalPool,
-        kernargs: Arc<PoolManager>,
+        kernargs: Arc<HostPoolManager>,
     ) -> Result<Stream> {
         let queue = queues.get(queue_slot)?;
         Ok(Stream {
@@ -285,7 +201,6 @@ impl Stream {
             kernargs,
             state: Mutex::new(State {
                 slots: Vec::new(),
-                cycle: 0,
                 kernarg_free: Vec::new(),
                 queue,
                 failed: false,
@@ -350,19 +265,16 @@ impl Stream {
         let mut st = self.state.lock();
         let kernarg = if kernarg_size <= KERNARG_SLOT_SIZE {
             match st.kernarg_free.pop() {
-                Some(a) => Kernarg::Slot(a),
-                None => Kernarg::Slot(self.kernargs.allocate(KERNARG_SLOT_SIZE)?),
+                Some(slot) => slot,
+                None => HostBlock::allocate(&self.kernargs, KERNARG_SLOT_SIZE)?,
             }
         } else {
-            Kernarg::Block(ManagedBlock::allocate(&self.kernargs, kernarg_size)?)
+            HostBlock::allocate(&self.kernargs, kernarg_size)?
         };
         let addr = kernarg.addr();
-        // SAFETY: the block holds at least `kernarg_size` bytes of
-        // host-accessible kernarg memory owned by this stream and not in use
-        // by any operation (idle slot or fresh block); no packet refers to it
-        // before the one pushed below.
-        let block = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, kernarg_size) };
-        fill(block);
+        // The block is this stream's and idle (a free slot or a fresh
+        // block); no packet refers to it before the one pushed below.
+        kernarg.span().prefix(kernarg_size).fill_with(fill);
         let dispatch = Dispatch {
             kernarg: addr,
             ..*d
@@ -392,27 +304,25 @@ impl Stream {
     }
 
     /// Appends a DMA copy of `size` bytes between two device-accessible
-    /// ranges (device memory, pinned or locked host memory). `held` is kept
-    /// until the stream completes.
+    /// ranges (device memory, pinned or locked host memory, a host block).
+    /// `held` is kept until the stream completes.
     ///
-    /// # Safety
-    /// Both ranges must stay valid until the stream completes (libomptarget
-    /// guarantees it for its buffers until it synchronizes the async info).
+    /// Both ranges must stay valid until the stream completes: device
+    /// pointers and pinned aliases by libomptarget's contract for its
+    /// buffers (checked at the C ABI, `rtl.rs`), host blocks by `held` or
+    /// the slot that holds them.
     ///
     /// Errors: no signal available; `hsa_amd_memory_async_copy` refused.
-    pub unsafe fn push_copy(&self, dst: u64, src: u64, size: usize, held: Vec<Held>) -> Result<()> {
+    pub fn push_copy(&self, dst: u64, src: u64, size: usize, held: Vec<Held>) -> Result<()> {
         let out = self.signals.get()?;
         let mut st = self.state.lock();
         let input = st.consume(out.clone(), held);
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { self.issue_copy(dst, src, size, input.as_deref(), &out) }
+        self.issue_copy(dst, src, size, input.as_deref(), &out)
     }
 
-    /// Issues one DMA copy completing `out`, after `input` when given.
-    ///
-    /// # Safety
-    /// As [`Stream::push_copy`].
-    unsafe fn issue_copy(
+    /// Issues one DMA copy completing `out`, after `input` when given; the
+    /// ranges as [`Stream::push_copy`] requires.
+    fn issue_copy(
         &self,
         dst: u64,
         src: u64,
@@ -421,7 +331,12 @@ impl Stream {
         out: &Arc<Signal>,
     ) -> Result<()> {
         let deps: Vec<hsa_signal_t> = input.map(|s| s.raw()).into_iter().collect();
-        // SAFETY: forwarded from the caller's contract.
+        // SAFETY: the raw device memory edge of the plugin: the runtime's
+        // copy engine, not this process, reads `src` and writes `dst`. Every
+        // address reaching here is a device pointer or pinned alias
+        // libomptarget vouched for at the C ABI (valid until its async info
+        // is synchronized), a symbol address of a loaded executable, or a
+        // host block held by the stream until the copy completed.
         let r = unsafe {
             self.hsa.async_copy(
                 dst as *mut c_void,
@@ -441,105 +356,74 @@ impl Stream {
         Ok(())
     }
 
-    /// Appends a host `memcpy` of `size` bytes run after the previous
-    /// operation; at once on this thread when the stream is idle.
-    ///
-    /// # Safety
-    /// Both ranges must be host-accessible, not overlap, and stay valid until
-    /// the stream completes.
+    /// Appends a host copy from `src` to `dst` run after the previous
+    /// operation; at once on this thread when the stream is idle. Both
+    /// spans must stay valid until the stream completes (their creators'
+    /// promise, `HostSpan::new`).
     ///
     /// Errors: no signal available; `hsa_amd_signal_async_handler` refused.
-    pub unsafe fn push_host_step(
-        &self,
-        dst: *mut u8,
-        src: *const u8,
-        size: usize,
-        held: Vec<Held>,
-    ) -> Result<()> {
+    pub fn push_host_step(&self, dst: HostSpan, src: HostSpan, held: Vec<Held>) -> Result<()> {
         let mut st = self.state.lock();
-        // SAFETY: forwarded.
-        unsafe { self.host_step_locked(&mut st, dst, src, size, held) }
+        self.host_step_locked(&mut st, dst, src, held)
     }
 
     /// Host step under the stream lock; see [`Stream::push_host_step`].
-    ///
-    /// # Safety
-    /// As [`Stream::push_host_step`].
-    unsafe fn host_step_locked(
+    fn host_step_locked(
         &self,
         st: &mut State,
-        dst: *mut u8,
-        src: *const u8,
-        size: usize,
+        dst: HostSpan,
+        src: HostSpan,
         held: Vec<Held>,
     ) -> Result<()> {
         let pending = st
             .slots
             .last()
             .map(|s| s.signal.clone())
-            .filter(|s| !s.is_complete());
-        match pending {
-            None => {
-                // Everything before completed successfully: copy now.
-                // SAFETY: forwarded from the caller's contract.
-                unsafe { std::ptr::copy_nonoverlapping(src, dst, size) };
-                for h in held {
-                    drop(h);
-                }
-                Ok(())
+            .filter(|s| !s.succeeded());
+        let Some(input) = pending else {
+            // Everything before completed successfully: copy now.
+            dst.copy_from(&src);
+            drop(held);
+            return Ok(());
+        };
+        let out = self.signals.get()?;
+        st.consume(out.clone(), held);
+        let raw_input = input.raw();
+        let output = out.clone();
+        // Run by the runtime's async-handler thread once the input's value
+        // drops below 1: copies on success, passes a failure on. The input
+        // is kept so its signal cannot return to the pool before then.
+        let step = move |value: hsa_signal_value_t| {
+            let _input = input;
+            if value < 0 {
+                output.fail();
+                return;
             }
-            Some(input) => {
-                let out = self.signals.get()?;
-                st.consume(out.clone(), held);
-                let step = Box::new(HostStep {
-                    dst,
-                    src,
-                    size,
-                    _input: input.clone(),
-                    output: out.clone(),
-                });
-                let arg = Box::into_raw(step) as *mut c_void;
-                // SAFETY: `run_host_step` takes back exactly this box, once.
-                let r = unsafe {
-                    self.hsa.signal_async_handler(
-                        input.raw(),
-                        HSA_SIGNAL_CONDITION_LT,
-                        1,
-                        Some(run_host_step),
-                        arg,
-                    )
-                };
-                if let Err(e) = r {
-                    // The handler will never run: reclaim the box and fail
-                    // the slot so synchronization reports it.
-                    // SAFETY: the runtime refused the registration and kept
-                    // no copy of `arg`.
-                    drop(unsafe { Box::from_raw(arg as *mut HostStep) });
-                    out.fail();
-                    return Err(e.into());
-                }
-                Ok(())
-            }
+            dst.copy_from(&src);
+            output.complete();
+        };
+        let r = self
+            .hsa
+            .on_signal_once(raw_input, HSA_SIGNAL_CONDITION_LT, 1, Box::new(step));
+        if let Err(e) = r {
+            // The step will never run: fail the slot so synchronization
+            // reports it.
+            out.fail();
+            return Err(e.into());
         }
+        Ok(())
     }
 
     /// Host → device through a pinned staging buffer: the user's bytes are
     /// copied into `staging` (at once when no pending operation may write
     /// host memory, else by a host step after the previous operation), then
-    /// a DMA copy moves them to `dst`. `staging` returns to its manager when the
-    /// stream completes.
+    /// a DMA copy moves them to `dst` (a device range of `src.len()` bytes).
+    /// `staging` returns to its manager when the stream completes.
     ///
-    /// # Safety
-    /// `src..src+size` must be readable host memory valid until the stream
-    /// completes; `dst` a device range of at least `size` bytes.
-    pub unsafe fn push_h2d_staged(
-        &self,
-        dst: u64,
-        src: *const u8,
-        size: usize,
-        staging: ManagedBlock,
-    ) -> Result<()> {
-        let inter = staging.addr();
+    /// Errors: as [`Stream::push_host_step`] and [`Stream::push_copy`].
+    pub fn push_h2d_staged(&self, dst: u64, src: HostSpan, staging: HostBlock) -> Result<()> {
+        let inter = staging.span();
+        let size = src.len();
         let mut st = self.state.lock();
         if st.pending_only_read_host() {
             // Read the caller's buffer now rather than when the stream gets
@@ -547,53 +431,33 @@ impl Stream {
             // release the buffer before it synchronizes (its firstprivate
             // arguments live in `target()`'s frame; see the lit runner's
             // known LLVM 16 bugs).
-            // SAFETY: the staging block holds `size` bytes; `src` per
-            // contract, and readable now since the caller passed it.
-            unsafe { std::ptr::copy_nonoverlapping(src, inter as *mut u8, size) };
+            inter.copy_from(&src);
         } else {
-            // SAFETY: the staging block holds `size` bytes; `src` per contract.
-            unsafe { self.host_step_locked(&mut st, inter as *mut u8, src, size, Vec::new())? };
+            self.host_step_locked(&mut st, inter, src, Vec::new())?;
         }
         let out = self.signals.get()?;
+        let addr = staging.addr();
         let input = st.consume(out.clone(), vec![Held::Block(staging)]);
         if let Some(slot) = st.slots.last_mut() {
             slot.reads_host_only = true;
         }
-        // SAFETY: `inter` is held by the slot; `dst` per contract.
-        unsafe { self.issue_copy(dst, inter, size, input.as_deref(), &out) }
+        self.issue_copy(dst, addr, size, input.as_deref(), &out)
     }
 
-    /// Device → host through a pinned staging buffer: a DMA copy into
-    /// `staging`, then a host step copying into the user's buffer.
+    /// Device → host through a pinned staging buffer: a DMA copy from `src`
+    /// (a device range of `dst.len()` bytes) into `staging`, then a host
+    /// step copying into `dst`.
     ///
-    /// # Safety
-    /// `dst..dst+size` must be writable host memory valid until the stream
-    /// completes; `src` a device range of at least `size` bytes.
-    pub unsafe fn push_d2h_staged(
-        &self,
-        dst: *mut u8,
-        src: u64,
-        size: usize,
-        staging: ManagedBlock,
-    ) -> Result<()> {
-        let inter = staging.addr();
+    /// Errors: as [`Stream::push_host_step`] and [`Stream::push_copy`].
+    pub fn push_d2h_staged(&self, dst: HostSpan, src: u64, staging: HostBlock) -> Result<()> {
+        let inter = staging.span();
         let mut st = self.state.lock();
         let out = self.signals.get()?;
         let input = st.consume(out.clone(), Vec::new());
-        // SAFETY: `inter` holds `size` bytes; `src` per contract.
-        unsafe { self.issue_copy(inter, src, size, input.as_deref(), &out)? };
+        self.issue_copy(staging.addr(), src, dst.len(), input.as_deref(), &out)?;
         // The staging buffer must live until the host step ran: hold it in
         // the host step's slot (or drop it right after an immediate copy).
-        // SAFETY: as above.
-        unsafe {
-            self.host_step_locked(
-                &mut st,
-                dst,
-                inter as *const u8,
-                size,
-                vec![Held::Block(staging)],
-            )
-        }
+        self.host_step_locked(&mut st, dst, inter, vec![Held::Block(staging)])
     }
 
     /// Makes this stream wait for `other` (a signal of another stream,
@@ -602,7 +466,7 @@ impl Stream {
     ///
     /// Errors: no signal available; the queue is broken.
     pub fn wait_for(&self, other: Arc<Signal>) -> Result<()> {
-        if other.is_complete() {
+        if other.succeeded() {
             return Ok(());
         }
         let out = self.signals.get()?;
@@ -642,12 +506,11 @@ impl Stream {
                 _held,
                 ..
             } = slot;
-            if let Some(Kernarg::Slot(a)) = _kernarg {
-                st.kernarg_free.push(a);
+            if let Some(block) = _kernarg.filter(|b| b.len() == KERNARG_SLOT_SIZE) {
+                st.kernarg_free.push(block);
             }
             self.signals.recycle(signal);
         }
-        st.cycle += 1;
     }
 
     /// Blocks until every operation finished, then completes the stream.
@@ -729,23 +592,6 @@ fn refuse_after_failure(input: Option<&Arc<Signal>>) -> Result<()> {
     }
 }
 
-impl Drop for Stream {
-    /// Returns the stream's kernarg slots to the kernarg manager.
-    fn drop(&mut self) {
-        let st = self.state.get_mut();
-        let in_slots = st.slots.drain(..).filter_map(|s| match s._kernarg {
-            Some(Kernarg::Slot(a)) => Some(a),
-            _ => None,
-        });
-        let addrs: Vec<u64> = in_slots.chain(st.kernarg_free.drain(..)).collect();
-        for a in addrs {
-            if let Err(e) = self.kernargs.free(a) {
-                log::debug!("releasing kernarg slot {a:#x}: {e}");
-            }
-        }
-    }
-}
-
 /// A recorded point of a stream that other streams can wait for.
 #[derive(Debug, Default)]
 pub struct Event {
@@ -767,10 +613,10 @@ enum EventState {
 
 impl Event {
     /// Records the current end of `stream`.
-    pub fn record(&self, stream: &Arc<Stream>) {
-        let signal = stream.last_signal().filter(|s| !s.is_complete());
+    pub fn record(&self, stream: &Stream) {
+        let signal = stream.last_signal().filter(|s| !s.succeeded());
         *self.state.lock() = EventState::Recorded {
-            stream: Arc::as_ptr(stream) as usize,
+            stream: std::ptr::from_ref(stream) as usize,
             signal,
         };
     }

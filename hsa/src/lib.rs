@@ -10,11 +10,72 @@
 //!
 //! Functions taking raw host or device addresses stay `unsafe` where the
 //! runtime dereferences them on our behalf (copies, locks, async handlers);
-//! the ones that only pass handles and plain values are safe.
+//! the ones that only pass handles and plain values are safe. Safe forms
+//! exist for what the plugin needs beyond that: [`HostSpan`] (caller host
+//! memory as one value, created unsafely once where it enters Rust) with
+//! [`Hsa::memory_lock_span`]; [`Hsa::on_signal_once`] (a Rust closure as
+//! an async signal handler) and [`Hsa::on_memory_fault`] (a plain function
+//! as the system event handler), whose C trampolines live here.
 
 use hsa_sys::*;
 use std::ffi::{c_char, c_void, CStr, OsString};
 use std::fmt;
+
+mod span;
+pub use span::HostSpan;
+
+/// A host callback run once by the runtime's async-handler thread with the
+/// value of the signal it watched ([`Hsa::on_signal_once`]).
+pub type SignalCallback = Box<dyn FnOnce(hsa_signal_value_t) + Send + 'static>;
+
+/// A GPU memory fault the runtime reported through its system event handler
+/// (`hsa_amd_gpu_memory_fault_info_t`).
+pub type MemoryFault = hsa_amd_gpu_memory_fault_info_t;
+
+/// The `hsa_amd_system_event_callback_t` of [`Hsa::on_memory_fault`]:
+/// `data` is the handler, a plain `fn(&MemoryFault)`. Returns SUCCESS so the
+/// runtime does not abort the process.
+unsafe extern "C" fn run_memory_fault_handler(
+    event: *const hsa_amd_event_t,
+    data: *mut c_void,
+) -> hsa_status_t {
+    if event.is_null() || data.is_null() {
+        return HSA_STATUS_SUCCESS;
+    }
+    // SAFETY: the runtime passes a valid event for the duration of the call.
+    let ev = unsafe { &*event };
+    if ev.event_type != HSA_AMD_GPU_MEMORY_FAULT_EVENT {
+        return HSA_STATUS_SUCCESS;
+    }
+    // SAFETY: `memory_fault` is the union's member for this event type.
+    let fault = unsafe { ev.__bindgen_anon_1.memory_fault };
+    // SAFETY: `data` is the `fn(&MemoryFault)` given to `on_memory_fault`,
+    // cast to a data pointer there; function pointers and data pointers
+    // have the same size on every target HSA supports.
+    let handler = unsafe { std::mem::transmute::<*mut c_void, fn(&MemoryFault)>(data) };
+    // No panic may unwind into the runtime's thread.
+    if std::panic::catch_unwind(|| handler(&fault)).is_err() {
+        eprintln!("hsa: a memory fault handler panicked (caught)");
+    }
+    HSA_STATUS_SUCCESS
+}
+
+/// The `hsa_amd_signal_handler` of [`Hsa::on_signal_once`]: `arg` is a
+/// leaked `Box<SignalCallback>`, taken back and run exactly once (the
+/// handler unregisters by returning false).
+unsafe extern "C" fn run_signal_callback(value: hsa_signal_value_t, arg: *mut c_void) -> bool {
+    if arg.is_null() {
+        return false;
+    }
+    // SAFETY: `arg` is the `Box<SignalCallback>` leaked by `on_signal_once`
+    // for exactly this one call.
+    let callback = unsafe { Box::from_raw(arg as *mut SignalCallback) };
+    // No panic may unwind into the runtime's handler thread.
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || callback(value))).is_err() {
+        eprintln!("hsa: a signal callback panicked (caught)");
+    }
+    false
+}
 
 /// Environment variable naming the HSA runtime library to open before the
 /// default names (ours; not one of LLVM's knobs).
@@ -414,6 +475,17 @@ impl Hsa {
         Ok(agent_ptr)
     }
 
+    /// [`Hsa::memory_lock`] of a [`HostSpan`]: pins the span's memory for
+    /// every GPU agent and returns the address agents must use. Safe: the
+    /// span's creator vouched for the memory (`HostSpan::new`); the caller
+    /// unlocks it ([`Hsa::memory_unlock`]) before the span's memory goes.
+    pub fn memory_lock_span(&self, span: &HostSpan) -> HsaResult<usize> {
+        // SAFETY: the span's contract: host memory of this process that stays
+        // valid while the span is used, which covers the lock's lifetime.
+        let alias = unsafe { self.memory_lock(span.addr() as *mut c_void, span.len())? };
+        Ok(alias as usize)
+    }
+
     /// `hsa_amd_memory_unlock(host)`.
     pub fn memory_unlock(&self, host: usize) -> HsaResult<()> {
         // SAFETY: unlocking only drops the runtime's record of the range.
@@ -556,6 +628,50 @@ impl Hsa {
         let s =
             unsafe { (self.api.hsa_amd_signal_async_handler)(signal, cond, value, handler, arg) };
         self.check("hsa_amd_signal_async_handler", s)
+    }
+
+    /// Calls `handler` for every GPU memory fault the runtime reports
+    /// (`hsa_amd_register_system_event_handler`); other system events are
+    /// ignored. The runtime is told the event was handled, so it does not
+    /// abort the process: the faulting queue's error callback reports the
+    /// failure to whoever waits on it.
+    ///
+    /// Errors: the failing `hsa_amd_register_system_event_handler`.
+    pub fn on_memory_fault(&self, handler: fn(&MemoryFault)) -> HsaResult<()> {
+        // SAFETY: the trampoline is a plain function of this crate and
+        // `data` a function pointer: both valid for the life of the process.
+        unsafe {
+            self.register_system_event_handler(
+                Some(run_memory_fault_handler),
+                handler as *const () as *mut c_void,
+            )
+        }
+    }
+
+    /// Runs `callback` once on the runtime's async-handler thread when
+    /// `signal` satisfies `cond` against `value`
+    /// (`hsa_amd_signal_async_handler`), with the signal's value then.
+    ///
+    /// Errors: the failing `hsa_amd_signal_async_handler`; `callback` is
+    /// then dropped without running.
+    pub fn on_signal_once(
+        &self,
+        signal: hsa_signal_t,
+        cond: hsa_signal_condition_t,
+        value: hsa_signal_value_t,
+        callback: SignalCallback,
+    ) -> HsaResult<()> {
+        let arg = Box::into_raw(Box::new(callback)) as *mut c_void;
+        // SAFETY: `run_signal_callback` takes back exactly this box, once.
+        let r = unsafe {
+            self.signal_async_handler(signal, cond, value, Some(run_signal_callback), arg)
+        };
+        if r.is_err() {
+            // SAFETY: the runtime refused the registration and kept no copy
+            // of `arg`, so the box is still ours.
+            drop(unsafe { Box::from_raw(arg as *mut SignalCallback) });
+        }
+        r
     }
 
     // ----- queues (§6.4) -----

@@ -123,7 +123,12 @@ pub fn compile_linked(name: &str, examples: bool, extra: &[&str], libs: &[&str])
     }
     args.extend_from_slice(extra);
     let src_s = src.to_string_lossy().into_owned();
-    let out_s = out.to_string_lossy().into_owned();
+    // Built under a name of this process and thread, then renamed over
+    // `out` (atomic): test binaries and their child processes compile the
+    // same program at once, and one must never read an executable another
+    // is still writing.
+    let tmp = private_name(&out);
+    let out_s = tmp.to_string_lossy().into_owned();
     args.extend_from_slice(&[src_s.as_str(), "-o", out_s.as_str()]);
     args.extend_from_slice(libs);
     let path = format!(
@@ -140,7 +145,22 @@ pub fn compile_linked(name: &str, examples: bool, extra: &[&str], libs: &[&str])
         "{compiler} {args:?} failed:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    std::fs::rename(&tmp, &out).expect("renaming the executable into place");
     out
+}
+
+/// A name beside `path` private to this process and thread, for building a
+/// file that is then renamed over `path`.
+fn private_name(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(
+        ".{name}.{}.{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ))
 }
 
 /// Compiles `tests/programs/<name>` as plain host C (no OpenMP) with
@@ -154,12 +174,13 @@ pub fn compile_plain(name: &str, extra: &[&str]) -> PathBuf {
         .to_string_lossy()
         .into_owned();
     let out = scratch_dir("bin").join(format!("{stem}_plain"));
+    let tmp = private_name(&out);
     let o = Command::new("clang-16")
         .arg("-O2")
         .args(extra)
         .arg(&src)
         .arg("-o")
-        .arg(&out)
+        .arg(&tmp)
         .output()
         .expect("clang-16 runs");
     assert!(
@@ -167,6 +188,7 @@ pub fn compile_plain(name: &str, extra: &[&str]) -> PathBuf {
         "clang-16 {name} failed:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    std::fs::rename(&tmp, &out).expect("renaming the executable into place");
     out
 }
 
