@@ -210,7 +210,16 @@ impl ImageTable {
             executable,
         )?
         .map(Arc::new);
-        let metadata = image::kernel_metadata(bytes).unwrap_or_default();
+        // The note gives only each kernel's workgroup limit (the rest
+        // comes from the kernel symbols), so a missing or malformed one is
+        // reported and the kernels launch with the agent's limit.
+        let metadata = image::kernel_metadata(bytes).unwrap_or_else(|e| {
+            log::warn!(
+                "device {}: image metadata unusable ({e}); kernels launch without it",
+                cx.id
+            );
+            Vec::new()
+        });
         let mut table = Vec::with_capacity(entries.len());
         for e in entries {
             let resolved = if e.raw.size == 0 {
