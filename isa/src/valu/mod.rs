@@ -20,6 +20,7 @@
 mod cmp;
 mod fp;
 mod ops;
+mod plan;
 mod simd;
 mod vop3p;
 
@@ -39,6 +40,8 @@ pub(crate) use vop3p::PkPlan;
 pub(crate) enum Plan {
     /// `v_pk_add_f32` / `v_pk_mul_f32` / `v_pk_fma_f32`.
     PkF32(PkPlan),
+    /// The hot integer VALU forms (see `plan`).
+    Int(plan::IntPlan),
 }
 
 impl Plan {
@@ -46,6 +49,7 @@ impl Plan {
     pub(crate) fn of(inst: &Instruction) -> Option<Plan> {
         match inst {
             Instruction::Vop3p(i) => PkPlan::of(i).map(Plan::PkF32),
+            Instruction::Valu(i) => plan::IntPlan::of(i).map(Plan::Int),
             _ => None,
         }
     }
@@ -152,6 +156,10 @@ impl Wave {
     pub(crate) fn run_plan(&mut self, plan: &Plan, _ctx: &WaveContext<'_>) -> bool {
         match plan {
             Plan::PkF32(p) => vop3p::run_pk_plan(self, p),
+            Plan::Int(p) => {
+                plan::run_int_plan(self, p);
+                true
+            }
         }
     }
 
