@@ -13,7 +13,7 @@ use crate::error::Fault;
 use crate::generated::opcodes::{DsOp, FlatOp, MubufOp};
 use crate::inst::{Ds, Flat, Instruction, Mubuf, Segment};
 use crate::operand::Operand;
-use crate::valu::Src;
+use crate::valu::{reg_base, Src};
 use crate::wave::{unsupported, VReg, Wave, WaveContext, WAVE_SIZE};
 
 /// Where one lane's access goes.
@@ -1032,6 +1032,17 @@ impl Wave {
         if exec == 0 || bytes == 0 || bytes > 16 {
             return false;
         }
+        if exec == u64::MAX && (bytes == 4 || bytes == 8) && !hi16 {
+            // Every lane's address follows the previous one: one span, one pass.
+            let (base, step) = (addrs[0], bytes as u64);
+            let mut consecutive = true;
+            for l in 0..WAVE_SIZE {
+                consecutive &= addrs[l] == base.wrapping_add(step * l as u64);
+            }
+            if consecutive && self.consecutive_fast(ctx, base, bytes, load, data, vdst) {
+                return true;
+            }
+        }
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return false;
         };
@@ -1136,6 +1147,72 @@ impl Wave {
             }
         }
         true
+    }
+
+    /// A whole-wave load or store of 4 or 8 bytes per lane at consecutive addresses
+    /// from `base` (lane l at `base + l·bytes`, every lane active): one region check,
+    /// then the dwords or qwords in lane order, each a relaxed atomic, loaded straight
+    /// into the destination registers. Returns false, having done nothing visible,
+    /// when the range is not inside one region or the host address is not naturally
+    /// aligned (the general path then runs and reports any fault).
+    fn consecutive_fast(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        base: u64,
+        bytes: usize,
+        load: bool,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        let size = (WAVE_SIZE * bytes) as u64;
+        if load {
+            let Some(span) = self.regions.span(ctx.memory, base, size) else {
+                return false;
+            };
+            let Some((r, _)) = vdst.as_ref().and_then(reg_base) else {
+                // No register written: the range check was the whole effect.
+                return true;
+            };
+            let vgpr = &mut self.vgpr;
+            if bytes == 4 {
+                return match vgpr.get_mut(r) {
+                    Some(d) => span.load_dwords(0, d),
+                    None => true,
+                };
+            }
+            if r + 1 >= vgpr.len() {
+                return false;
+            }
+            let (a, b) = vgpr[r..].split_at_mut(1);
+            let (lo, hi) = (&mut a[0], &mut b[0]);
+            return span.load_qwords(0, WAVE_SIZE, |k, v| {
+                lo[k] = v as u32;
+                hi[k] = (v >> 32) as u32;
+            });
+        }
+        let Some(op) = data else { return false };
+        if !self.regions.ensure(ctx.memory, base, size) {
+            return false;
+        }
+        let s0 = self.vsrc(&op, 0, ctx);
+        let Some(span) = self.regions.cached(base, size) else {
+            return false;
+        };
+        if bytes == 4 {
+            return match s0 {
+                Src::Reg(r) => span.store_dwords(0, r),
+                Src::Splat(v) => span.store_dwords(0, &[v; WAVE_SIZE]),
+            };
+        }
+        let s1 = self.vsrc(&op, 1, ctx);
+        match (s0, s1) {
+            (Src::Reg(a), Src::Reg(b)) => {
+                span.store_qwords(0, WAVE_SIZE, |k| u64::from(a[k]) | u64::from(b[k]) << 32)
+            }
+            _ => span.store_qwords(0, WAVE_SIZE, |k| {
+                u64::from(s0.at(k)) | u64::from(s1.at(k)) << 32
+            }),
+        }
     }
 
     /// Whole-dword loads and stores (4, 8, 12 or 16 bytes, every active lane's
@@ -1258,17 +1335,22 @@ impl Wave {
                 let addrs: [u64; WAVE_SIZE] = match (&i.saddr, &i.vaddr) {
                     (Some(s), Some(v)) => {
                         let sb = self.read_scalar(s, ctx).wrapping_add_signed(offset);
-                        let vo = self.vsrc(v, 0, ctx);
-                        std::array::from_fn(|l| sb.wrapping_add(u64::from(vo.at(l))))
+                        match self.vsrc(v, 0, ctx) {
+                            Src::Reg(r) => {
+                                std::array::from_fn(|l| sb.wrapping_add(u64::from(r[l])))
+                            }
+                            Src::Splat(x) => [sb.wrapping_add(u64::from(x)); WAVE_SIZE],
+                        }
                     }
-                    (None, Some(v)) => {
-                        let lo = self.vsrc(v, 0, ctx);
-                        let hi = self.vsrc(v, 1, ctx);
-                        std::array::from_fn(|l| {
+                    (None, Some(v)) => match (self.vsrc(v, 0, ctx), self.vsrc(v, 1, ctx)) {
+                        (Src::Reg(lo), Src::Reg(hi)) => std::array::from_fn(|l| {
+                            (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(offset)
+                        }),
+                        (lo, hi) => std::array::from_fn(|l| {
                             (u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32)
                                 .wrapping_add_signed(offset)
-                        })
-                    }
+                        }),
+                    },
                     _ => return Err(unsup("missing address operand")),
                 };
                 // Flat addresses inside the LDS or scratch apertures take the per-lane
@@ -2000,6 +2082,84 @@ mod tests {
         assert_eq!(f16_add(0x0001, 0x0000), 0x0001);
         assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
         assert_eq!(f32_to_f16(-0.0), 0x8000);
+    }
+
+    /// Whole-wave dword and qword loads and stores at consecutive addresses (the
+    /// one-pass path), at aligned and misaligned bases, against the bytes the
+    /// definition gives; a range running past the region faults with the first lane
+    /// outside it.
+    #[test]
+    fn consecutive_lanes_load_and_store_whole_words() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(2048);
+        let bytes: Vec<u8> = (0..2048u32).map(|i| (i * 73 + 11) as u8).collect();
+        assert!(r.write_bytes(0, &bytes));
+        let le32 = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        for (bytes_per_lane, base_off) in [(4u32, 0u64), (4, 4), (8, 0), (8, 4), (4, 2)] {
+            let (load, store) = if bytes_per_lane == 4 {
+                (FlatOp::LoadDword, FlatOp::StoreDword)
+            } else {
+                (FlatOp::LoadDwordx2, FlatOp::StoreDwordx2)
+            };
+            let mut w = wave_at(r.device_base() + base_off, bytes_per_lane);
+            h.exec(&mut w, &global(load, Some(v(6, 2)), None, false))
+                .unwrap();
+            for l in 0..WAVE_SIZE {
+                let at = base_off as usize + l * bytes_per_lane as usize;
+                assert_eq!(
+                    w.vgpr[6][l],
+                    le32(&bytes, at),
+                    "lane {l} {bytes_per_lane}@{base_off}"
+                );
+                if bytes_per_lane == 8 {
+                    assert_eq!(w.vgpr[7][l], le32(&bytes, at + 4), "lane {l}");
+                }
+            }
+            // Store other values to the second kilobyte and read them back as bytes.
+            let mut w = wave_at(r.device_base() + 1024 + base_off, bytes_per_lane);
+            for l in 0..WAVE_SIZE {
+                w.vgpr[8][l] = 0x0101_0101 * l as u32 ^ 0xDEAD_0000;
+                w.vgpr[9][l] = !(l as u32) << 3;
+            }
+            h.exec(&mut w, &global(store, None, Some(v(8, 2)), false))
+                .unwrap();
+            let back = read(&r, 1024, 1024);
+            for l in 0..WAVE_SIZE {
+                let at = base_off as usize + l * bytes_per_lane as usize;
+                assert_eq!(
+                    le32(&back, at),
+                    w.vgpr[8][l],
+                    "lane {l} {bytes_per_lane}@{base_off}"
+                );
+                if bytes_per_lane == 8 {
+                    assert_eq!(le32(&back, at + 4), w.vgpr[9][l], "lane {l}");
+                }
+            }
+            assert!(r.write_bytes(1024, &bytes[1024..]));
+        }
+        // 64 qwords from 16 bytes before the end: lanes 2.. are outside the region.
+        let mut w = wave_at(r.device_base() + 2048 - 16, 8);
+        let before = w.vgpr[6];
+        let err = h
+            .exec(
+                &mut w,
+                &global(FlatOp::LoadDwordx2, Some(v(6, 2)), None, false),
+            )
+            .unwrap_err();
+        match err {
+            Fault::Memory {
+                address,
+                lane,
+                write,
+                ..
+            } => {
+                assert_eq!(address, r.device_base() + 2048);
+                assert_eq!(lane, Some(2));
+                assert!(!write);
+            }
+            e => panic!("{e}"),
+        }
+        assert_eq!(w.vgpr[6], before);
     }
 
     #[test]

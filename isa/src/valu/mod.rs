@@ -112,7 +112,7 @@ pub(crate) fn wide(lo: Src<'_>, hi: Src<'_>) -> [u64; WAVE_SIZE] {
 }
 
 /// Register-file index and width of a vector operand.
-fn reg_base(op: &Operand) -> Option<(usize, usize)> {
+pub(crate) fn reg_base(op: &Operand) -> Option<(usize, usize)> {
     match *op {
         Operand::Vgpr { index, count } => Some((usize::from(index), usize::from(count))),
         Operand::Agpr { index, count } => {

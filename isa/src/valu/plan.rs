@@ -320,17 +320,21 @@ impl IntPlan {
     }
 }
 
-/// A planned source dword for the whole wave.
+/// A planned source dword for the whole wave: a register of the file read in place,
+/// or `buf` filled with the value (so that every lane loop has one form and
+/// vectorises).
 #[inline(always)]
-fn get<'a>(vgpr: &'a [VReg], sgpr: &[u32; 128], s: PlanSrc) -> Src<'a> {
-    match s {
+fn get<'a>(vgpr: &'a [VReg], sgpr: &[u32; 128], s: PlanSrc, buf: &'a mut VReg) -> &'a VReg {
+    let v = match s {
         PlanSrc::Vreg(r) => match vgpr.get(usize::from(r)) {
-            Some(v) => Src::Reg(v),
-            None => Src::Splat(0),
+            Some(v) => return v,
+            None => 0,
         },
-        PlanSrc::Sreg(c) => Src::Splat(sgpr[usize::from(c) & 127]),
-        PlanSrc::Imm(v) => Src::Splat(v),
-    }
+        PlanSrc::Sreg(c) => sgpr[usize::from(c) & 127],
+        PlanSrc::Imm(v) => v,
+    };
+    *buf = [v; WAVE_SIZE];
+    buf
 }
 
 /// A planned 64-bit scalar (lane mask).
@@ -344,66 +348,34 @@ fn get_mask(sgpr: &[u32; 128], s: [PlanSrc; 2]) -> u64 {
     u64::from(dw(s[0])) | u64::from(dw(s[1])) << 32
 }
 
-/// `out[l] = f(a[l], b[l])`, the register/splat choice made once per source.
+/// `out[l] = f(a[l], b[l])`.
 #[inline(always)]
-fn map2(out: &mut VReg, a: Src<'_>, b: Src<'_>, f: impl Fn(u32, u32) -> u32) {
-    match (a, b) {
-        (Src::Reg(a), Src::Reg(b)) => {
-            for l in 0..WAVE_SIZE {
-                out[l] = f(a[l], b[l]);
-            }
-        }
-        (Src::Reg(a), Src::Splat(b)) => {
-            for l in 0..WAVE_SIZE {
-                out[l] = f(a[l], b);
-            }
-        }
-        (Src::Splat(a), Src::Reg(b)) => {
-            for l in 0..WAVE_SIZE {
-                out[l] = f(a, b[l]);
-            }
-        }
-        (Src::Splat(a), Src::Splat(b)) => *out = [f(a, b); WAVE_SIZE],
+fn map2(out: &mut VReg, a: &VReg, b: &VReg, f: impl Fn(u32, u32) -> u32) {
+    for l in 0..WAVE_SIZE {
+        out[l] = f(a[l], b[l]);
     }
 }
 
-/// `out[l] = f(a[l], b[l], c[l])` (the third source's choice made once).
+/// `out[l] = f(a[l], b[l], c[l])`.
 #[inline(always)]
-fn map3(out: &mut VReg, a: Src<'_>, b: Src<'_>, c: Src<'_>, f: impl Fn(u32, u32, u32) -> u32) {
-    match c {
-        Src::Reg(c) => match (a, b) {
-            (Src::Reg(a), Src::Reg(b)) => {
-                for l in 0..WAVE_SIZE {
-                    out[l] = f(a[l], b[l], c[l]);
-                }
-            }
-            _ => {
-                for l in 0..WAVE_SIZE {
-                    out[l] = f(a.at(l), b.at(l), c[l]);
-                }
-            }
-        },
-        Src::Splat(c) => map2(out, a, b, |p, q| f(p, q, c)),
+fn map3(out: &mut VReg, a: &VReg, b: &VReg, c: &VReg, f: impl Fn(u32, u32, u32) -> u32) {
+    for l in 0..WAVE_SIZE {
+        out[l] = f(a[l], b[l], c[l]);
     }
-}
-
-/// A 64-bit value of lane `l` from its dwords.
-#[inline(always)]
-fn wide_at(lo: Src<'_>, hi: Src<'_>, l: usize) -> u64 {
-    u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32
 }
 
 /// Mask of the lanes where `f` holds.
 #[inline(always)]
 fn mask(f: impl Fn(usize) -> bool) -> u64 {
-    let mut m = 0u64;
+    let mut flags = [0u8; WAVE_SIZE];
     for l in 0..WAVE_SIZE {
-        m |= u64::from(f(l)) << l;
+        flags[l] = u8::from(f(l));
     }
-    m
+    simd::pack_mask(&flags)
 }
 
-fn bin(op: Bin, out: &mut VReg, a: Src<'_>, b: Src<'_>) {
+#[inline(always)]
+fn bin(op: Bin, out: &mut VReg, a: &VReg, b: &VReg) {
     match op {
         Bin::And => map2(out, a, b, |a, b| a & b),
         Bin::Or => map2(out, a, b, |a, b| a | b),
@@ -449,7 +421,8 @@ fn bfe(v: u32, off: u32, width: u32, signed: bool) -> u32 {
     }
 }
 
-fn tri(op: Tri, out: &mut VReg, a: Src<'_>, b: Src<'_>, c: Src<'_>) {
+#[inline(always)]
+fn tri(op: Tri, out: &mut VReg, a: &VReg, b: &VReg, c: &VReg) {
     match op {
         Tri::BfeU => map3(out, a, b, c, |a, b, c| bfe(a, b & 31, c & 31, false)),
         Tri::BfeI => map3(out, a, b, c, |a, b, c| bfe(a, b & 31, c & 31, true)),
@@ -480,17 +453,17 @@ fn tri(op: Tri, out: &mut VReg, a: Src<'_>, b: Src<'_>, c: Src<'_>) {
     }
 }
 
-/// A 64-bit compare of every lane, conditions numbered as `simd::cmp_u32`.
-fn cmp64(a: [Src<'_>; 2], b: [Src<'_>; 2], signed: bool, c: u8) -> u64 {
-    let x = |l| wide_at(a[0], a[1], l);
-    let y = |l| wide_at(b[0], b[1], l);
+/// A 64-bit compare of every lane (operands as low/high dwords), conditions
+/// numbered as `simd::cmp_u32`.
+#[inline(always)]
+fn cmp64(al: &VReg, ah: &VReg, bl: &VReg, bh: &VReg, signed: bool, c: u8) -> u64 {
+    let x = |l: usize| u64::from(al[l]) | u64::from(ah[l]) << 32;
+    let y = |l: usize| u64::from(bl[l]) | u64::from(bh[l]) << 32;
+    // The sign bit flipped makes an unsigned compare order signed values.
+    let bias = if signed { 1u64 << 63 } else { 0 };
     macro_rules! by {
         ($op:tt) => {
-            if signed {
-                mask(|l| (x(l) as i64) $op (y(l) as i64))
-            } else {
-                mask(|l| x(l) $op y(l))
-            }
+            mask(|l| (x(l) ^ bias) $op (y(l) ^ bias))
         };
     }
     match c {
@@ -523,8 +496,29 @@ fn write(vgpr: &mut [VReg], r: usize, vals: &VReg, exec: u64) {
 
 /// Executes an integer plan (always possible: no MODE control applies).
 pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) {
+    #[cfg(target_arch = "x86_64")]
+    if simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        unsafe { run_avx2(w, p) };
+        return;
+    }
+    run_body(w, p);
+}
+
+/// `run_body` compiled with AVX2 (its lane loops become 8-lane vector code).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2(w: &mut Wave, p: &IntPlan) {
+    run_body(w, p);
+}
+
+#[inline(always)]
+fn run_body(w: &mut Wave, p: &IntPlan) {
     let exec = w.exec();
-    let (vgpr, sgpr, tmp) = (&mut w.vgpr, &w.sgpr, &mut w.tmp);
+    let (vgpr, sgpr, tmp, bufs) = (&mut w.vgpr, &w.sgpr, &mut w.tmp, &mut w.splat);
     let [lo, hi] = &mut **tmp;
     // Results are computed into the wave's scratch lanes, then written: the
     // destination may be a source.
@@ -532,78 +526,118 @@ pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) {
     let mut wide_out = false;
     {
         let vg: &[VReg] = vgpr;
-        let s = |k: usize, dw: usize| get(vg, sgpr, p.src[k][dw]);
+        let [b0, b1, b2, b3] = &mut **bufs;
         match p.kind {
-            Kind::Mov => match s(0, 0) {
-                Src::Reg(a) => *lo = *a,
-                Src::Splat(a) => *lo = [a; WAVE_SIZE],
-            },
+            Kind::Mov => *lo = *get(vg, sgpr, p.src[0][0], b0),
             Kind::Cndmask => {
                 let m = get_mask(sgpr, p.src[2]);
-                // All ones where the mask picks src1.
-                map2(lo, s(0, 0), s(1, 0), |a, b| a ^ b);
-                let a = s(0, 0);
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
                 for l in 0..WAVE_SIZE {
                     let on = 0u32.wrapping_sub((m >> l) as u32 & 1);
-                    lo[l] = a.at(l) ^ (lo[l] & on);
+                    lo[l] = (b[l] & on) | (a[l] & !on);
                 }
             }
-            Kind::Bin(op) => bin(op, lo, s(0, 0), s(1, 0)),
-            Kind::Tri(op) => tri(op, lo, s(0, 0), s(1, 0), s(2, 0)),
+            Kind::Bin(op) => bin(
+                op,
+                lo,
+                get(vg, sgpr, p.src[0][0], b0),
+                get(vg, sgpr, p.src[1][0], b1),
+            ),
+            Kind::Tri(op) => tri(
+                op,
+                lo,
+                get(vg, sgpr, p.src[0][0], b0),
+                get(vg, sgpr, p.src[1][0], b1),
+                get(vg, sgpr, p.src[2][0], b2),
+            ),
             Kind::Add { cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
-                mask_out = Some(simd::add_co(s(0, 0), s(1, 0), c, false, lo) & exec);
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                mask_out = Some(simd::add_co(Src::Reg(a), Src::Reg(b), c, false, lo) & exec);
             }
             Kind::Sub { rev, cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
-                let (a, b) = if rev {
-                    (s(1, 0), s(0, 0))
-                } else {
-                    (s(0, 0), s(1, 0))
-                };
-                mask_out = Some(simd::sub_co(a, b, c, false, lo) & exec);
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                let (a, b) = if rev { (b, a) } else { (a, b) };
+                mask_out = Some(simd::sub_co(Src::Reg(a), Src::Reg(b), c, false, lo) & exec);
             }
             Kind::Cmp32 { signed, cond, .. } => {
-                mask_out = Some(simd::cmp_u32(s(0, 0), s(1, 0), signed, u32::from(cond)) & exec);
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                mask_out =
+                    Some(simd::cmp_u32(Src::Reg(a), Src::Reg(b), signed, u32::from(cond)) & exec);
             }
             Kind::Cmp64 { signed, cond, .. } => {
-                let m = cmp64([s(0, 0), s(0, 1)], [s(1, 0), s(1, 1)], signed, cond);
+                let m = cmp64(
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[0][1], b1),
+                    get(vg, sgpr, p.src[1][0], b2),
+                    get(vg, sgpr, p.src[1][1], b3),
+                    signed,
+                    cond,
+                );
                 mask_out = Some(m & exec);
             }
             Kind::Shift64(k) => {
-                let (sh, vl, vh) = (s(0, 0), s(1, 0), s(1, 1));
-                for l in 0..WAVE_SIZE {
-                    let v = wide_at(vl, vh, l);
-                    let n = sh.at(l) & 63;
-                    let r = match k {
-                        0 => v << n,
-                        1 => v >> n,
-                        _ => ((v as i64) >> n) as u64,
+                let sh = get(vg, sgpr, p.src[0][0], b0);
+                let (vl, vh) = (
+                    get(vg, sgpr, p.src[1][0], b1),
+                    get(vg, sgpr, p.src[1][1], b2),
+                );
+                let v = |l: usize| u64::from(vl[l]) | u64::from(vh[l]) << 32;
+                macro_rules! each {
+                    ($f:expr) => {
+                        for l in 0..WAVE_SIZE {
+                            let r: u64 = $f(v(l), u64::from(sh[l] & 63));
+                            lo[l] = r as u32;
+                            hi[l] = (r >> 32) as u32;
+                        }
                     };
-                    lo[l] = r as u32;
-                    hi[l] = (r >> 32) as u32;
+                }
+                match k {
+                    0 => each!(|x: u64, n: u64| x << n),
+                    1 => each!(|x: u64, n: u64| x >> n),
+                    _ => each!(|x: u64, n: u64| ((x as i64) >> n) as u64),
                 }
                 wide_out = true;
             }
             Kind::Mad64 { signed } => {
-                let (a, b, cl, ch) = (s(0, 0), s(1, 0), s(2, 0), s(2, 1));
-                let mut carry = 0u64;
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                let (cl, ch) = (
+                    get(vg, sgpr, p.src[2][0], b2),
+                    get(vg, sgpr, p.src[2][1], b3),
+                );
+                let mut flags = [0u8; WAVE_SIZE];
+                // A 32x32-bit product fits 64 bits: the 128-bit sum overflows 64 bits
+                // exactly when the 64-bit addition does.
                 for l in 0..WAVE_SIZE {
-                    let c = wide_at(cl, ch, l);
+                    let c = u64::from(cl[l]) | u64::from(ch[l]) << 32;
                     let (v, o) = if signed {
-                        let p = i128::from(a.at(l) as i32) * i128::from(b.at(l) as i32)
-                            + i128::from(c as i64);
-                        let sat = p.clamp(i128::from(i64::MIN), i128::from(i64::MAX));
-                        (p as u64, sat != p)
+                        let prod = i64::from(a[l] as i32) * i64::from(b[l] as i32);
+                        let (v, o) = prod.overflowing_add(c as i64);
+                        (v as u64, o)
                     } else {
-                        let p = u128::from(a.at(l)) * u128::from(b.at(l)) + u128::from(c);
-                        (p as u64, p >> 64 != 0)
+                        (u64::from(a[l]) * u64::from(b[l])).overflowing_add(c)
                     };
                     lo[l] = v as u32;
                     hi[l] = (v >> 32) as u32;
-                    carry |= u64::from(o) << l;
+                    flags[l] = u8::from(o);
                 }
-                mask_out = Some(carry & exec);
+                mask_out = Some(simd::pack_mask(&flags) & exec);
                 wide_out = true;
             }
         }

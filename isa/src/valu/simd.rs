@@ -189,7 +189,7 @@ pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
 /// a mask byte by one multiply (byte j's bit lands at bit 56 + j; no partial
 /// products overlap or carry into the top byte).
 #[inline(always)]
-fn pack_mask(flags: &[u8; WAVE_SIZE]) -> u64 {
+pub(super) fn pack_mask(flags: &[u8; WAVE_SIZE]) -> u64 {
     let mut m = 0u64;
     for (k, chunk) in flags.chunks_exact(8).enumerate() {
         let mut w = [0u8; 8];
@@ -331,7 +331,7 @@ fn fix_nan2(a: Src<'_>, b: Src<'_>, out: &mut VReg, nan: bool) {
 /// Whether the host has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn host_avx2() -> bool {
+pub(super) fn host_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 
