@@ -156,10 +156,7 @@ impl Wave {
     pub(crate) fn run_plan(&mut self, plan: &Plan, _ctx: &WaveContext<'_>) -> bool {
         match plan {
             Plan::PkF32(p) => vop3p::run_pk_plan(self, p),
-            Plan::Int(p) => {
-                plan::run_int_plan(self, p);
-                true
-            }
+            Plan::Int(p) => plan::run_int_plan(self, p),
         }
     }
 

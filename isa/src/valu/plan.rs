@@ -16,6 +16,7 @@ use crate::inst::{Valu, ValuEncoding};
 use crate::operand::{code, Operand};
 use crate::wave::{VReg, Wave, AGPR_BASE, WAVE_SIZE};
 
+use super::fp::{nan_of, FpMode};
 use super::vop3p::PlanSrc;
 use super::{simd, Src};
 
@@ -97,6 +98,18 @@ enum Kind {
     Mad64 {
         signed: bool,
     },
+    /// `v_add_f64`, `v_mul_f64`, `v_fma_f64`, `v_fmac_f64` (src2 = the destination):
+    /// planned for MODE round-to-nearest-even with f64 denormals kept (else the
+    /// general path runs).
+    F64(F64Op),
+}
+
+/// A planned f64 operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum F64Op {
+    Add,
+    Mul,
+    Fma,
 }
 
 /// A planned integer VALU instruction.
@@ -148,6 +161,15 @@ fn vector_dword(op: &Operand, dw: u8) -> Option<PlanSrc> {
         )),
         _ => scalar_dword(op, dw),
     }
+}
+
+/// Both dwords of an f64 source as `Exe::f64_raw` reads them (a 32-bit literal is
+/// the high dword).
+fn f64_source(op: &Operand) -> Option<[PlanSrc; 2]> {
+    if let Operand::Literal { value, .. } = *op {
+        return Some([PlanSrc::Imm(0), PlanSrc::Imm(value)]);
+    }
+    Some([vector_dword(op, 0)?, vector_dword(op, 1)?])
 }
 
 /// Both dwords of a 64-bit source as `Exe::src64` reads them (a literal is
@@ -257,6 +279,10 @@ impl IntPlan {
             O::VAshrrevI64 => (Kind::Shift64(2), 2, 0b10, false),
             O::VMadU64U32 => (Kind::Mad64 { signed: false }, 3, 0b100, false),
             O::VMadI64I32 => (Kind::Mad64 { signed: true }, 3, 0b100, false),
+            O::VAddF64 => (Kind::F64(F64Op::Add), 2, 0, false),
+            O::VMulF64 => (Kind::F64(F64Op::Mul), 2, 0, false),
+            O::VFmaF64 => (Kind::F64(F64Op::Fma), 3, 0, false),
+            O::VFmacF64 => (Kind::F64(F64Op::Fma), 2, 0, false),
             _ if (0xC0..=0xDF).contains(&n) => (
                 Kind::Cmp32 {
                     signed: n & 8 == 0,
@@ -283,7 +309,9 @@ impl IntPlan {
         let mut src = [[PlanSrc::Imm(0); 2]; 3];
         for k in 0..nsrc {
             let op = i.src[k].as_ref()?;
-            src[k] = if (wide >> k) & 1 == 1 {
+            src[k] = if matches!(kind, Kind::F64(_)) {
+                f64_source(op)?
+            } else if (wide >> k) & 1 == 1 {
                 wide_source(op, signed)?
             } else if matches!(kind, Kind::Cndmask | Kind::Add { .. } | Kind::Sub { .. }) && k == 2
             {
@@ -297,6 +325,12 @@ impl IntPlan {
             Some(Operand::Sreg { code, count }) => Some((code, count)),
             _ => None,
         };
+        if i.op == O::VFmacF64 {
+            // The accumulator is the destination's old value.
+            let d = vector_dword(i.vdst.as_ref()?, 0)?;
+            let PlanSrc::Vreg(r) = d else { return None };
+            src[2] = [d, PlanSrc::Vreg(r + 1)];
+        }
         let (dst, sdst) = if compare {
             (u16::MAX, sreg(&i.vdst))
         } else {
@@ -494,14 +528,39 @@ fn write(vgpr: &mut [VReg], r: usize, vals: &VReg, exec: u64) {
     }
 }
 
-/// Executes an integer plan (always possible: no MODE control applies).
-pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) {
+/// Executes a plan; false, with no effect, when the wave's MODE asks for what the
+/// plan does not do (f64 ops with a rounding mode other than nearest-even or f64
+/// denormal flushing), leaving the instruction to the general path.
+pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) -> bool {
+    if let Kind::F64(_) = p.kind {
+        let fpm = FpMode::new(w.mode);
+        if fpm.round != 0 || fpm.flush_in64() || fpm.flush_out64() {
+            return false;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if simd::host_fma() {
+        // SAFETY: host_fma() checked that the CPU has AVX2 and FMA.
+        unsafe { run_fma(w, p) };
+        return true;
+    }
     #[cfg(target_arch = "x86_64")]
     if simd::host_avx2() {
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         unsafe { run_avx2(w, p) };
-        return;
+        return true;
     }
+    run_body(w, p);
+    true
+}
+
+/// `run_body` compiled with AVX2 and FMA (8-lane integer loops, fused f64 FMA).
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_fma(w: &mut Wave, p: &IntPlan) {
     run_body(w, p);
 }
 
@@ -640,6 +699,51 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
                 mask_out = Some(simd::pack_mask(&flags) & exec);
                 wide_out = true;
             }
+            Kind::F64(op) => {
+                let f = |k: usize, b0: &'_ mut VReg, b1: &'_ mut VReg| {
+                    let (l0, h0) = (
+                        get(vg, sgpr, p.src[k][0], b0),
+                        get(vg, sgpr, p.src[k][1], b1),
+                    );
+                    let mut v = [0f64; WAVE_SIZE];
+                    for l in 0..WAVE_SIZE {
+                        v[l] = f64::from_bits(u64::from(l0[l]) | u64::from(h0[l]) << 32);
+                    }
+                    v
+                };
+                let a = f(0, b0, b1);
+                let b = f(1, b2, b3);
+                let c = if op == F64Op::Fma {
+                    f(2, b0, b1)
+                } else {
+                    [0f64; WAVE_SIZE]
+                };
+                let mut r = [0f64; WAVE_SIZE];
+                let mut nan = false;
+                for l in 0..WAVE_SIZE {
+                    r[l] = match op {
+                        F64Op::Add => a[l] + b[l],
+                        F64Op::Mul => a[l] * b[l],
+                        F64Op::Fma => a[l].mul_add(b[l], c[l]),
+                    };
+                    nan |= r[l].is_nan();
+                }
+                if nan {
+                    // The VALU's NaN: the first NaN operand quieted, else the default.
+                    for l in 0..WAVE_SIZE {
+                        r[l] = match op {
+                            F64Op::Fma => nan_of(r[l], &[a[l], b[l], c[l]]),
+                            _ => nan_of(r[l], &[a[l], b[l]]),
+                        };
+                    }
+                }
+                for l in 0..WAVE_SIZE {
+                    let bits = r[l].to_bits();
+                    lo[l] = bits as u32;
+                    hi[l] = (bits >> 32) as u32;
+                }
+                wide_out = true;
+            }
         }
     }
     let compare = matches!(p.kind, Kind::Cmp32 { .. } | Kind::Cmp64 { .. });
@@ -745,6 +849,10 @@ mod tests {
             O::VAshrrevI64,
             O::VMadU64U32,
             O::VMadI64I32,
+            O::VAddF64,
+            O::VMulF64,
+            O::VFmaF64,
+            O::VFmacF64,
         ];
         // Every compare opcode of the integer ranges.
         let compares = (0xC0u16..=0xFF).filter_map(|n| {
@@ -754,7 +862,7 @@ mod tests {
                 .find(|o| *o as u16 == n)
         });
         let all: Vec<O> = ops.into_iter().chain(compares).collect();
-        assert!(all.len() > 48 + 40, "{}", all.len());
+        assert!(all.len() > 52 + 40, "{}", all.len());
         // Source operand sets: registers, AGPRs, scalars (incl. null, vcc, exec),
         // inline constants of both signs, literals of both signs.
         let sets: [[Operand; 3]; 7] = [
@@ -771,8 +879,19 @@ mod tests {
         for op in all {
             let n = op as u16;
             let compare = (0xC0..=0xFF).contains(&n);
+            let f64_op = matches!(op, O::VAddF64 | O::VMulF64 | O::VFmaF64 | O::VFmacF64);
+            // MODE: denormals kept (the planned case), f64 denormals flushed, a
+            // rounding mode (the last two leave the instruction to the general path).
+            let modes: &[u32] = if f64_op {
+                &[0x0F0, 0x030, 0x0F1]
+            } else {
+                &[0x0F0]
+            };
             for (k, set) in sets.iter().enumerate() {
-                for enc in [ValuEncoding::E32, ValuEncoding::Vop3] {
+                for (enc, &mode) in [ValuEncoding::E32, ValuEncoding::Vop3]
+                    .into_iter()
+                    .flat_map(|e| modes.iter().map(move |m| (e, m)))
+                {
                     let exec = if k % 2 == 0 {
                         u64::MAX
                     } else {
@@ -814,9 +933,17 @@ mod tests {
                     };
                     let mut general = filled(exec);
                     let mut planned = filled(exec);
+                    general.mode = mode;
+                    planned.mode = mode;
+                    let ran = run_int_plan(&mut planned, &plan);
+                    assert_eq!(ran, mode == 0x0F0, "{i:?} mode {mode:#x}");
+                    if !ran {
+                        let untouched = filled(exec);
+                        assert!(planned.vgpr == untouched.vgpr && planned.sgpr == untouched.sgpr);
+                        continue;
+                    }
                     h.exec(&mut general, &Instruction::Valu(i.clone()))
                         .unwrap_or_else(|e| panic!("{i:?}: {e}"));
-                    run_int_plan(&mut planned, &plan);
                     assert!(general.vgpr == planned.vgpr, "{i:?}");
                     assert_eq!(general.sgpr, planned.sgpr, "{i:?}");
                     checked += 1;

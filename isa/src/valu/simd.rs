@@ -36,7 +36,7 @@ fn nan_bits(x: u32) -> bool {
 
 /// Whether the host runs [`fma_body`] with a single-rounding FMA instruction.
 #[inline]
-fn host_fma() -> bool {
+pub(super) fn host_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
