@@ -654,8 +654,8 @@ fn swizzle_source(pattern: u16, l: usize) -> usize {
 }
 
 /// The lowest and highest address of the lanes in `exec` (`(u64::MAX, 0)` for none).
-#[inline]
-fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
+#[inline(always)]
+fn bounds_body(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
     if exec == u64::MAX {
         let lo = addrs.iter().copied().fold(u64::MAX, u64::min);
         let hi = addrs.iter().copied().fold(0, u64::max);
@@ -669,6 +669,62 @@ fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
         hi = hi.max(addrs[l] & on);
     }
     (lo, hi)
+}
+
+/// Whether lane l's address is `addrs[0] + l·step` in every lane, without wrapping.
+#[inline(always)]
+fn consecutive_body(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
+    let base = addrs[0];
+    if base.checked_add(step * (WAVE_SIZE as u64 - 1)).is_none() {
+        return false;
+    }
+    let mut same = 0u64;
+    for l in 0..WAVE_SIZE {
+        same |= addrs[l] ^ base.wrapping_add(step * l as u64);
+    }
+    same == 0
+}
+
+/// `bounds_body` compiled with AVX2 (64-bit lane compares).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn bounds_avx2(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
+    bounds_body(addrs, exec)
+}
+
+/// `consecutive_body` compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn consecutive_avx2(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
+    consecutive_body(addrs, step)
+}
+
+/// The lowest and highest address of the lanes in `exec` (`(u64::MAX, 0)` for none).
+#[inline]
+fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { bounds_avx2(addrs, exec) };
+    }
+    bounds_body(addrs, exec)
+}
+
+/// Whether lane l's address is `addrs[0] + l·step` in every lane (no wrap-around).
+#[inline]
+fn consecutive(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { consecutive_avx2(addrs, step) };
+    }
+    consecutive_body(addrs, step)
 }
 
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
@@ -1020,6 +1076,7 @@ impl Wave {
         access: Access,
         addrs: &[u64; WAVE_SIZE],
         (lo, hi): (u64, u64),
+        seq: bool,
         exec: u64,
         data: Option<Operand>,
         vdst: Option<Operand>,
@@ -1032,16 +1089,9 @@ impl Wave {
         if exec == 0 || bytes == 0 || bytes > 16 {
             return false;
         }
-        if exec == u64::MAX && (bytes == 4 || bytes == 8) && !hi16 {
-            // Every lane's address follows the previous one: one span, one pass.
-            let (base, step) = (addrs[0], bytes as u64);
-            let mut consecutive = true;
-            for l in 0..WAVE_SIZE {
-                consecutive &= addrs[l] == base.wrapping_add(step * l as u64);
-            }
-            if consecutive && self.consecutive_fast(ctx, base, bytes, load, data, vdst) {
-                return true;
-            }
+        // Every lane's address follows the previous one: one span, one pass.
+        if seq && self.consecutive_fast(ctx, lo, bytes, load, data, vdst) {
+            return true;
         }
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return false;
@@ -1362,7 +1412,22 @@ impl Wave {
                 let mut apertured = false;
                 // Only lanes between the lowest and highest address can be in an
                 // aperture: when neither aperture meets that range, none is.
-                let (lo, hi) = lane_bounds(&addrs, exec);
+                // Whole-wave 4- and 8-byte accesses to consecutive addresses (the
+                // common case) need neither the bounds scan nor a per-lane pass.
+                let step = match access {
+                    Access::Load { bytes, .. } | Access::Store { bytes, hi16: false }
+                        if bytes == 4 || bytes == 8 =>
+                    {
+                        u64::from(bytes)
+                    }
+                    _ => 0,
+                };
+                let seq = exec == u64::MAX && step != 0 && consecutive(&addrs, step);
+                let (lo, hi) = if seq {
+                    (addrs[0], addrs[WAVE_SIZE - 1])
+                } else {
+                    lane_bounds(&addrs, exec)
+                };
                 let meets = |base: u64| {
                     let start = base & !0xFFFF_FFFF;
                     start <= hi && lo <= start | 0xFFFF_FFFF
@@ -1378,7 +1443,7 @@ impl Wave {
                     apertured = hit & exec != 0;
                 }
                 if !apertured
-                    && self.global_fast(ctx, access, &addrs, (lo, hi), exec, i.data, i.vdst)
+                    && self.global_fast(ctx, access, &addrs, (lo, hi), seq, exec, i.data, i.vdst)
                 {
                     return Ok(());
                 }

@@ -21,7 +21,7 @@ mod cmp;
 mod fp;
 mod ops;
 mod plan;
-mod simd;
+pub(crate) mod simd;
 mod vop3p;
 
 use crate::error::Fault;

@@ -17,8 +17,8 @@ use crate::operand::{code, Operand};
 use crate::wave::{VReg, Wave, AGPR_BASE, WAVE_SIZE};
 
 use super::fp::{nan_of, FpMode};
+use super::simd;
 use super::vop3p::PlanSrc;
-use super::{simd, Src};
 
 /// A 32-bit operation of two sources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +124,11 @@ pub(crate) struct IntPlan {
     /// `src[k] = [low dword, high dword]` of source k, as the general path reads it
     /// (for 64-bit sources with its literal rule; for scalars as `read_scalar`).
     src: [[PlanSrc; 2]; 3],
+    /// Dwords of the vector result (0 for compares).
+    width: u8,
+    /// Whether no source reads a destination register (and the destination is inside
+    /// the file): with every lane active the result is computed in place.
+    direct: bool,
 }
 
 /// Dword `dw` (0 or 1) of an operand read as a scalar (`Wave::read_scalar`), or
@@ -345,12 +350,45 @@ impl IntPlan {
             };
             (dst, sdst)
         };
+        let width: u8 = match kind {
+            Kind::Cmp32 { .. } | Kind::Cmp64 { .. } => 0,
+            Kind::Shift64(_) | Kind::Mad64 { .. } | Kind::F64(_) => 2,
+            _ => 1,
+        };
+        let d = usize::from(dst);
+        let reads_dst = src.iter().flatten().any(|s| {
+            matches!(*s, PlanSrc::Vreg(r) if (d..d + usize::from(width)).contains(&usize::from(r)))
+        });
+        let direct = width > 0 && !reads_dst && d + usize::from(width) <= 2 * AGPR_BASE;
         Some(IntPlan {
             kind,
             dst,
             sdst,
             src,
+            width,
+            direct,
         })
+    }
+}
+
+/// The vector file as the sources see it: every register but the destination's
+/// `n` registers at `start` (which a direct plan writes while the others are read).
+struct Regs<'a> {
+    below: &'a [VReg],
+    above: &'a [VReg],
+    start: usize,
+    n: usize,
+}
+
+impl<'a> Regs<'a> {
+    #[inline(always)]
+    fn get(&self, r: usize) -> Option<&'a VReg> {
+        if r < self.start {
+            self.below.get(r)
+        } else {
+            // A direct plan reads no destination register; past the file is None.
+            self.above.get(r.checked_sub(self.start + self.n)?)
+        }
     }
 }
 
@@ -358,7 +396,7 @@ impl IntPlan {
 /// or `buf` filled with the value (so that every lane loop has one form and
 /// vectorises).
 #[inline(always)]
-fn get<'a>(vgpr: &'a [VReg], sgpr: &[u32; 128], s: PlanSrc, buf: &'a mut VReg) -> &'a VReg {
+fn get<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: PlanSrc, buf: &'a mut VReg) -> &'a VReg {
     let v = match s {
         PlanSrc::Vreg(r) => match vgpr.get(usize::from(r)) {
             Some(v) => return v,
@@ -578,13 +616,41 @@ unsafe fn run_avx2(w: &mut Wave, p: &IntPlan) {
 fn run_body(w: &mut Wave, p: &IntPlan) {
     let exec = w.exec();
     let (vgpr, sgpr, tmp, bufs) = (&mut w.vgpr, &w.sgpr, &mut w.tmp, &mut w.splat);
-    let [lo, hi] = &mut **tmp;
-    // Results are computed into the wave's scratch lanes, then written: the
-    // destination may be a source.
+    let d = usize::from(p.dst);
+    let direct = p.direct && exec == u64::MAX;
     let mut mask_out: Option<u64> = None;
     let mut wide_out = false;
     {
-        let vg: &[VReg] = vgpr;
+        // Direct: the result goes straight into the destination registers, which no
+        // source reads. Otherwise it is computed into the wave's scratch lanes and
+        // written under EXEC afterwards (the destination may be a source).
+        let (vg, [lo, hi]): (Regs<'_>, [&mut VReg; 2]) = if direct {
+            let (below, rest) = vgpr.split_at_mut(d);
+            let (outs, above) = rest.split_at_mut(usize::from(p.width));
+            let (first, second) = outs.split_at_mut(1);
+            let [t0, _] = &mut **tmp;
+            (
+                Regs {
+                    below,
+                    above,
+                    start: d,
+                    n: usize::from(p.width),
+                },
+                [&mut first[0], second.first_mut().unwrap_or(t0)],
+            )
+        } else {
+            let [t0, t1] = &mut **tmp;
+            (
+                Regs {
+                    below: vgpr,
+                    above: &[],
+                    start: usize::MAX,
+                    n: 0,
+                },
+                [t0, t1],
+            )
+        };
+        let vg = &vg;
         let [b0, b1, b2, b3] = &mut **bufs;
         match p.kind {
             Kind::Mov => *lo = *get(vg, sgpr, p.src[0][0], b0),
@@ -618,7 +684,7 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
                     get(vg, sgpr, p.src[0][0], b0),
                     get(vg, sgpr, p.src[1][0], b1),
                 );
-                mask_out = Some(simd::add_co(Src::Reg(a), Src::Reg(b), c, false, lo) & exec);
+                mask_out = Some(simd::add_co_body(a, b, c, false, lo) & exec);
             }
             Kind::Sub { rev, cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
@@ -627,15 +693,14 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
                     get(vg, sgpr, p.src[1][0], b1),
                 );
                 let (a, b) = if rev { (b, a) } else { (a, b) };
-                mask_out = Some(simd::sub_co(Src::Reg(a), Src::Reg(b), c, false, lo) & exec);
+                mask_out = Some(simd::sub_co_body(a, b, c, false, lo) & exec);
             }
             Kind::Cmp32 { signed, cond, .. } => {
                 let (a, b) = (
                     get(vg, sgpr, p.src[0][0], b0),
                     get(vg, sgpr, p.src[1][0], b1),
                 );
-                mask_out =
-                    Some(simd::cmp_u32(Src::Reg(a), Src::Reg(b), signed, u32::from(cond)) & exec);
+                mask_out = Some(simd::cmp_body(a, b, signed, u32::from(cond)) & exec);
             }
             Kind::Cmp64 { signed, cond, .. } => {
                 let m = cmp64(
@@ -746,9 +811,8 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
             }
         }
     }
-    let compare = matches!(p.kind, Kind::Cmp32 { .. } | Kind::Cmp64 { .. });
-    if !compare {
-        let d = usize::from(p.dst);
+    if p.width > 0 && !direct {
+        let [lo, hi] = &**tmp;
         write(vgpr, d, lo, exec);
         if wide_out {
             write(vgpr, d + 1, hi, exec);
