@@ -116,7 +116,7 @@ pub struct Wave {
     /// Scratch lanes for results computed before they are written (no state).
     pub(crate) tmp: Box<[VReg; 2]>,
     /// Scratch lanes for splat sources of planned instructions (no state).
-    pub(crate) splat: Box<[VReg; 4]>,
+    pub(crate) splat: Box<[VReg; 6]>,
 }
 
 impl Default for Wave {
@@ -139,7 +139,7 @@ impl Wave {
             instructions: 0,
             regions: RegionCache::new(),
             tmp: Box::new([[0; WAVE_SIZE]; 2]),
-            splat: Box::new([[0; WAVE_SIZE]; 4]),
+            splat: Box::new([[0; WAVE_SIZE]; 6]),
         }
     }
 

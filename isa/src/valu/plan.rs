@@ -439,9 +439,9 @@ fn map3(out: &mut VReg, a: &VReg, b: &VReg, c: &VReg, f: impl Fn(u32, u32, u32) 
 /// Mask of the lanes where `f` holds.
 #[inline(always)]
 fn mask(f: impl Fn(usize) -> bool) -> u64 {
-    let mut flags = [0u8; WAVE_SIZE];
+    let mut flags = [0u32; WAVE_SIZE];
     for l in 0..WAVE_SIZE {
-        flags[l] = u8::from(f(l));
+        flags[l] = u32::from(f(l));
     }
     simd::pack_mask(&flags)
 }
@@ -651,7 +651,7 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
             )
         };
         let vg = &vg;
-        let [b0, b1, b2, b3] = &mut **bufs;
+        let [b0, b1, b2, b3, c0, c1] = &mut **bufs;
         match p.kind {
             Kind::Mov => *lo = *get(vg, sgpr, p.src[0][0], b0),
             Kind::Cndmask => {
@@ -745,7 +745,7 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
                     get(vg, sgpr, p.src[2][0], b2),
                     get(vg, sgpr, p.src[2][1], b3),
                 );
-                let mut flags = [0u8; WAVE_SIZE];
+                let mut flags = [0u32; WAVE_SIZE];
                 // A 32x32-bit product fits 64 bits: the 128-bit sum overflows 64 bits
                 // exactly when the 64-bit addition does.
                 for l in 0..WAVE_SIZE {
@@ -759,53 +759,62 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
                     };
                     lo[l] = v as u32;
                     hi[l] = (v >> 32) as u32;
-                    flags[l] = u8::from(o);
+                    flags[l] = u32::from(o);
                 }
                 mask_out = Some(simd::pack_mask(&flags) & exec);
                 wide_out = true;
             }
             Kind::F64(op) => {
-                let f = |k: usize, b0: &'_ mut VReg, b1: &'_ mut VReg| {
-                    let (l0, h0) = (
-                        get(vg, sgpr, p.src[k][0], b0),
-                        get(vg, sgpr, p.src[k][1], b1),
-                    );
-                    let mut v = [0f64; WAVE_SIZE];
-                    for l in 0..WAVE_SIZE {
-                        v[l] = f64::from_bits(u64::from(l0[l]) | u64::from(h0[l]) << 32);
-                    }
-                    v
-                };
-                let a = f(0, b0, b1);
-                let b = f(1, b2, b3);
-                let c = if op == F64Op::Fma {
-                    f(2, b0, b1)
+                let (al, ah) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[0][1], b1),
+                );
+                let (bl, bh) = (
+                    get(vg, sgpr, p.src[1][0], b2),
+                    get(vg, sgpr, p.src[1][1], b3),
+                );
+                let (cl, ch) = if op == F64Op::Fma {
+                    (
+                        get(vg, sgpr, p.src[2][0], c0),
+                        get(vg, sgpr, p.src[2][1], c1),
+                    )
                 } else {
-                    [0f64; WAVE_SIZE]
+                    (&*c0, &*c1)
                 };
-                let mut r = [0f64; WAVE_SIZE];
+                let f = |l: usize, x: &VReg, y: &VReg| {
+                    f64::from_bits(u64::from(x[l]) | u64::from(y[l]) << 32)
+                };
                 let mut nan = false;
-                for l in 0..WAVE_SIZE {
-                    r[l] = match op {
-                        F64Op::Add => a[l] + b[l],
-                        F64Op::Mul => a[l] * b[l],
-                        F64Op::Fma => a[l].mul_add(b[l], c[l]),
+                macro_rules! each {
+                    ($e:expr) => {
+                        for l in 0..WAVE_SIZE {
+                            let r: f64 = $e(f(l, al, ah), f(l, bl, bh), l);
+                            nan |= r.is_nan();
+                            let bits = r.to_bits();
+                            lo[l] = bits as u32;
+                            hi[l] = (bits >> 32) as u32;
+                        }
                     };
-                    nan |= r[l].is_nan();
+                }
+                match op {
+                    F64Op::Add => each!(|a: f64, b: f64, _l| a + b),
+                    F64Op::Mul => each!(|a: f64, b: f64, _l| a * b),
+                    F64Op::Fma => each!(|a: f64, b: f64, l| a.mul_add(b, f(l, cl, ch))),
                 }
                 if nan {
                     // The VALU's NaN: the first NaN operand quieted, else the default.
                     for l in 0..WAVE_SIZE {
-                        r[l] = match op {
-                            F64Op::Fma => nan_of(r[l], &[a[l], b[l], c[l]]),
-                            _ => nan_of(r[l], &[a[l], b[l]]),
-                        };
+                        let r = f64::from_bits(u64::from(lo[l]) | u64::from(hi[l]) << 32);
+                        if r.is_nan() {
+                            let (a, b) = (f(l, al, ah), f(l, bl, bh));
+                            let q = match op {
+                                F64Op::Fma => nan_of(r, &[a, b, f(l, cl, ch)]),
+                                _ => nan_of(r, &[a, b]),
+                            };
+                            lo[l] = q.to_bits() as u32;
+                            hi[l] = (q.to_bits() >> 32) as u32;
+                        }
                     }
-                }
-                for l in 0..WAVE_SIZE {
-                    let bits = r[l].to_bits();
-                    lo[l] = bits as u32;
-                    hi[l] = (bits >> 32) as u32;
                 }
                 wide_out = true;
             }

@@ -185,18 +185,17 @@ pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
     }
 }
 
-/// A lane mask from one 0/1 byte per lane, as two 32-lane OR reductions of shifted
-/// bits (with AVX2: zero-extend, variable shift, OR; reading the bytes in pieces no
-/// wider than the stores that wrote them, so store forwarding applies).
+/// A lane mask from one 0/1 flag per lane, as two 32-lane OR reductions of shifted
+/// bits (with AVX2: a variable shift and an OR per 8 lanes, then one reduction).
 #[inline(always)]
-pub(super) fn pack_mask(flags: &[u8; WAVE_SIZE]) -> u64 {
+pub(super) fn pack_mask(flags: &[u32; WAVE_SIZE]) -> u64 {
     let mut lo = 0u32;
     let mut hi = 0u32;
     for l in 0..32 {
-        lo |= u32::from(flags[l] & 1) << l;
+        lo |= (flags[l] & 1) << l;
     }
     for l in 0..32 {
-        hi |= u32::from(flags[32 + l] & 1) << l;
+        hi |= (flags[32 + l] & 1) << l;
     }
     u64::from(lo) | u64::from(hi) << 32
 }
@@ -211,12 +210,12 @@ pub(super) fn add_co_body<A: Lanes, B: Lanes>(
 ) -> u64 {
     // 32-bit lanes throughout (they vectorise 8 to a register): the sum carried out
     // exactly when it wrapped below an addend.
-    let mut carry = [0u8; WAVE_SIZE];
+    let mut carry = [0u32; WAVE_SIZE];
     if cin == 0 {
         for l in 0..WAVE_SIZE {
             let s = a.at(l).wrapping_add(b.at(l));
             let c = s < a.at(l);
-            carry[l] = u8::from(c);
+            carry[l] = u32::from(c);
             out[l] = if clamp && c { u32::MAX } else { s };
         }
     } else {
@@ -225,7 +224,7 @@ pub(super) fn add_co_body<A: Lanes, B: Lanes>(
             let ci = ((cin >> l) & 1) as u32;
             let s = s1.wrapping_add(ci);
             let c = s1 < a.at(l) || s < s1;
-            carry[l] = u8::from(c);
+            carry[l] = u32::from(c);
             out[l] = if clamp && c { u32::MAX } else { s };
         }
     }
@@ -242,11 +241,11 @@ pub(super) fn sub_co_body<A: Lanes, B: Lanes>(
 ) -> u64 {
     // The difference borrowed exactly when the subtrahend (plus borrow-in) exceeds
     // the minuend.
-    let mut borrow = [0u8; WAVE_SIZE];
+    let mut borrow = [0u32; WAVE_SIZE];
     if cin == 0 {
         for l in 0..WAVE_SIZE {
             let n = a.at(l) < b.at(l);
-            borrow[l] = u8::from(n);
+            borrow[l] = u32::from(n);
             out[l] = if clamp && n {
                 0
             } else {
@@ -258,7 +257,7 @@ pub(super) fn sub_co_body<A: Lanes, B: Lanes>(
             let d1 = a.at(l).wrapping_sub(b.at(l));
             let bi = ((cin >> l) & 1) as u32;
             let n = a.at(l) < b.at(l) || d1 < bi;
-            borrow[l] = u8::from(n);
+            borrow[l] = u32::from(n);
             out[l] = if clamp && n { 0 } else { d1.wrapping_sub(bi) };
         }
     }
@@ -267,13 +266,13 @@ pub(super) fn sub_co_body<A: Lanes, B: Lanes>(
 
 #[inline(always)]
 pub(super) fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
-    let mut f = [0u8; WAVE_SIZE];
+    let mut f = [0u32; WAVE_SIZE];
     // The sign bit flipped makes an unsigned compare order signed values.
     let bias = if signed { 0x8000_0000u32 } else { 0 };
     macro_rules! each {
         ($op:tt) => {
             for l in 0..WAVE_SIZE {
-                f[l] = u8::from((a.at(l) ^ bias) $op (b.at(l) ^ bias));
+                f[l] = u32::from((a.at(l) ^ bias) $op (b.at(l) ^ bias));
             }
         };
     }
