@@ -727,6 +727,51 @@ fn consecutive(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
     consecutive_body(addrs, step)
 }
 
+/// The highest LDS address of the lanes in `exec` (0 for none).
+#[inline(always)]
+fn lds_highest_body(addr: &VReg, exec: u64) -> u32 {
+    let mut hi = 0u32;
+    for l in 0..WAVE_SIZE {
+        // All ones in active lanes, zero in the others (branch-free, vectorises).
+        let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
+        hi = hi.max(addr[l] & on);
+    }
+    hi
+}
+
+/// `lds_highest_body` compiled with AVX2 (unsigned 32-bit maxima).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lds_highest_avx2(addr: &VReg, exec: u64) -> u32 {
+    lds_highest_body(addr, exec)
+}
+
+/// The highest LDS address of the lanes in `exec` (0 for none).
+#[inline]
+fn lds_highest(addr: &VReg, exec: u64) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { lds_highest_avx2(addr, exec) };
+    }
+    lds_highest_body(addr, exec)
+}
+
+/// How a whole wave's LDS addresses are laid out: every lane the same address, or
+/// lane l at `addr[0] + l·step`.
+#[inline]
+fn lds_pattern(addr: &VReg, step: u32) -> (bool, bool) {
+    let (mut uniform, mut seq) = (0u32, 0u32);
+    for l in 0..WAVE_SIZE {
+        uniform |= addr[l] ^ addr[0];
+        seq |= addr[l] ^ addr[0].wrapping_add(step.wrapping_mul(l as u32));
+    }
+    (uniform == 0, seq == 0)
+}
+
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
 fn lane_dwords(regs: &[VReg], l: usize) -> [u32; 4] {
     let mut out = [0u32; 4];
@@ -1600,13 +1645,7 @@ impl Wave {
     /// inside the workgroup's LDS (false for an empty EXEC: nothing to do fast).
     #[inline]
     fn lds_lanes_in_range(lds_len: usize, exec: u64, addr: &VReg, off: u64, bytes: u64) -> bool {
-        let mut hi = 0u32;
-        for l in 0..WAVE_SIZE {
-            // All ones in active lanes, zero in the others (branch-free, vectorises).
-            let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
-            hi = hi.max(addr[l] & on);
-        }
-        exec != 0 && u64::from(hi) + off + bytes <= lds_len as u64
+        exec != 0 && u64::from(lds_highest(addr, exec)) + off + bytes <= lds_len as u64
     }
 
     /// An LDS load of `bytes` (1, 2, 4, 8, 12 or 16) per active lane into dwords
@@ -1626,6 +1665,30 @@ impl Wave {
         first: usize,
     ) {
         let nd = bytes.div_ceil(4);
+        if exec == u64::MAX && (bytes == 4 || bytes == 8) {
+            let (uniform, seq) = lds_pattern(addr, bytes as u32);
+            let base = (u64::from(addr[0]) + off) as usize;
+            if let (true, Some(src)) = (uniform || seq, lds.get(base..)) {
+                let word = |at: usize| {
+                    src.get(at..at + 4)
+                        .map_or(0, |w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                };
+                for k in 0..nd {
+                    let Some((r, _)) = reg_base(vdst) else { break };
+                    let Some(d) = self.vgpr.get_mut(r + first + k) else {
+                        break;
+                    };
+                    if uniform {
+                        *d = [word(4 * k); WAVE_SIZE];
+                    } else {
+                        for (l, v) in d.iter_mut().enumerate() {
+                            *v = word(bytes * l + 4 * k);
+                        }
+                    }
+                }
+                return;
+            }
+        }
         let mut out = [[0u32; WAVE_SIZE]; 4];
         let mut m = exec;
         while m != 0 {
@@ -2455,6 +2518,50 @@ mod tests {
         });
         assert_eq!(f64::from_bits(read_u64(&r, 0)), 4.0 * 64.0 * 100.0);
         assert_eq!(read_u64(&r, 8), 4 * 64 * 100);
+    }
+
+    /// Whole-wave LDS reads where every lane reads one address (a broadcast) or
+    /// consecutive words, in the one- and two-address forms, against the LDS bytes.
+    #[test]
+    fn lds_broadcast_and_consecutive_reads() {
+        let mut h = Harness::new(4096);
+        for (k, b) in h.lds.iter_mut().enumerate() {
+            *b = (k * 29 + 7) as u8;
+        }
+        let lds = h.lds.clone();
+        let at = |o: usize| u32::from_le_bytes(lds[o..o + 4].try_into().unwrap());
+        for (stride, base) in [(0u32, 12u32), (4, 8), (8, 16), (4, 2)] {
+            let mut w = wave();
+            for l in 0..WAVE_SIZE {
+                w.vgpr[0][l] = base + stride * l as u32;
+            }
+            // ds_read_b32 v10, v0 offset:4
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsReadB32, Some(v(10, 1)), None, None, 4, 0),
+            )
+            .unwrap();
+            // ds_read_b64 v[12:13], v0 offset:8
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsReadB64, Some(v(12, 2)), None, None, 8, 0),
+            )
+            .unwrap();
+            // ds_read2_b32 v[14:15], v0 offset0:1 offset1:3 (units of 4 bytes)
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsRead2B32, Some(v(14, 2)), None, None, 1, 3),
+            )
+            .unwrap();
+            for l in 0..WAVE_SIZE {
+                let a = (base + stride * l as u32) as usize;
+                assert_eq!(w.vgpr[10][l], at(a + 4), "lane {l} stride {stride}");
+                assert_eq!(w.vgpr[12][l], at(a + 8), "lane {l} stride {stride}");
+                assert_eq!(w.vgpr[13][l], at(a + 12), "lane {l} stride {stride}");
+                assert_eq!(w.vgpr[14][l], at(a + 4), "lane {l} stride {stride}");
+                assert_eq!(w.vgpr[15][l], at(a + 12), "lane {l} stride {stride}");
+            }
+        }
     }
 
     #[test]
