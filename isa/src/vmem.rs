@@ -772,6 +772,43 @@ fn lds_pattern(addr: &VReg, step: u32) -> (bool, bool) {
     (uniform == 0, seq == 0)
 }
 
+/// `ds_bpermute_b32`: lane l reads the lane named by bits 7:2 of its address plus
+/// the offset; inactive source lanes read 0. (Only those bits matter, so the sum is
+/// taken modulo 2^32.)
+#[inline(always)]
+fn bpermute_body(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
+    let mut masked = [0u32; WAVE_SIZE];
+    for s in 0..WAVE_SIZE {
+        // All ones if the source lane is active (branch-free).
+        masked[s] = data[s] & 0u32.wrapping_sub((exec >> s) as u32 & 1);
+    }
+    let off = off as u32;
+    for l in 0..WAVE_SIZE {
+        out[l] = masked[(addr[l].wrapping_add(off) >> 2) as usize % WAVE_SIZE];
+    }
+}
+
+/// `bpermute_body` compiled with AVX2 (the lane reads become vector gathers).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn bpermute_avx2(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
+    bpermute_body(addr, off, exec, data, out)
+}
+
+/// See [`bpermute_body`].
+#[inline]
+fn bpermute(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { bpermute_avx2(addr, off, exec, data, out) };
+    }
+    bpermute_body(addr, off, exec, data, out)
+}
+
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
 fn lane_dwords(regs: &[VReg], l: usize) -> [u32; 4] {
     let mut out = [0u32; 4];
@@ -2115,13 +2152,7 @@ impl Wave {
                 };
                 let mut out = [0u32; WAVE_SIZE];
                 if i.op == O::DsBpermuteB32 {
-                    // Lane l reads the lane named by its address; inactive sources read 0.
-                    for l in 0..WAVE_SIZE {
-                        let src = ((u64::from(addr[l]) + off) / 4 % 64) as usize;
-                        // Branch-free: all ones if the source lane is active.
-                        let on = 0u32.wrapping_sub((exec >> src) as u32 & 1);
-                        out[l] = data[src] & on;
-                    }
+                    bpermute(&addr, off, exec, &data, &mut out);
                 } else {
                     // Active lane l writes its data to the lane named by its address.
                     for l in 0..WAVE_SIZE {
@@ -2767,6 +2798,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(w.vgpr[9][0], 0x009A_5678);
+    }
+
+    /// `ds_bpermute_b32`: each active lane reads the lane named by bits 7:2 of its
+    /// address plus the offset (higher bits ignored), 0 from an inactive lane;
+    /// inactive lanes keep their destination.
+    #[test]
+    fn ds_bpermute_reads_the_named_lane() {
+        let mut h = Harness::new(64);
+        for exec in [u64::MAX, 0x0F0F_00FF_1234_8001] {
+            let mut w = wave();
+            w.set_exec(exec);
+            for l in 0..WAVE_SIZE {
+                // Lane l names lane (7l + 3) mod 64 (with offset 8 = two lanes), with
+                // junk in bits 0-1 and above bit 7.
+                let target = (7 * l + 1) % 64;
+                w.vgpr[0][l] = (target as u32) << 2 | (l as u32 & 3) | (l as u32) << 9;
+                w.vgpr[1][l] = 5000 + l as u32;
+                w.vgpr[2][l] = 0xDEAD;
+            }
+            h.exec(
+                &mut w,
+                &ds(
+                    DsOp::DsBpermuteB32,
+                    Some(v(2, 1)),
+                    Some(v(1, 1)),
+                    None,
+                    8,
+                    0,
+                ),
+            )
+            .unwrap();
+            for l in 0..WAVE_SIZE {
+                let src = (7 * l + 3) % 64;
+                let want = if (exec >> l) & 1 == 0 {
+                    0xDEAD
+                } else if (exec >> src) & 1 == 1 {
+                    5000 + src as u32
+                } else {
+                    0
+                };
+                assert_eq!(w.vgpr[2][l], want, "lane {l} exec {exec:#x}");
+            }
+        }
     }
 
     #[test]
