@@ -1152,6 +1152,7 @@ impl Wave {
     /// access in lane order, exactly as the per-lane path makes them. Returns false
     /// (having done nothing) when the lanes' range is not inside one region, so that
     /// the per-lane path runs and reports the faulting lane.
+    #[allow(clippy::too_many_arguments)]
     fn global_fast(
         &mut self,
         ctx: &WaveContext<'_>,
@@ -2277,7 +2278,7 @@ mod tests {
             // Store other values to the second kilobyte and read them back as bytes.
             let mut w = wave_at(r.device_base() + 1024 + base_off, bytes_per_lane);
             for l in 0..WAVE_SIZE {
-                w.vgpr[8][l] = 0x0101_0101 * l as u32 ^ 0xDEAD_0000;
+                w.vgpr[8][l] = (0x0101_0101 * l as u32) ^ 0xDEAD_0000;
                 w.vgpr[9][l] = !(l as u32) << 3;
             }
             h.exec(&mut w, &global(store, None, Some(v(8, 2)), false))
