@@ -112,10 +112,16 @@ enum F64Op {
     Fma,
 }
 
+/// The executor of one kind of plan, compiled for the host's vector extensions.
+type Runner = unsafe fn(&mut Wave, &IntPlan);
+
 /// A planned integer VALU instruction.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct IntPlan {
     kind: Kind,
+    /// `run_body` specialised for `kind` (its variant and operation) and compiled for
+    /// the host (chosen with the host's features when the plan is made).
+    run: Runner,
     /// Vector-file index of the destination's low dword (`u16::MAX`: none).
     dst: u16,
     /// Scalar destination (code, dwords): the lane mask of compares, the carry-out of
@@ -362,6 +368,7 @@ impl IntPlan {
         let direct = width > 0 && !reads_dst && d + usize::from(width) <= 2 * AGPR_BASE;
         Some(IntPlan {
             kind,
+            run: runner(code(kind)),
             dst,
             sdst,
             src,
@@ -576,20 +583,118 @@ pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) -> bool {
             return false;
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    if simd::host_fma() {
-        // SAFETY: host_fma() checked that the CPU has AVX2 and FMA.
-        unsafe { run_fma(w, p) };
-        return true;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if simd::host_avx2() {
-        // SAFETY: host_avx2() checked that the CPU has AVX2.
-        unsafe { run_avx2(w, p) };
-        return true;
-    }
-    run_body(w, p);
+    // SAFETY: `p.run` was chosen by `runner` for the vector extensions this host has.
+    unsafe { (p.run)(w, p) };
     true
+}
+
+/// Specialisation code of a plan kind: its variant and operation (the table index
+/// of its runner).
+fn code(k: Kind) -> u8 {
+    match k {
+        Kind::Mov => 0,
+        Kind::Cndmask => 1,
+        Kind::Bin(op) => 2 + op as u8,
+        Kind::Tri(op) => 17 + op as u8,
+        Kind::Add { .. } => 34,
+        Kind::Sub { .. } => 35,
+        Kind::Cmp32 { .. } => 36,
+        Kind::Cmp64 { .. } => 37,
+        Kind::Shift64(k) => 38 + k.min(2),
+        Kind::Mad64 { .. } => 41,
+        Kind::F64(op) => 42 + op as u8,
+    }
+}
+
+/// The kinds by code, for the codes that fix the whole kind.
+const BINS: [Bin; 15] = [
+    Bin::And,
+    Bin::Or,
+    Bin::Xor,
+    Bin::Lshlrev,
+    Bin::Lshrrev,
+    Bin::Ashrrev,
+    Bin::MinI,
+    Bin::MaxI,
+    Bin::MinU,
+    Bin::MaxU,
+    Bin::MulLo,
+    Bin::MulHiU,
+    Bin::MulHiI,
+    Bin::MulU24,
+    Bin::Bcnt,
+];
+const TRIS: [Tri; 17] = [
+    Tri::BfeU,
+    Tri::BfeI,
+    Tri::Bfi,
+    Tri::Alignbit,
+    Tri::LshlAdd,
+    Tri::AddLshl,
+    Tri::Add3,
+    Tri::LshlOr,
+    Tri::AndOr,
+    Tri::Or3,
+    Tri::Xad,
+    Tri::Min3U,
+    Tri::Max3U,
+    Tri::Med3U,
+    Tri::Min3I,
+    Tri::Max3I,
+    Tri::Med3I,
+];
+const F64S: [F64Op; 3] = [F64Op::Add, F64Op::Mul, F64Op::Fma];
+
+/// `k` with its variant and operation fixed by the code `C` where the code determines
+/// them (so that `run_body::<C>` keeps one arm); the other fields stay `k`'s.
+#[inline(always)]
+fn specialise<const C: u8>(k: Kind) -> Kind {
+    match C {
+        0 => Kind::Mov,
+        1 => Kind::Cndmask,
+        2..=16 => Kind::Bin(BINS[(C - 2) as usize]),
+        17..=33 => Kind::Tri(TRIS[(C - 17) as usize]),
+        38..=40 => Kind::Shift64(C - 38),
+        42..=44 => Kind::F64(F64S[(C - 42) as usize]),
+        _ => k,
+    }
+}
+
+/// Lists `$f::<C>` for every code C.
+macro_rules! runners {
+    ($f:ident) => {
+        runners!(@ $f; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
+            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44)
+    };
+    (@ $f:ident; $($c:literal)*) => {
+        [$($f::<$c> as Runner),*]
+    };
+}
+
+/// The runner of a code for this host.
+fn runner(code: u8) -> Runner {
+    let c = usize::from(code).min(44);
+    #[cfg(target_arch = "x86_64")]
+    {
+        const FMA: [Runner; 45] = runners!(run_fma);
+        const AVX2: [Runner; 45] = runners!(run_avx2);
+        if simd::host_fma() {
+            return FMA[c];
+        }
+        if simd::host_avx2() {
+            return AVX2[c];
+        }
+    }
+    const PLAIN: [Runner; 45] = runners!(run_plain);
+    PLAIN[c]
+}
+
+/// `run_body` for hosts without AVX2.
+///
+/// # Safety
+/// None required (an `unsafe fn` only to share the runner type).
+unsafe fn run_plain<const C: u8>(w: &mut Wave, p: &IntPlan) {
+    run_body::<C>(w, p);
 }
 
 /// `run_body` compiled with AVX2 and FMA (8-lane integer loops, fused f64 FMA).
@@ -598,8 +703,8 @@ pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) -> bool {
 /// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_fma(w: &mut Wave, p: &IntPlan) {
-    run_body(w, p);
+unsafe fn run_fma<const C: u8>(w: &mut Wave, p: &IntPlan) {
+    run_body::<C>(w, p);
 }
 
 /// `run_body` compiled with AVX2 (its lane loops become 8-lane vector code).
@@ -608,12 +713,13 @@ unsafe fn run_fma(w: &mut Wave, p: &IntPlan) {
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn run_avx2(w: &mut Wave, p: &IntPlan) {
-    run_body(w, p);
+unsafe fn run_avx2<const C: u8>(w: &mut Wave, p: &IntPlan) {
+    run_body::<C>(w, p);
 }
 
 #[inline(always)]
-fn run_body(w: &mut Wave, p: &IntPlan) {
+fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
+    let kind = specialise::<C>(p.kind);
     let exec = w.exec();
     let (vgpr, sgpr, tmp, bufs) = (&mut w.vgpr, &w.sgpr, &mut w.tmp, &mut w.splat);
     let d = usize::from(p.dst);
@@ -652,7 +758,7 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
         };
         let vg = &vg;
         let [b0, b1, b2, b3, c0, c1] = &mut **bufs;
-        match p.kind {
+        match kind {
             Kind::Mov => *lo = *get(vg, sgpr, p.src[0][0], b0),
             Kind::Cndmask => {
                 let m = get_mask(sgpr, p.src[2]);
@@ -831,7 +937,7 @@ fn run_body(w: &mut Wave, p: &IntPlan) {
         w.write_sreg(c, n, m);
     }
     if let (Kind::Cmp32 { cmpx: true, .. } | Kind::Cmp64 { cmpx: true, .. }, Some(m)) =
-        (p.kind, mask_out)
+        (kind, mask_out)
     {
         w.set_exec(m);
     }
