@@ -1774,6 +1774,30 @@ impl Wave {
             Some(d) if k < nd => self.vsrc(d, first + k, ctx),
             _ => Src::Splat(0),
         });
+        if exec == u64::MAX && (bytes == 4 || bytes == 8) {
+            let (uniform, seq) = lds_pattern(addr, bytes as u32);
+            let base = (u64::from(addr[0]) + off) as usize;
+            if uniform {
+                // Every lane stores to one address: in lane order, the last lane's
+                // data is what remains.
+                if let Some(dst) = lds.get_mut(base..base + bytes) {
+                    for (k, d) in dst.chunks_exact_mut(4).enumerate() {
+                        d.copy_from_slice(&src[k].at(WAVE_SIZE - 1).to_le_bytes());
+                    }
+                }
+                return;
+            }
+            if seq {
+                if let Some(dst) = lds.get_mut(base..base + WAVE_SIZE * bytes) {
+                    for (l, lane) in dst.chunks_exact_mut(bytes).enumerate() {
+                        for (k, d) in lane.chunks_exact_mut(4).enumerate() {
+                            d.copy_from_slice(&src[k].at(l).to_le_bytes());
+                        }
+                    }
+                    return;
+                }
+            }
+        }
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
@@ -2593,6 +2617,58 @@ mod tests {
                 assert_eq!(w.vgpr[14][l], at(a + 4), "lane {l} stride {stride}");
                 assert_eq!(w.vgpr[15][l], at(a + 12), "lane {l} stride {stride}");
             }
+        }
+    }
+
+    /// Whole-wave LDS writes to one address (lane order: the last lane's data stays)
+    /// and to consecutive words, one- and two-address forms.
+    #[test]
+    fn lds_broadcast_and_consecutive_writes() {
+        for (stride, base) in [(0u32, 12u32), (4, 8), (8, 16), (4, 2)] {
+            let mut h = Harness::new(4096);
+            let mut w = wave();
+            for l in 0..WAVE_SIZE {
+                w.vgpr[0][l] = base + stride * l as u32;
+                w.vgpr[1][l] = 0x1111_0000 + l as u32;
+                w.vgpr[2][l] = 0x2222_0000 + l as u32;
+            }
+            // ds_write_b64 v0, v[1:2] offset:0x400
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsWriteB64, None, Some(v(1, 2)), None, 0, 4),
+            )
+            .unwrap();
+            // ds_write2_b32 v0, v1, v2 offset0:1 offset1:3 (units of 4 bytes)
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsWrite2B32, None, Some(v(1, 1)), Some(v(2, 1)), 1, 3),
+            )
+            .unwrap();
+            // The expected LDS: the same stores applied lane by lane, in lane order.
+            let mut want = vec![0u8; 4096];
+            let mut put = |at: usize, v: u32| want[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            for l in 0..WAVE_SIZE {
+                let a = (base + stride * l as u32) as usize;
+                put(a + 0x400, 0x1111_0000 + l as u32);
+                put(a + 0x404, 0x2222_0000 + l as u32);
+            }
+            // The two-address form stores every lane's first word, then every lane's
+            // second word.
+            for l in 0..WAVE_SIZE {
+                let a = (base + stride * l as u32) as usize;
+                put(a + 4, 0x1111_0000 + l as u32);
+            }
+            for l in 0..WAVE_SIZE {
+                let a = (base + stride * l as u32) as usize;
+                put(a + 12, 0x2222_0000 + l as u32);
+            }
+            let bad: Vec<usize> = (0..4096).filter(|&k| h.lds[k] != want[k]).take(8).collect();
+            assert!(
+                bad.is_empty(),
+                "stride {stride} base {base} bytes {bad:?} {:?} {:?}",
+                bad.first().map(|&k| &h.lds[k..k + 8]),
+                bad.first().map(|&k| &want[k..k + 8])
+            );
         }
     }
 
