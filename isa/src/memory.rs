@@ -37,13 +37,33 @@ pub trait GlobalMemory: Send + Sync {
     fn region(&self, addr: u64) -> Option<std::sync::Arc<dyn MemoryRegion>>;
 }
 
-/// A region remembered by a wave: its bounds, read once, and the `Arc` that keeps it
-/// alive while the wave may use it.
+/// A region remembered by a wave: its bounds and host address, read once, and the
+/// `Arc` that keeps it alive (and so its host address valid) while the wave may use it.
 #[derive(Clone)]
 struct Cached {
     base: u64,
     end: u64,
-    region: Arc<dyn MemoryRegion>,
+    host: *mut u8,
+    /// Keeps the region (and `host`) alive.
+    _region: Arc<dyn MemoryRegion>,
+}
+
+// SAFETY: `host` is the region's own host address, which the region (Send + Sync)
+// allows any thread to access atomically; the cache only hands it out as checked spans.
+unsafe impl Send for Cached {}
+// SAFETY: as above; a shared cache gives out no mutable access to the pointer itself.
+unsafe impl Sync for Cached {}
+
+impl Cached {
+    fn of(region: &Arc<dyn MemoryRegion>) -> Self {
+        let base = region.device_base();
+        Self {
+            base,
+            end: base.saturating_add(region.len()),
+            host: region.host_ptr(),
+            _region: region.clone(),
+        }
+    }
 }
 
 /// A checked, in-bounds host location of a device access: produced only by
@@ -195,6 +215,92 @@ impl HostSpan<'_> {
         }
     }
 
+    /// Loads `out.len()` consecutive dwords from byte offset `off`, one relaxed 32-bit
+    /// atomic each (a whole-wave access to consecutive addresses). Returns false,
+    /// having read nothing, if the range does not fit or the host address is not
+    /// 4-aligned (then the caller takes the general path).
+    #[inline]
+    pub(crate) fn load_dwords(&self, off: usize, out: &mut [u32]) -> bool {
+        let n = out.len();
+        if off.checked_add(4 * n).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: off + 4n <= len, so the pointer stays in the checked span.
+        let p = unsafe { self.ptr.add(off) }.cast::<u32>();
+        if !p.is_aligned() {
+            return false;
+        }
+        for (k, o) in out.iter_mut().enumerate() {
+            // SAFETY: p + k is 4-aligned and inside the span (k < n); the memory is only
+            // ever accessed atomically by the engine.
+            *o = unsafe { AtomicU32::from_ptr(p.add(k)) }.load(Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Stores `vals` as consecutive dwords at byte offset `off`, one relaxed 32-bit
+    /// atomic each; false, having written nothing, as [`load_dwords`](Self::load_dwords).
+    #[inline]
+    pub(crate) fn store_dwords(&self, off: usize, vals: &[u32]) -> bool {
+        let n = vals.len();
+        if off.checked_add(4 * n).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: off + 4n <= len, so the pointer stays in the checked span.
+        let p = unsafe { self.ptr.add(off) }.cast::<u32>();
+        if !p.is_aligned() {
+            return false;
+        }
+        for (k, v) in vals.iter().enumerate() {
+            // SAFETY: as in load_dwords.
+            unsafe { AtomicU32::from_ptr(p.add(k)) }.store(*v, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Loads `n` consecutive qwords from byte offset `off`, one relaxed 64-bit atomic
+    /// each, giving qword k to `f(k, value)`; false, having read nothing, if the range
+    /// does not fit or the host address is not 8-aligned.
+    #[inline]
+    pub(crate) fn load_qwords(&self, off: usize, n: usize, mut f: impl FnMut(usize, u64)) -> bool {
+        if off.checked_add(8 * n).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: off + 8n <= len, so the pointer stays in the checked span.
+        let p = unsafe { self.ptr.add(off) }.cast::<u64>();
+        if !p.is_aligned() {
+            return false;
+        }
+        for k in 0..n {
+            // SAFETY: p + k is 8-aligned and inside the span (k < n); the memory is only
+            // ever accessed atomically by the engine.
+            f(
+                k,
+                unsafe { AtomicU64::from_ptr(p.add(k)) }.load(Ordering::Relaxed),
+            );
+        }
+        true
+    }
+
+    /// Stores `n` consecutive qwords `f(k)` at byte offset `off`, one relaxed 64-bit
+    /// atomic each; false, having written nothing, as [`load_qwords`](Self::load_qwords).
+    #[inline]
+    pub(crate) fn store_qwords(&self, off: usize, n: usize, f: impl Fn(usize) -> u64) -> bool {
+        if off.checked_add(8 * n).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: off + 8n <= len, so the pointer stays in the checked span.
+        let p = unsafe { self.ptr.add(off) }.cast::<u64>();
+        if !p.is_aligned() {
+            return false;
+        }
+        for k in 0..n {
+            // SAFETY: as in load_qwords.
+            unsafe { AtomicU64::from_ptr(p.add(k)) }.store(f(k), Ordering::Relaxed);
+        }
+        true
+    }
+
     /// The 32-bit atomic at offset 0 (the span must be 4 bytes and 4-aligned:
     /// checked by [`RegionCache::translate_atomic`]).
     pub(crate) fn atomic_u32(&self) -> &AtomicU32 {
@@ -308,11 +414,7 @@ impl RegionCache {
     /// wave of the same dispatch: the regions it reaches are the same).
     pub fn set_private(&mut self, private: &[Arc<dyn MemoryRegion>]) {
         self.private.clear();
-        self.private.extend(private.iter().map(|r| Cached {
-            base: r.device_base(),
-            end: r.device_base().saturating_add(r.len()),
-            region: r.clone(),
-        }));
+        self.private.extend(private.iter().map(Cached::of));
     }
 
     /// Forgets every cached region (dropping the `Arc`s) and sets the private regions.
@@ -320,11 +422,7 @@ impl RegionCache {
         self.recent.clear();
         self.next_victim = 0;
         self.private.clear();
-        self.private.extend(private.iter().map(|r| Cached {
-            base: r.device_base(),
-            end: r.device_base().saturating_add(r.len()),
-            region: r.clone(),
-        }));
+        self.private.extend(private.iter().map(Cached::of));
     }
 
     #[inline]
@@ -346,12 +444,7 @@ impl RegionCache {
         let Some(region) = mem.region(addr) else {
             return false;
         };
-        let base = region.device_base();
-        let entry = Cached {
-            base,
-            end: base.saturating_add(region.len()),
-            region,
-        };
+        let entry = Cached::of(&region);
         if self.recent.len() < RECENT {
             self.recent.push(entry);
         } else {
@@ -368,14 +461,30 @@ impl RegionCache {
         let c = self.find(addr, size)?;
         let off = (addr - c.base) as usize;
         // SAFETY: off + size <= region len (checked by `find`), so the pointer stays in
-        // the region's host allocation, which the cached Arc keeps alive while the
-        // span borrows the cache.
-        let ptr = unsafe { c.region.host_ptr().add(off) };
+        // the region's host allocation (`host` is its host_ptr()), which the cached Arc
+        // keeps alive while the span borrows the cache.
+        let ptr = unsafe { c.host.add(off) };
         Some(HostSpan {
             ptr,
             len: size as usize,
             _alive: PhantomData,
         })
+    }
+
+    /// The host location of `[addr, addr+size)`, asking `mem` on a miss (one lookup
+    /// when the region is cached); `None` if no single region the agent may access
+    /// contains the range.
+    #[inline]
+    pub(crate) fn span(
+        &mut self,
+        mem: &dyn GlobalMemory,
+        addr: u64,
+        size: u64,
+    ) -> Option<HostSpan<'_>> {
+        if self.find(addr, size).is_none() && !self.ensure(mem, addr, size) {
+            return None;
+        }
+        self.cached(addr, size)
     }
 
     /// Checks `[addr, addr+size)` and returns its host location.

@@ -15,14 +15,16 @@ const PAGE_DWORDS: usize = 1024;
 /// One decode slot: the instruction starting at that dword, its length in dwords and
 /// its pre-resolved execution plan (for the forms that have one).
 type Slot = Result<(Instruction, u8, Option<Plan>), DecodeError>;
-/// A lazily allocated page of `PAGE_DWORDS` decode slots.
-type Page = Box<[OnceLock<Slot>]>;
+/// A lazily allocated page of `PAGE_DWORDS` decode slots. A slot holds its decoded
+/// instruction behind a pointer, so that a page stays small (16 bytes a dword) and a
+/// loop's slots, and the instructions decoded in order, stay dense in the cache.
+type Page = Box<[OnceLock<Box<Slot>>]>;
 
 /// A page of decode slots (see [`Program::fetch_hinted`]).
 #[derive(Clone, Copy)]
 pub(crate) struct PageHint<'p> {
     number: usize,
-    slots: &'p [OnceLock<Slot>],
+    slots: &'p [OnceLock<Box<Slot>>],
 }
 
 /// The instructions of one code region (normally the loaded code object), decoded
@@ -118,8 +120,8 @@ impl Program {
                 slots
             }
         };
-        let slot = page[idx % PAGE_DWORDS].get_or_init(|| self.decode_at(pc, off));
-        match slot {
+        let slot = page[idx % PAGE_DWORDS].get_or_init(|| Box::new(self.decode_at(pc, off)));
+        match &**slot {
             Ok((inst, len, plan)) => Ok((inst, u64::from(*len) * 4, plan.as_ref())),
             Err(e) => Err(Fault::Illegal(e.clone())),
         }

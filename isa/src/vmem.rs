@@ -13,7 +13,7 @@ use crate::error::Fault;
 use crate::generated::opcodes::{DsOp, FlatOp, MubufOp};
 use crate::inst::{Ds, Flat, Instruction, Mubuf, Segment};
 use crate::operand::Operand;
-use crate::valu::Src;
+use crate::valu::{reg_base, Src};
 use crate::wave::{unsupported, VReg, Wave, WaveContext, WAVE_SIZE};
 
 /// Where one lane's access goes.
@@ -654,8 +654,8 @@ fn swizzle_source(pattern: u16, l: usize) -> usize {
 }
 
 /// The lowest and highest address of the lanes in `exec` (`(u64::MAX, 0)` for none).
-#[inline]
-fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
+#[inline(always)]
+fn bounds_body(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
     if exec == u64::MAX {
         let lo = addrs.iter().copied().fold(u64::MAX, u64::min);
         let hi = addrs.iter().copied().fold(0, u64::max);
@@ -669,6 +669,144 @@ fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
         hi = hi.max(addrs[l] & on);
     }
     (lo, hi)
+}
+
+/// Whether lane l's address is `addrs[0] + l·step` in every lane, without wrapping.
+#[inline(always)]
+fn consecutive_body(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
+    let base = addrs[0];
+    if base.checked_add(step * (WAVE_SIZE as u64 - 1)).is_none() {
+        return false;
+    }
+    let mut same = 0u64;
+    for l in 0..WAVE_SIZE {
+        same |= addrs[l] ^ base.wrapping_add(step * l as u64);
+    }
+    same == 0
+}
+
+/// `bounds_body` compiled with AVX2 (64-bit lane compares).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn bounds_avx2(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
+    bounds_body(addrs, exec)
+}
+
+/// `consecutive_body` compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn consecutive_avx2(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
+    consecutive_body(addrs, step)
+}
+
+/// The lowest and highest address of the lanes in `exec` (`(u64::MAX, 0)` for none).
+#[inline]
+fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { bounds_avx2(addrs, exec) };
+    }
+    bounds_body(addrs, exec)
+}
+
+/// Whether lane l's address is `addrs[0] + l·step` in every lane (no wrap-around).
+#[inline]
+fn consecutive(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { consecutive_avx2(addrs, step) };
+    }
+    consecutive_body(addrs, step)
+}
+
+/// The highest LDS address of the lanes in `exec` (0 for none).
+#[inline(always)]
+fn lds_highest_body(addr: &VReg, exec: u64) -> u32 {
+    let mut hi = 0u32;
+    for l in 0..WAVE_SIZE {
+        // All ones in active lanes, zero in the others (branch-free, vectorises).
+        let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
+        hi = hi.max(addr[l] & on);
+    }
+    hi
+}
+
+/// `lds_highest_body` compiled with AVX2 (unsigned 32-bit maxima).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lds_highest_avx2(addr: &VReg, exec: u64) -> u32 {
+    lds_highest_body(addr, exec)
+}
+
+/// The highest LDS address of the lanes in `exec` (0 for none).
+#[inline]
+fn lds_highest(addr: &VReg, exec: u64) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { lds_highest_avx2(addr, exec) };
+    }
+    lds_highest_body(addr, exec)
+}
+
+/// How a whole wave's LDS addresses are laid out: every lane the same address, or
+/// lane l at `addr[0] + l·step`.
+#[inline]
+fn lds_pattern(addr: &VReg, step: u32) -> (bool, bool) {
+    let (mut uniform, mut seq) = (0u32, 0u32);
+    for l in 0..WAVE_SIZE {
+        uniform |= addr[l] ^ addr[0];
+        seq |= addr[l] ^ addr[0].wrapping_add(step.wrapping_mul(l as u32));
+    }
+    (uniform == 0, seq == 0)
+}
+
+/// `ds_bpermute_b32`: lane l reads the lane named by bits 7:2 of its address plus
+/// the offset; inactive source lanes read 0. (Only those bits matter, so the sum is
+/// taken modulo 2^32.)
+#[inline(always)]
+fn bpermute_body(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
+    let mut masked = [0u32; WAVE_SIZE];
+    for s in 0..WAVE_SIZE {
+        // All ones if the source lane is active (branch-free).
+        masked[s] = data[s] & 0u32.wrapping_sub((exec >> s) as u32 & 1);
+    }
+    let off = off as u32;
+    for l in 0..WAVE_SIZE {
+        out[l] = masked[(addr[l].wrapping_add(off) >> 2) as usize % WAVE_SIZE];
+    }
+}
+
+/// `bpermute_body` compiled with AVX2 (the lane reads become vector gathers).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn bpermute_avx2(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
+    bpermute_body(addr, off, exec, data, out)
+}
+
+/// See [`bpermute_body`].
+#[inline]
+fn bpermute(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { bpermute_avx2(addr, off, exec, data, out) };
+    }
+    bpermute_body(addr, off, exec, data, out)
 }
 
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
@@ -1014,12 +1152,14 @@ impl Wave {
     /// access in lane order, exactly as the per-lane path makes them. Returns false
     /// (having done nothing) when the lanes' range is not inside one region, so that
     /// the per-lane path runs and reports the faulting lane.
+    #[allow(clippy::too_many_arguments)]
     fn global_fast(
         &mut self,
         ctx: &WaveContext<'_>,
         access: Access,
         addrs: &[u64; WAVE_SIZE],
         (lo, hi): (u64, u64),
+        seq: bool,
         exec: u64,
         data: Option<Operand>,
         vdst: Option<Operand>,
@@ -1031,6 +1171,10 @@ impl Wave {
         };
         if exec == 0 || bytes == 0 || bytes > 16 {
             return false;
+        }
+        // Every lane's address follows the previous one: one span, one pass.
+        if seq && self.consecutive_fast(ctx, lo, bytes, load, data, vdst) {
+            return true;
         }
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return false;
@@ -1136,6 +1280,72 @@ impl Wave {
             }
         }
         true
+    }
+
+    /// A whole-wave load or store of 4 or 8 bytes per lane at consecutive addresses
+    /// from `base` (lane l at `base + l·bytes`, every lane active): one region check,
+    /// then the dwords or qwords in lane order, each a relaxed atomic, loaded straight
+    /// into the destination registers. Returns false, having done nothing visible,
+    /// when the range is not inside one region or the host address is not naturally
+    /// aligned (the general path then runs and reports any fault).
+    fn consecutive_fast(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        base: u64,
+        bytes: usize,
+        load: bool,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        let size = (WAVE_SIZE * bytes) as u64;
+        if load {
+            let Some(span) = self.regions.span(ctx.memory, base, size) else {
+                return false;
+            };
+            let Some((r, _)) = vdst.as_ref().and_then(reg_base) else {
+                // No register written: the range check was the whole effect.
+                return true;
+            };
+            let vgpr = &mut self.vgpr;
+            if bytes == 4 {
+                return match vgpr.get_mut(r) {
+                    Some(d) => span.load_dwords(0, d),
+                    None => true,
+                };
+            }
+            if r + 1 >= vgpr.len() {
+                return false;
+            }
+            let (a, b) = vgpr[r..].split_at_mut(1);
+            let (lo, hi) = (&mut a[0], &mut b[0]);
+            return span.load_qwords(0, WAVE_SIZE, |k, v| {
+                lo[k] = v as u32;
+                hi[k] = (v >> 32) as u32;
+            });
+        }
+        let Some(op) = data else { return false };
+        if !self.regions.ensure(ctx.memory, base, size) {
+            return false;
+        }
+        let s0 = self.vsrc(&op, 0, ctx);
+        let Some(span) = self.regions.cached(base, size) else {
+            return false;
+        };
+        if bytes == 4 {
+            return match s0 {
+                Src::Reg(r) => span.store_dwords(0, r),
+                Src::Splat(v) => span.store_dwords(0, &[v; WAVE_SIZE]),
+            };
+        }
+        let s1 = self.vsrc(&op, 1, ctx);
+        match (s0, s1) {
+            (Src::Reg(a), Src::Reg(b)) => {
+                span.store_qwords(0, WAVE_SIZE, |k| u64::from(a[k]) | u64::from(b[k]) << 32)
+            }
+            _ => span.store_qwords(0, WAVE_SIZE, |k| {
+                u64::from(s0.at(k)) | u64::from(s1.at(k)) << 32
+            }),
+        }
     }
 
     /// Whole-dword loads and stores (4, 8, 12 or 16 bytes, every active lane's
@@ -1258,17 +1468,22 @@ impl Wave {
                 let addrs: [u64; WAVE_SIZE] = match (&i.saddr, &i.vaddr) {
                     (Some(s), Some(v)) => {
                         let sb = self.read_scalar(s, ctx).wrapping_add_signed(offset);
-                        let vo = self.vsrc(v, 0, ctx);
-                        std::array::from_fn(|l| sb.wrapping_add(u64::from(vo.at(l))))
+                        match self.vsrc(v, 0, ctx) {
+                            Src::Reg(r) => {
+                                std::array::from_fn(|l| sb.wrapping_add(u64::from(r[l])))
+                            }
+                            Src::Splat(x) => [sb.wrapping_add(u64::from(x)); WAVE_SIZE],
+                        }
                     }
-                    (None, Some(v)) => {
-                        let lo = self.vsrc(v, 0, ctx);
-                        let hi = self.vsrc(v, 1, ctx);
-                        std::array::from_fn(|l| {
+                    (None, Some(v)) => match (self.vsrc(v, 0, ctx), self.vsrc(v, 1, ctx)) {
+                        (Src::Reg(lo), Src::Reg(hi)) => std::array::from_fn(|l| {
+                            (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(offset)
+                        }),
+                        (lo, hi) => std::array::from_fn(|l| {
                             (u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32)
                                 .wrapping_add_signed(offset)
-                        })
-                    }
+                        }),
+                    },
                     _ => return Err(unsup("missing address operand")),
                 };
                 // Flat addresses inside the LDS or scratch apertures take the per-lane
@@ -1280,7 +1495,22 @@ impl Wave {
                 let mut apertured = false;
                 // Only lanes between the lowest and highest address can be in an
                 // aperture: when neither aperture meets that range, none is.
-                let (lo, hi) = lane_bounds(&addrs, exec);
+                // Whole-wave 4- and 8-byte accesses to consecutive addresses (the
+                // common case) need neither the bounds scan nor a per-lane pass.
+                let step = match access {
+                    Access::Load { bytes, .. } | Access::Store { bytes, hi16: false }
+                        if bytes == 4 || bytes == 8 =>
+                    {
+                        u64::from(bytes)
+                    }
+                    _ => 0,
+                };
+                let seq = exec == u64::MAX && step != 0 && consecutive(&addrs, step);
+                let (lo, hi) = if seq {
+                    (addrs[0], addrs[WAVE_SIZE - 1])
+                } else {
+                    lane_bounds(&addrs, exec)
+                };
                 let meets = |base: u64| {
                     let start = base & !0xFFFF_FFFF;
                     start <= hi && lo <= start | 0xFFFF_FFFF
@@ -1296,7 +1526,7 @@ impl Wave {
                     apertured = hit & exec != 0;
                 }
                 if !apertured
-                    && self.global_fast(ctx, access, &addrs, (lo, hi), exec, i.data, i.vdst)
+                    && self.global_fast(ctx, access, &addrs, (lo, hi), seq, exec, i.data, i.vdst)
                 {
                     return Ok(());
                 }
@@ -1453,13 +1683,7 @@ impl Wave {
     /// inside the workgroup's LDS (false for an empty EXEC: nothing to do fast).
     #[inline]
     fn lds_lanes_in_range(lds_len: usize, exec: u64, addr: &VReg, off: u64, bytes: u64) -> bool {
-        let mut hi = 0u32;
-        for l in 0..WAVE_SIZE {
-            // All ones in active lanes, zero in the others (branch-free, vectorises).
-            let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
-            hi = hi.max(addr[l] & on);
-        }
-        exec != 0 && u64::from(hi) + off + bytes <= lds_len as u64
+        exec != 0 && u64::from(lds_highest(addr, exec)) + off + bytes <= lds_len as u64
     }
 
     /// An LDS load of `bytes` (1, 2, 4, 8, 12 or 16) per active lane into dwords
@@ -1479,6 +1703,30 @@ impl Wave {
         first: usize,
     ) {
         let nd = bytes.div_ceil(4);
+        if exec == u64::MAX && (bytes == 4 || bytes == 8) {
+            let (uniform, seq) = lds_pattern(addr, bytes as u32);
+            let base = (u64::from(addr[0]) + off) as usize;
+            if let (true, Some(src)) = (uniform || seq, lds.get(base..)) {
+                let word = |at: usize| {
+                    src.get(at..at + 4)
+                        .map_or(0, |w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                };
+                for k in 0..nd {
+                    let Some((r, _)) = reg_base(vdst) else { break };
+                    let Some(d) = self.vgpr.get_mut(r + first + k) else {
+                        break;
+                    };
+                    if uniform {
+                        *d = [word(4 * k); WAVE_SIZE];
+                    } else {
+                        for (l, v) in d.iter_mut().enumerate() {
+                            *v = word(bytes * l + 4 * k);
+                        }
+                    }
+                }
+                return;
+            }
+        }
         let mut out = [[0u32; WAVE_SIZE]; 4];
         let mut m = exec;
         while m != 0 {
@@ -1526,6 +1774,30 @@ impl Wave {
             Some(d) if k < nd => self.vsrc(d, first + k, ctx),
             _ => Src::Splat(0),
         });
+        if exec == u64::MAX && (bytes == 4 || bytes == 8) {
+            let (uniform, seq) = lds_pattern(addr, bytes as u32);
+            let base = (u64::from(addr[0]) + off) as usize;
+            if uniform {
+                // Every lane stores to one address: in lane order, the last lane's
+                // data is what remains.
+                if let Some(dst) = lds.get_mut(base..base + bytes) {
+                    for (k, d) in dst.chunks_exact_mut(4).enumerate() {
+                        d.copy_from_slice(&src[k].at(WAVE_SIZE - 1).to_le_bytes());
+                    }
+                }
+                return;
+            }
+            if seq {
+                if let Some(dst) = lds.get_mut(base..base + WAVE_SIZE * bytes) {
+                    for (l, lane) in dst.chunks_exact_mut(bytes).enumerate() {
+                        for (k, d) in lane.chunks_exact_mut(4).enumerate() {
+                            d.copy_from_slice(&src[k].at(l).to_le_bytes());
+                        }
+                    }
+                    return;
+                }
+            }
+        }
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
@@ -1905,13 +2177,7 @@ impl Wave {
                 };
                 let mut out = [0u32; WAVE_SIZE];
                 if i.op == O::DsBpermuteB32 {
-                    // Lane l reads the lane named by its address; inactive sources read 0.
-                    for l in 0..WAVE_SIZE {
-                        let src = ((u64::from(addr[l]) + off) / 4 % 64) as usize;
-                        // Branch-free: all ones if the source lane is active.
-                        let on = 0u32.wrapping_sub((exec >> src) as u32 & 1);
-                        out[l] = data[src] & on;
-                    }
+                    bpermute(&addr, off, exec, &data, &mut out);
                 } else {
                     // Active lane l writes its data to the lane named by its address.
                     for l in 0..WAVE_SIZE {
@@ -2000,6 +2266,84 @@ mod tests {
         assert_eq!(f16_add(0x0001, 0x0000), 0x0001);
         assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
         assert_eq!(f32_to_f16(-0.0), 0x8000);
+    }
+
+    /// Whole-wave dword and qword loads and stores at consecutive addresses (the
+    /// one-pass path), at aligned and misaligned bases, against the bytes the
+    /// definition gives; a range running past the region faults with the first lane
+    /// outside it.
+    #[test]
+    fn consecutive_lanes_load_and_store_whole_words() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(2048);
+        let bytes: Vec<u8> = (0..2048u32).map(|i| (i * 73 + 11) as u8).collect();
+        assert!(r.write_bytes(0, &bytes));
+        let le32 = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        for (bytes_per_lane, base_off) in [(4u32, 0u64), (4, 4), (8, 0), (8, 4), (4, 2)] {
+            let (load, store) = if bytes_per_lane == 4 {
+                (FlatOp::LoadDword, FlatOp::StoreDword)
+            } else {
+                (FlatOp::LoadDwordx2, FlatOp::StoreDwordx2)
+            };
+            let mut w = wave_at(r.device_base() + base_off, bytes_per_lane);
+            h.exec(&mut w, &global(load, Some(v(6, 2)), None, false))
+                .unwrap();
+            for l in 0..WAVE_SIZE {
+                let at = base_off as usize + l * bytes_per_lane as usize;
+                assert_eq!(
+                    w.vgpr[6][l],
+                    le32(&bytes, at),
+                    "lane {l} {bytes_per_lane}@{base_off}"
+                );
+                if bytes_per_lane == 8 {
+                    assert_eq!(w.vgpr[7][l], le32(&bytes, at + 4), "lane {l}");
+                }
+            }
+            // Store other values to the second kilobyte and read them back as bytes.
+            let mut w = wave_at(r.device_base() + 1024 + base_off, bytes_per_lane);
+            for l in 0..WAVE_SIZE {
+                w.vgpr[8][l] = (0x0101_0101 * l as u32) ^ 0xDEAD_0000;
+                w.vgpr[9][l] = !(l as u32) << 3;
+            }
+            h.exec(&mut w, &global(store, None, Some(v(8, 2)), false))
+                .unwrap();
+            let back = read(&r, 1024, 1024);
+            for l in 0..WAVE_SIZE {
+                let at = base_off as usize + l * bytes_per_lane as usize;
+                assert_eq!(
+                    le32(&back, at),
+                    w.vgpr[8][l],
+                    "lane {l} {bytes_per_lane}@{base_off}"
+                );
+                if bytes_per_lane == 8 {
+                    assert_eq!(le32(&back, at + 4), w.vgpr[9][l], "lane {l}");
+                }
+            }
+            assert!(r.write_bytes(1024, &bytes[1024..]));
+        }
+        // 64 qwords from 16 bytes before the end: lanes 2.. are outside the region.
+        let mut w = wave_at(r.device_base() + 2048 - 16, 8);
+        let before = w.vgpr[6];
+        let err = h
+            .exec(
+                &mut w,
+                &global(FlatOp::LoadDwordx2, Some(v(6, 2)), None, false),
+            )
+            .unwrap_err();
+        match err {
+            Fault::Memory {
+                address,
+                lane,
+                write,
+                ..
+            } => {
+                assert_eq!(address, r.device_base() + 2048);
+                assert_eq!(lane, Some(2));
+                assert!(!write);
+            }
+            e => panic!("{e}"),
+        }
+        assert_eq!(w.vgpr[6], before);
     }
 
     #[test]
@@ -2232,6 +2576,102 @@ mod tests {
         assert_eq!(read_u64(&r, 8), 4 * 64 * 100);
     }
 
+    /// Whole-wave LDS reads where every lane reads one address (a broadcast) or
+    /// consecutive words, in the one- and two-address forms, against the LDS bytes.
+    #[test]
+    fn lds_broadcast_and_consecutive_reads() {
+        let mut h = Harness::new(4096);
+        for (k, b) in h.lds.iter_mut().enumerate() {
+            *b = (k * 29 + 7) as u8;
+        }
+        let lds = h.lds.clone();
+        let at = |o: usize| u32::from_le_bytes(lds[o..o + 4].try_into().unwrap());
+        for (stride, base) in [(0u32, 12u32), (4, 8), (8, 16), (4, 2)] {
+            let mut w = wave();
+            for l in 0..WAVE_SIZE {
+                w.vgpr[0][l] = base + stride * l as u32;
+            }
+            // ds_read_b32 v10, v0 offset:4
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsReadB32, Some(v(10, 1)), None, None, 4, 0),
+            )
+            .unwrap();
+            // ds_read_b64 v[12:13], v0 offset:8
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsReadB64, Some(v(12, 2)), None, None, 8, 0),
+            )
+            .unwrap();
+            // ds_read2_b32 v[14:15], v0 offset0:1 offset1:3 (units of 4 bytes)
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsRead2B32, Some(v(14, 2)), None, None, 1, 3),
+            )
+            .unwrap();
+            for l in 0..WAVE_SIZE {
+                let a = (base + stride * l as u32) as usize;
+                assert_eq!(w.vgpr[10][l], at(a + 4), "lane {l} stride {stride}");
+                assert_eq!(w.vgpr[12][l], at(a + 8), "lane {l} stride {stride}");
+                assert_eq!(w.vgpr[13][l], at(a + 12), "lane {l} stride {stride}");
+                assert_eq!(w.vgpr[14][l], at(a + 4), "lane {l} stride {stride}");
+                assert_eq!(w.vgpr[15][l], at(a + 12), "lane {l} stride {stride}");
+            }
+        }
+    }
+
+    /// Whole-wave LDS writes to one address (lane order: the last lane's data stays)
+    /// and to consecutive words, one- and two-address forms.
+    #[test]
+    fn lds_broadcast_and_consecutive_writes() {
+        for (stride, base) in [(0u32, 12u32), (4, 8), (8, 16), (4, 2)] {
+            let mut h = Harness::new(4096);
+            let mut w = wave();
+            for l in 0..WAVE_SIZE {
+                w.vgpr[0][l] = base + stride * l as u32;
+                w.vgpr[1][l] = 0x1111_0000 + l as u32;
+                w.vgpr[2][l] = 0x2222_0000 + l as u32;
+            }
+            // ds_write_b64 v0, v[1:2] offset:0x400
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsWriteB64, None, Some(v(1, 2)), None, 0, 4),
+            )
+            .unwrap();
+            // ds_write2_b32 v0, v1, v2 offset0:1 offset1:3 (units of 4 bytes)
+            h.exec(
+                &mut w,
+                &ds(DsOp::DsWrite2B32, None, Some(v(1, 1)), Some(v(2, 1)), 1, 3),
+            )
+            .unwrap();
+            // The expected LDS: the same stores applied lane by lane, in lane order.
+            let mut want = vec![0u8; 4096];
+            let mut put = |at: usize, v: u32| want[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            for l in 0..WAVE_SIZE {
+                let a = (base + stride * l as u32) as usize;
+                put(a + 0x400, 0x1111_0000 + l as u32);
+                put(a + 0x404, 0x2222_0000 + l as u32);
+            }
+            // The two-address form stores every lane's first word, then every lane's
+            // second word.
+            for l in 0..WAVE_SIZE {
+                let a = (base + stride * l as u32) as usize;
+                put(a + 4, 0x1111_0000 + l as u32);
+            }
+            for l in 0..WAVE_SIZE {
+                let a = (base + stride * l as u32) as usize;
+                put(a + 12, 0x2222_0000 + l as u32);
+            }
+            let bad: Vec<usize> = (0..4096).filter(|&k| h.lds[k] != want[k]).take(8).collect();
+            assert!(
+                bad.is_empty(),
+                "stride {stride} base {base} bytes {bad:?} {:?} {:?}",
+                bad.first().map(|&k| &h.lds[k..k + 8]),
+                bad.first().map(|&k| &want[k..k + 8])
+            );
+        }
+    }
+
     #[test]
     fn lds_two_address_and_sub_dword_forms_keep_their_layout_and_exec() {
         let mut h = Harness::new(2048);
@@ -2435,6 +2875,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(w.vgpr[9][0], 0x009A_5678);
+    }
+
+    /// `ds_bpermute_b32`: each active lane reads the lane named by bits 7:2 of its
+    /// address plus the offset (higher bits ignored), 0 from an inactive lane;
+    /// inactive lanes keep their destination.
+    #[test]
+    fn ds_bpermute_reads_the_named_lane() {
+        let mut h = Harness::new(64);
+        for exec in [u64::MAX, 0x0F0F_00FF_1234_8001] {
+            let mut w = wave();
+            w.set_exec(exec);
+            for l in 0..WAVE_SIZE {
+                // Lane l names lane (7l + 3) mod 64 (with offset 8 = two lanes), with
+                // junk in bits 0-1 and above bit 7.
+                let target = (7 * l + 1) % 64;
+                w.vgpr[0][l] = (target as u32) << 2 | (l as u32 & 3) | (l as u32) << 9;
+                w.vgpr[1][l] = 5000 + l as u32;
+                w.vgpr[2][l] = 0xDEAD;
+            }
+            h.exec(
+                &mut w,
+                &ds(
+                    DsOp::DsBpermuteB32,
+                    Some(v(2, 1)),
+                    Some(v(1, 1)),
+                    None,
+                    8,
+                    0,
+                ),
+            )
+            .unwrap();
+            for l in 0..WAVE_SIZE {
+                let src = (7 * l + 3) % 64;
+                let want = if (exec >> l) & 1 == 0 {
+                    0xDEAD
+                } else if (exec >> src) & 1 == 1 {
+                    5000 + src as u32
+                } else {
+                    0
+                };
+                assert_eq!(w.vgpr[2][l], want, "lane {l} exec {exec:#x}");
+            }
+        }
     }
 
     #[test]

@@ -115,6 +115,8 @@ pub struct Wave {
     pub regions: RegionCache,
     /// Scratch lanes for results computed before they are written (no state).
     pub(crate) tmp: Box<[VReg; 2]>,
+    /// Scratch lanes for splat sources of planned instructions (no state).
+    pub(crate) splat: Box<[VReg; 6]>,
 }
 
 impl Default for Wave {
@@ -137,6 +139,7 @@ impl Wave {
             instructions: 0,
             regions: RegionCache::new(),
             tmp: Box::new([[0; WAVE_SIZE]; 2]),
+            splat: Box::new([[0; WAVE_SIZE]; 6]),
         }
     }
 
@@ -329,8 +332,28 @@ impl Wave {
     }
 
     /// Reads a scalar operand (1 or 2 dwords) as a 64-bit value.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn read_scalar(&self, op: &Operand, ctx: &WaveContext<'_>) -> u64 {
+        // The common cases inline; the rest out of line.
+        match *op {
+            Operand::Sreg { code, count } if code < code::NULL => {
+                let c = usize::from(code);
+                let hi = if count >= 2 && c + 1 < 128 && code + 1 != code::NULL {
+                    self.sgpr[c + 1]
+                } else {
+                    0
+                };
+                u64::from(self.sgpr[c]) | u64::from(hi) << 32
+            }
+            Operand::Const { value, .. } => value,
+            Operand::Literal { value, .. } => u64::from(value),
+            _ => self.read_scalar_other(op, ctx),
+        }
+    }
+
+    /// [`read_scalar`](Self::read_scalar) for the other operand kinds.
+    #[inline(never)]
+    fn read_scalar_other(&self, op: &Operand, ctx: &WaveContext<'_>) -> u64 {
         match *op {
             Operand::Sreg { code, count } => {
                 let c = usize::from(code);

@@ -20,7 +20,8 @@
 mod cmp;
 mod fp;
 mod ops;
-mod simd;
+mod plan;
+pub(crate) mod simd;
 mod vop3p;
 
 use crate::error::Fault;
@@ -39,6 +40,8 @@ pub(crate) use vop3p::PkPlan;
 pub(crate) enum Plan {
     /// `v_pk_add_f32` / `v_pk_mul_f32` / `v_pk_fma_f32`.
     PkF32(PkPlan),
+    /// The hot integer VALU forms (see `plan`).
+    Int(plan::IntPlan),
 }
 
 impl Plan {
@@ -46,6 +49,7 @@ impl Plan {
     pub(crate) fn of(inst: &Instruction) -> Option<Plan> {
         match inst {
             Instruction::Vop3p(i) => PkPlan::of(i).map(Plan::PkF32),
+            Instruction::Valu(i) => plan::IntPlan::of(i).map(Plan::Int),
             _ => None,
         }
     }
@@ -108,7 +112,7 @@ pub(crate) fn wide(lo: Src<'_>, hi: Src<'_>) -> [u64; WAVE_SIZE] {
 }
 
 /// Register-file index and width of a vector operand.
-fn reg_base(op: &Operand) -> Option<(usize, usize)> {
+pub(crate) fn reg_base(op: &Operand) -> Option<(usize, usize)> {
     match *op {
         Operand::Vgpr { index, count } => Some((usize::from(index), usize::from(count))),
         Operand::Agpr { index, count } => {
@@ -152,6 +156,7 @@ impl Wave {
     pub(crate) fn run_plan(&mut self, plan: &Plan, _ctx: &WaveContext<'_>) -> bool {
         match plan {
             Plan::PkF32(p) => vop3p::run_pk_plan(self, p),
+            Plan::Int(p) => plan::run_int_plan(self, p),
         }
     }
 

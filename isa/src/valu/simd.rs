@@ -36,7 +36,7 @@ fn nan_bits(x: u32) -> bool {
 
 /// Whether the host runs [`fma_body`] with a single-rounding FMA instruction.
 #[inline]
-fn host_fma() -> bool {
+pub(super) fn host_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
@@ -185,57 +185,94 @@ pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
     }
 }
 
-/// A lane mask from one 0/1 byte per lane: each group of 8 bytes is gathered into
-/// a mask byte by one multiply (byte j's bit lands at bit 56 + j; no partial
-/// products overlap or carry into the top byte).
+/// A lane mask from one 0/1 flag per lane, as two 32-lane OR reductions of shifted
+/// bits (with AVX2: a variable shift and an OR per 8 lanes, then one reduction).
 #[inline(always)]
-fn pack_mask(flags: &[u8; WAVE_SIZE]) -> u64 {
-    let mut m = 0u64;
-    for (k, chunk) in flags.chunks_exact(8).enumerate() {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(w);
-        m |= (w.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+pub(super) fn pack_mask(flags: &[u32; WAVE_SIZE]) -> u64 {
+    let mut lo = 0u32;
+    let mut hi = 0u32;
+    for l in 0..32 {
+        lo |= (flags[l] & 1) << l;
     }
-    m
+    for l in 0..32 {
+        hi |= (flags[32 + l] & 1) << l;
+    }
+    u64::from(lo) | u64::from(hi) << 32
 }
 
 #[inline(always)]
-fn add_co_body<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
-    let mut carry = [0u8; WAVE_SIZE];
-    for l in 0..WAVE_SIZE {
-        let s = u64::from(a.at(l)) + u64::from(b.at(l)) + ((cin >> l) & 1);
-        let c = (s >> 32) as u8;
-        carry[l] = c;
-        out[l] = if clamp && c != 0 { u32::MAX } else { s as u32 };
+pub(super) fn add_co_body<A: Lanes, B: Lanes>(
+    a: A,
+    b: B,
+    cin: u64,
+    clamp: bool,
+    out: &mut VReg,
+) -> u64 {
+    // 32-bit lanes throughout (they vectorise 8 to a register): the sum carried out
+    // exactly when it wrapped below an addend.
+    let mut carry = [0u32; WAVE_SIZE];
+    if cin == 0 {
+        for l in 0..WAVE_SIZE {
+            let s = a.at(l).wrapping_add(b.at(l));
+            let c = s < a.at(l);
+            carry[l] = u32::from(c);
+            out[l] = if clamp && c { u32::MAX } else { s };
+        }
+    } else {
+        for l in 0..WAVE_SIZE {
+            let s1 = a.at(l).wrapping_add(b.at(l));
+            let ci = ((cin >> l) & 1) as u32;
+            let s = s1.wrapping_add(ci);
+            let c = s1 < a.at(l) || s < s1;
+            carry[l] = u32::from(c);
+            out[l] = if clamp && c { u32::MAX } else { s };
+        }
     }
     pack_mask(&carry)
 }
 
 #[inline(always)]
-fn sub_co_body<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
-    let mut borrow = [0u8; WAVE_SIZE];
-    for l in 0..WAVE_SIZE {
-        let d = u64::from(a.at(l))
-            .wrapping_sub(u64::from(b.at(l)))
-            .wrapping_sub((cin >> l) & 1);
-        // The difference is negative exactly when it wrapped (bit 63 set).
-        let n = (d >> 63) as u8;
-        borrow[l] = n;
-        out[l] = if clamp && n != 0 { 0 } else { d as u32 };
+pub(super) fn sub_co_body<A: Lanes, B: Lanes>(
+    a: A,
+    b: B,
+    cin: u64,
+    clamp: bool,
+    out: &mut VReg,
+) -> u64 {
+    // The difference borrowed exactly when the subtrahend (plus borrow-in) exceeds
+    // the minuend.
+    let mut borrow = [0u32; WAVE_SIZE];
+    if cin == 0 {
+        for l in 0..WAVE_SIZE {
+            let n = a.at(l) < b.at(l);
+            borrow[l] = u32::from(n);
+            out[l] = if clamp && n {
+                0
+            } else {
+                a.at(l).wrapping_sub(b.at(l))
+            };
+        }
+    } else {
+        for l in 0..WAVE_SIZE {
+            let d1 = a.at(l).wrapping_sub(b.at(l));
+            let bi = ((cin >> l) & 1) as u32;
+            let n = a.at(l) < b.at(l) || d1 < bi;
+            borrow[l] = u32::from(n);
+            out[l] = if clamp && n { 0 } else { d1.wrapping_sub(bi) };
+        }
     }
     pack_mask(&borrow)
 }
 
 #[inline(always)]
-fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
-    let mut f = [0u8; WAVE_SIZE];
+pub(super) fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
+    let mut f = [0u32; WAVE_SIZE];
     // The sign bit flipped makes an unsigned compare order signed values.
     let bias = if signed { 0x8000_0000u32 } else { 0 };
     macro_rules! each {
         ($op:tt) => {
             for l in 0..WAVE_SIZE {
-                f[l] = u8::from((a.at(l) ^ bias) $op (b.at(l) ^ bias));
+                f[l] = u32::from((a.at(l) ^ bias) $op (b.at(l) ^ bias));
             }
         };
     }
@@ -331,7 +368,7 @@ fn fix_nan2(a: Src<'_>, b: Src<'_>, out: &mut VReg, nan: bool) {
 /// Whether the host has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn host_avx2() -> bool {
+pub(crate) fn host_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 

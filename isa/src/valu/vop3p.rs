@@ -137,7 +137,7 @@ fn pk_f32(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> Result<(),
 
 /// Where one dword of a planned source comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PlanSrc {
+pub(super) enum PlanSrc {
     /// Index in the vector file ([`Wave::vgpr`]).
     Vreg(u16),
     /// Index in the scalar file ([`Wave::sgpr`]).

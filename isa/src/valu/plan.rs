@@ -1,0 +1,1155 @@
+//! Pre-resolved integer VALU instructions: the hot integer forms (moves, selects,
+//! 32-bit arithmetic and logic, carries, 64-bit shifts and multiply-adds, integer
+//! compares) in their e32 / e64 encodings without modifiers, with every operand
+//! resolved at decode time to a register-file index or a constant.
+//!
+//! A plan computes exactly what the general path (`ops::exec`, `cmp::exec`) computes
+//! for the same instruction; the unit test below checks that for every planned op and
+//! operand kind. Instructions with ABS/NEG/CLAMP/OMOD/OP_SEL, DPP or SDWA, or an
+//! operand that depends on wave state other than registers (apertures, `src_vccz`,
+//! ...) get no plan and keep the general path.
+
+#![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
+
+use crate::generated::opcodes::VopOp as O;
+use crate::inst::{Valu, ValuEncoding};
+use crate::operand::{code, Operand};
+use crate::wave::{VReg, Wave, AGPR_BASE, WAVE_SIZE};
+
+use super::fp::{nan_of, FpMode};
+use super::simd;
+use super::vop3p::PlanSrc;
+
+/// A 32-bit operation of two sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bin {
+    And,
+    Or,
+    Xor,
+    Lshlrev,
+    Lshrrev,
+    Ashrrev,
+    MinI,
+    MaxI,
+    MinU,
+    MaxU,
+    MulLo,
+    MulHiU,
+    MulHiI,
+    MulU24,
+    Bcnt,
+}
+
+/// A 32-bit operation of three sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tri {
+    BfeU,
+    BfeI,
+    Bfi,
+    Alignbit,
+    LshlAdd,
+    AddLshl,
+    Add3,
+    LshlOr,
+    AndOr,
+    Or3,
+    Xad,
+    Min3U,
+    Max3U,
+    Med3U,
+    Min3I,
+    Max3I,
+    Med3I,
+}
+
+/// What a planned instruction computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `v_mov_b32`.
+    Mov,
+    /// `v_cndmask_b32`: src1 where the mask (src2) is set, else src0.
+    Cndmask,
+    Bin(Bin),
+    Tri(Tri),
+    /// `v_add_u32`, `v_add_co_u32`, `v_addc_co_u32` (carry-in from src2 when `cin`).
+    Add {
+        cin: bool,
+    },
+    /// The subtractions (`rev`: src1 − src0; borrow-in from src2 when `cin`).
+    Sub {
+        rev: bool,
+        cin: bool,
+    },
+    /// `v_cmp[x]_*_{i,u}32`: condition numbered as `simd::cmp_u32`.
+    Cmp32 {
+        signed: bool,
+        cond: u8,
+        cmpx: bool,
+    },
+    /// `v_cmp[x]_*_{i,u}64`.
+    Cmp64 {
+        signed: bool,
+        cond: u8,
+        cmpx: bool,
+    },
+    /// `v_lshlrev_b64` (0), `v_lshrrev_b64` (1), `v_ashrrev_i64` (2).
+    Shift64(u8),
+    /// `v_mad_u64_u32` / `v_mad_i64_i32` (carry-out to SDST).
+    Mad64 {
+        signed: bool,
+    },
+    /// `v_add_f64`, `v_mul_f64`, `v_fma_f64`, `v_fmac_f64` (src2 = the destination):
+    /// planned for MODE round-to-nearest-even with f64 denormals kept (else the
+    /// general path runs).
+    F64(F64Op),
+}
+
+/// A planned f64 operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum F64Op {
+    Add,
+    Mul,
+    Fma,
+}
+
+/// The executor of one kind of plan, compiled for the host's vector extensions.
+type Runner = unsafe fn(&mut Wave, &IntPlan);
+
+/// A planned integer VALU instruction.
+#[derive(Clone, Debug)]
+pub(crate) struct IntPlan {
+    kind: Kind,
+    /// `run_body` specialised for `kind` (its variant and operation) and compiled for
+    /// the host (chosen with the host's features when the plan is made).
+    run: Runner,
+    /// Vector-file index of the destination's low dword (`u16::MAX`: none).
+    dst: u16,
+    /// Scalar destination (code, dwords): the lane mask of compares, the carry-out of
+    /// the carry ops.
+    sdst: Option<(u8, u8)>,
+    /// `src[k] = [low dword, high dword]` of source k, as the general path reads it
+    /// (for 64-bit sources with its literal rule; for scalars as `read_scalar`).
+    src: [[PlanSrc; 2]; 3],
+    /// Dwords of the vector result (0 for compares).
+    width: u8,
+    /// Whether no source reads a destination register (and the destination is inside
+    /// the file): with every lane active the result is computed in place.
+    direct: bool,
+}
+
+/// Dword `dw` (0 or 1) of an operand read as a scalar (`Wave::read_scalar`), or
+/// `None` for operands whose value is not in the register files.
+fn scalar_dword(op: &Operand, dw: u8) -> Option<PlanSrc> {
+    Some(match *op {
+        Operand::Sreg { code, count } => {
+            if dw == 0 {
+                if code == code::NULL || code >= 128 {
+                    PlanSrc::Imm(0)
+                } else {
+                    PlanSrc::Sreg(code)
+                }
+            } else {
+                let c = usize::from(code) + 1;
+                if count >= 2 && c < 128 && code + 1 != code::NULL {
+                    PlanSrc::Sreg(c as u8)
+                } else {
+                    PlanSrc::Imm(0)
+                }
+            }
+        }
+        Operand::Const { value, .. } => PlanSrc::Imm((value >> (32 * u32::from(dw))) as u32),
+        Operand::Literal { value, .. } => PlanSrc::Imm(if dw == 0 { value } else { 0 }),
+        _ => return None,
+    })
+}
+
+/// Dword `dw` of a vector source as `Wave::vsrc` reads it.
+fn vector_dword(op: &Operand, dw: u8) -> Option<PlanSrc> {
+    match *op {
+        Operand::Vgpr { index, .. } => Some(PlanSrc::Vreg(u16::from(index) + u16::from(dw))),
+        Operand::Agpr { index, .. } => Some(PlanSrc::Vreg(
+            (AGPR_BASE + usize::from(index)) as u16 + u16::from(dw),
+        )),
+        _ => scalar_dword(op, dw),
+    }
+}
+
+/// Both dwords of an f64 source as `Exe::f64_raw` reads them (a 32-bit literal is
+/// the high dword).
+fn f64_source(op: &Operand) -> Option<[PlanSrc; 2]> {
+    if let Operand::Literal { value, .. } = *op {
+        return Some([PlanSrc::Imm(0), PlanSrc::Imm(value)]);
+    }
+    Some([vector_dword(op, 0)?, vector_dword(op, 1)?])
+}
+
+/// Both dwords of a 64-bit source as `Exe::src64` reads them (a literal is
+/// sign-extended for `signed` ops).
+fn wide_source(op: &Operand, signed: bool) -> Option<[PlanSrc; 2]> {
+    if let Operand::Literal { value, .. } = *op {
+        let hi = if signed && (value as i32) < 0 {
+            u32::MAX
+        } else {
+            0
+        };
+        return Some([PlanSrc::Imm(value), PlanSrc::Imm(hi)]);
+    }
+    Some([vector_dword(op, 0)?, vector_dword(op, 1)?])
+}
+
+impl IntPlan {
+    /// The plan of `i`, if it is a planned op in a plain e32/e64 form whose operands
+    /// all resolve.
+    pub(crate) fn of(i: &Valu) -> Option<IntPlan> {
+        if !matches!(i.encoding, ValuEncoding::E32 | ValuEncoding::Vop3)
+            || i.abs != 0
+            || i.neg != 0
+            || i.clamp
+            || i.omod != 0
+            || i.op_sel != 0
+        {
+            return None;
+        }
+        let n = i.op as u16;
+        // (kind, sources, 64-bit sources (bit k), signed literal rule)
+        let (kind, nsrc, wide, signed): (Kind, usize, u8, bool) = match i.op {
+            O::VMovB32 => (Kind::Mov, 1, 0, false),
+            O::VCndmaskB32 => (Kind::Cndmask, 3, 0, false),
+            O::VAndB32 => (Kind::Bin(Bin::And), 2, 0, false),
+            O::VOrB32 => (Kind::Bin(Bin::Or), 2, 0, false),
+            O::VXorB32 => (Kind::Bin(Bin::Xor), 2, 0, false),
+            O::VLshlrevB32 => (Kind::Bin(Bin::Lshlrev), 2, 0, false),
+            O::VLshrrevB32 => (Kind::Bin(Bin::Lshrrev), 2, 0, false),
+            O::VAshrrevI32 => (Kind::Bin(Bin::Ashrrev), 2, 0, false),
+            O::VMinI32 => (Kind::Bin(Bin::MinI), 2, 0, false),
+            O::VMaxI32 => (Kind::Bin(Bin::MaxI), 2, 0, false),
+            O::VMinU32 => (Kind::Bin(Bin::MinU), 2, 0, false),
+            O::VMaxU32 => (Kind::Bin(Bin::MaxU), 2, 0, false),
+            O::VMulLoU32 => (Kind::Bin(Bin::MulLo), 2, 0, false),
+            O::VMulHiU32 => (Kind::Bin(Bin::MulHiU), 2, 0, false),
+            O::VMulHiI32 => (Kind::Bin(Bin::MulHiI), 2, 0, false),
+            O::VMulU32U24 => (Kind::Bin(Bin::MulU24), 2, 0, false),
+            O::VBcntU32B32 => (Kind::Bin(Bin::Bcnt), 2, 0, false),
+            O::VBfeU32 => (Kind::Tri(Tri::BfeU), 3, 0, false),
+            O::VBfeI32 => (Kind::Tri(Tri::BfeI), 3, 0, false),
+            O::VBfiB32 => (Kind::Tri(Tri::Bfi), 3, 0, false),
+            O::VAlignbitB32 => (Kind::Tri(Tri::Alignbit), 3, 0, false),
+            O::VLshlAddU32 => (Kind::Tri(Tri::LshlAdd), 3, 0, false),
+            O::VAddLshlU32 => (Kind::Tri(Tri::AddLshl), 3, 0, false),
+            O::VAdd3U32 => (Kind::Tri(Tri::Add3), 3, 0, false),
+            O::VLshlOrB32 => (Kind::Tri(Tri::LshlOr), 3, 0, false),
+            O::VAndOrB32 => (Kind::Tri(Tri::AndOr), 3, 0, false),
+            O::VOr3B32 => (Kind::Tri(Tri::Or3), 3, 0, false),
+            O::VXadU32 => (Kind::Tri(Tri::Xad), 3, 0, false),
+            O::VMin3U32 => (Kind::Tri(Tri::Min3U), 3, 0, false),
+            O::VMax3U32 => (Kind::Tri(Tri::Max3U), 3, 0, false),
+            O::VMed3U32 => (Kind::Tri(Tri::Med3U), 3, 0, false),
+            O::VMin3I32 => (Kind::Tri(Tri::Min3I), 3, 0, false),
+            O::VMax3I32 => (Kind::Tri(Tri::Max3I), 3, 0, false),
+            O::VMed3I32 => (Kind::Tri(Tri::Med3I), 3, 0, false),
+            O::VAddU32 | O::VAddCoU32 => (Kind::Add { cin: false }, 2, 0, false),
+            O::VAddcCoU32 => (Kind::Add { cin: true }, 3, 0, false),
+            O::VSubU32 | O::VSubCoU32 => (
+                Kind::Sub {
+                    rev: false,
+                    cin: false,
+                },
+                2,
+                0,
+                false,
+            ),
+            O::VSubrevU32 | O::VSubrevCoU32 => (
+                Kind::Sub {
+                    rev: true,
+                    cin: false,
+                },
+                2,
+                0,
+                false,
+            ),
+            O::VSubbCoU32 => (
+                Kind::Sub {
+                    rev: false,
+                    cin: true,
+                },
+                3,
+                0,
+                false,
+            ),
+            O::VSubbrevCoU32 => (
+                Kind::Sub {
+                    rev: true,
+                    cin: true,
+                },
+                3,
+                0,
+                false,
+            ),
+            O::VLshlrevB64 => (Kind::Shift64(0), 2, 0b10, false),
+            O::VLshrrevB64 => (Kind::Shift64(1), 2, 0b10, false),
+            O::VAshrrevI64 => (Kind::Shift64(2), 2, 0b10, false),
+            O::VMadU64U32 => (Kind::Mad64 { signed: false }, 3, 0b100, false),
+            O::VMadI64I32 => (Kind::Mad64 { signed: true }, 3, 0b100, false),
+            O::VAddF64 => (Kind::F64(F64Op::Add), 2, 0, false),
+            O::VMulF64 => (Kind::F64(F64Op::Mul), 2, 0, false),
+            O::VFmaF64 => (Kind::F64(F64Op::Fma), 3, 0, false),
+            O::VFmacF64 => (Kind::F64(F64Op::Fma), 2, 0, false),
+            _ if (0xC0..=0xDF).contains(&n) => (
+                Kind::Cmp32 {
+                    signed: n & 8 == 0,
+                    cond: (n & 7) as u8,
+                    cmpx: n & 0x10 != 0,
+                },
+                2,
+                0,
+                false,
+            ),
+            _ if (0xE0..=0xFF).contains(&n) => (
+                Kind::Cmp64 {
+                    signed: n & 8 == 0,
+                    cond: (n & 7) as u8,
+                    cmpx: n & 0x10 != 0,
+                },
+                2,
+                0b11,
+                n & 8 == 0,
+            ),
+            _ => return None,
+        };
+        let compare = matches!(kind, Kind::Cmp32 { .. } | Kind::Cmp64 { .. });
+        let mut src = [[PlanSrc::Imm(0); 2]; 3];
+        for k in 0..nsrc {
+            let op = i.src[k].as_ref()?;
+            src[k] = if matches!(kind, Kind::F64(_)) {
+                f64_source(op)?
+            } else if (wide >> k) & 1 == 1 {
+                wide_source(op, signed)?
+            } else if matches!(kind, Kind::Cndmask | Kind::Add { .. } | Kind::Sub { .. }) && k == 2
+            {
+                // A lane mask, read as a scalar.
+                [scalar_dword(op, 0)?, scalar_dword(op, 1)?]
+            } else {
+                [vector_dword(op, 0)?, PlanSrc::Imm(0)]
+            };
+        }
+        let sreg = |op: &Option<Operand>| match *op {
+            Some(Operand::Sreg { code, count }) => Some((code, count)),
+            _ => None,
+        };
+        if i.op == O::VFmacF64 {
+            // The accumulator is the destination's old value.
+            let d = vector_dword(i.vdst.as_ref()?, 0)?;
+            let PlanSrc::Vreg(r) = d else { return None };
+            src[2] = [d, PlanSrc::Vreg(r + 1)];
+        }
+        let (dst, sdst) = if compare {
+            (u16::MAX, sreg(&i.vdst))
+        } else {
+            let dst = match i.vdst? {
+                Operand::Vgpr { index, .. } => u16::from(index),
+                Operand::Agpr { index, .. } => (AGPR_BASE + usize::from(index)) as u16,
+                _ => return None,
+            };
+            let sdst = match kind {
+                Kind::Add { .. } | Kind::Sub { .. } | Kind::Mad64 { .. } => sreg(&i.sdst),
+                _ => None,
+            };
+            (dst, sdst)
+        };
+        let width: u8 = match kind {
+            Kind::Cmp32 { .. } | Kind::Cmp64 { .. } => 0,
+            Kind::Shift64(_) | Kind::Mad64 { .. } | Kind::F64(_) => 2,
+            _ => 1,
+        };
+        let d = usize::from(dst);
+        let reads_dst = src.iter().flatten().any(|s| {
+            matches!(*s, PlanSrc::Vreg(r) if (d..d + usize::from(width)).contains(&usize::from(r)))
+        });
+        let direct = width > 0 && !reads_dst && d + usize::from(width) <= 2 * AGPR_BASE;
+        Some(IntPlan {
+            kind,
+            run: runner(code(kind)),
+            dst,
+            sdst,
+            src,
+            width,
+            direct,
+        })
+    }
+}
+
+/// The vector file as the sources see it: every register but the destination's
+/// `n` registers at `start` (which a direct plan writes while the others are read).
+struct Regs<'a> {
+    below: &'a [VReg],
+    above: &'a [VReg],
+    start: usize,
+    n: usize,
+}
+
+impl<'a> Regs<'a> {
+    #[inline(always)]
+    fn get(&self, r: usize) -> Option<&'a VReg> {
+        if r < self.start {
+            self.below.get(r)
+        } else {
+            // A direct plan reads no destination register; past the file is None.
+            self.above.get(r.checked_sub(self.start + self.n)?)
+        }
+    }
+}
+
+/// A planned source dword for the whole wave: a register of the file read in place,
+/// or `buf` filled with the value (so that every lane loop has one form and
+/// vectorises).
+#[inline(always)]
+fn get<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: PlanSrc, buf: &'a mut VReg) -> &'a VReg {
+    let v = match s {
+        PlanSrc::Vreg(r) => match vgpr.get(usize::from(r)) {
+            Some(v) => return v,
+            None => 0,
+        },
+        PlanSrc::Sreg(c) => sgpr[usize::from(c) & 127],
+        PlanSrc::Imm(v) => v,
+    };
+    *buf = [v; WAVE_SIZE];
+    buf
+}
+
+/// A planned 64-bit scalar (lane mask).
+#[inline(always)]
+fn get_mask(sgpr: &[u32; 128], s: [PlanSrc; 2]) -> u64 {
+    let dw = |p: PlanSrc| match p {
+        PlanSrc::Sreg(c) => sgpr[usize::from(c) & 127],
+        PlanSrc::Imm(v) => v,
+        PlanSrc::Vreg(_) => 0,
+    };
+    u64::from(dw(s[0])) | u64::from(dw(s[1])) << 32
+}
+
+/// `out[l] = f(a[l], b[l])`.
+#[inline(always)]
+fn map2(out: &mut VReg, a: &VReg, b: &VReg, f: impl Fn(u32, u32) -> u32) {
+    for l in 0..WAVE_SIZE {
+        out[l] = f(a[l], b[l]);
+    }
+}
+
+/// `out[l] = f(a[l], b[l], c[l])`.
+#[inline(always)]
+fn map3(out: &mut VReg, a: &VReg, b: &VReg, c: &VReg, f: impl Fn(u32, u32, u32) -> u32) {
+    for l in 0..WAVE_SIZE {
+        out[l] = f(a[l], b[l], c[l]);
+    }
+}
+
+/// Mask of the lanes where `f` holds.
+#[inline(always)]
+fn mask(f: impl Fn(usize) -> bool) -> u64 {
+    let mut flags = [0u32; WAVE_SIZE];
+    for l in 0..WAVE_SIZE {
+        flags[l] = u32::from(f(l));
+    }
+    simd::pack_mask(&flags)
+}
+
+#[inline(always)]
+fn bin(op: Bin, out: &mut VReg, a: &VReg, b: &VReg) {
+    match op {
+        Bin::And => map2(out, a, b, |a, b| a & b),
+        Bin::Or => map2(out, a, b, |a, b| a | b),
+        Bin::Xor => map2(out, a, b, |a, b| a ^ b),
+        Bin::Lshlrev => map2(out, a, b, |a, b| b << (a & 31)),
+        Bin::Lshrrev => map2(out, a, b, |a, b| b >> (a & 31)),
+        Bin::Ashrrev => map2(out, a, b, |a, b| ((b as i32) >> (a & 31)) as u32),
+        Bin::MinI => map2(out, a, b, |a, b| (a as i32).min(b as i32) as u32),
+        Bin::MaxI => map2(out, a, b, |a, b| (a as i32).max(b as i32) as u32),
+        Bin::MinU => map2(out, a, b, u32::min),
+        Bin::MaxU => map2(out, a, b, u32::max),
+        Bin::MulLo => map2(out, a, b, u32::wrapping_mul),
+        Bin::MulHiU => map2(out, a, b, |a, b| {
+            ((u64::from(a) * u64::from(b)) >> 32) as u32
+        }),
+        Bin::MulHiI => map2(out, a, b, |a, b| {
+            ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32
+        }),
+        Bin::MulU24 => map2(out, a, b, |a, b| {
+            (a & 0xFF_FFFF).wrapping_mul(b & 0xFF_FFFF)
+        }),
+        Bin::Bcnt => map2(out, a, b, |a, b| a.count_ones().wrapping_add(b)),
+    }
+}
+
+/// Bit-field extract as `v_bfe_*` (offset and width already masked to 5 bits).
+#[inline(always)]
+fn bfe(v: u32, off: u32, width: u32, signed: bool) -> u32 {
+    if width == 0 {
+        return 0;
+    }
+    if off + width < 32 {
+        let field = (v >> off) & ((1u32 << width) - 1);
+        if signed {
+            (((field << (32 - width)) as i32) >> (32 - width)) as u32
+        } else {
+            field
+        }
+    } else if signed {
+        ((v as i32) >> off) as u32
+    } else {
+        v >> off
+    }
+}
+
+#[inline(always)]
+fn tri(op: Tri, out: &mut VReg, a: &VReg, b: &VReg, c: &VReg) {
+    match op {
+        Tri::BfeU => map3(out, a, b, c, |a, b, c| bfe(a, b & 31, c & 31, false)),
+        Tri::BfeI => map3(out, a, b, c, |a, b, c| bfe(a, b & 31, c & 31, true)),
+        Tri::Bfi => map3(out, a, b, c, |a, b, c| (a & b) | (!a & c)),
+        Tri::Alignbit => map3(out, a, b, c, |a, b, c| {
+            ((u64::from(a) << 32 | u64::from(b)) >> (c & 31)) as u32
+        }),
+        Tri::LshlAdd => map3(out, a, b, c, |a, b, c| (a << (b & 31)).wrapping_add(c)),
+        Tri::AddLshl => map3(out, a, b, c, |a, b, c| a.wrapping_add(b) << (c & 31)),
+        Tri::Add3 => map3(out, a, b, c, |a, b, c| a.wrapping_add(b).wrapping_add(c)),
+        Tri::LshlOr => map3(out, a, b, c, |a, b, c| (a << (b & 31)) | c),
+        Tri::AndOr => map3(out, a, b, c, |a, b, c| (a & b) | c),
+        Tri::Or3 => map3(out, a, b, c, |a, b, c| a | b | c),
+        Tri::Xad => map3(out, a, b, c, |a, b, c| (a ^ b).wrapping_add(c)),
+        Tri::Min3U => map3(out, a, b, c, |a, b, c| a.min(b).min(c)),
+        Tri::Max3U => map3(out, a, b, c, |a, b, c| a.max(b).max(c)),
+        Tri::Med3U => map3(out, a, b, c, |a, b, c| a.max(b).min(a.min(b).max(c))),
+        Tri::Min3I => map3(out, a, b, c, |a, b, c| {
+            (a as i32).min(b as i32).min(c as i32) as u32
+        }),
+        Tri::Max3I => map3(out, a, b, c, |a, b, c| {
+            (a as i32).max(b as i32).max(c as i32) as u32
+        }),
+        Tri::Med3I => map3(out, a, b, c, |a, b, c| {
+            let (a, b, c) = (a as i32, b as i32, c as i32);
+            a.max(b).min(a.min(b).max(c)) as u32
+        }),
+    }
+}
+
+/// A 64-bit compare of every lane (operands as low/high dwords), conditions
+/// numbered as `simd::cmp_u32`.
+#[inline(always)]
+fn cmp64(al: &VReg, ah: &VReg, bl: &VReg, bh: &VReg, signed: bool, c: u8) -> u64 {
+    let x = |l: usize| u64::from(al[l]) | u64::from(ah[l]) << 32;
+    let y = |l: usize| u64::from(bl[l]) | u64::from(bh[l]) << 32;
+    // The sign bit flipped makes an unsigned compare order signed values.
+    let bias = if signed { 1u64 << 63 } else { 0 };
+    macro_rules! by {
+        ($op:tt) => {
+            mask(|l| (x(l) ^ bias) $op (y(l) ^ bias))
+        };
+    }
+    match c {
+        0 => 0,
+        1 => by!(<),
+        2 => by!(==),
+        3 => by!(<=),
+        4 => by!(>),
+        5 => by!(!=),
+        6 => by!(>=),
+        _ => u64::MAX,
+    }
+}
+
+/// Writes `vals` to vector-file register `r` in the lanes of `exec` (nothing past
+/// the file), as `Wave::vwrite`.
+#[inline(always)]
+fn write(vgpr: &mut [VReg], r: usize, vals: &VReg, exec: u64) {
+    if let Some(dst) = vgpr.get_mut(r) {
+        if exec == u64::MAX {
+            *dst = *vals;
+        } else {
+            for l in 0..WAVE_SIZE {
+                let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
+                dst[l] = (vals[l] & on) | (dst[l] & !on);
+            }
+        }
+    }
+}
+
+/// Executes a plan; false, with no effect, when the wave's MODE asks for what the
+/// plan does not do (f64 ops with a rounding mode other than nearest-even or f64
+/// denormal flushing), leaving the instruction to the general path.
+pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) -> bool {
+    if let Kind::F64(_) = p.kind {
+        let fpm = FpMode::new(w.mode);
+        if fpm.round != 0 || fpm.flush_in64() || fpm.flush_out64() {
+            return false;
+        }
+    }
+    // SAFETY: `p.run` was chosen by `runner` for the vector extensions this host has.
+    unsafe { (p.run)(w, p) };
+    true
+}
+
+/// Specialisation code of a plan kind: its variant and operation (the table index
+/// of its runner).
+fn code(k: Kind) -> u8 {
+    match k {
+        Kind::Mov => 0,
+        Kind::Cndmask => 1,
+        Kind::Bin(op) => 2 + op as u8,
+        Kind::Tri(op) => 17 + op as u8,
+        Kind::Add { .. } => 34,
+        Kind::Sub { .. } => 35,
+        Kind::Cmp32 { .. } => 36,
+        Kind::Cmp64 { .. } => 37,
+        Kind::Shift64(k) => 38 + k.min(2),
+        Kind::Mad64 { .. } => 41,
+        Kind::F64(op) => 42 + op as u8,
+    }
+}
+
+/// The kinds by code, for the codes that fix the whole kind.
+const BINS: [Bin; 15] = [
+    Bin::And,
+    Bin::Or,
+    Bin::Xor,
+    Bin::Lshlrev,
+    Bin::Lshrrev,
+    Bin::Ashrrev,
+    Bin::MinI,
+    Bin::MaxI,
+    Bin::MinU,
+    Bin::MaxU,
+    Bin::MulLo,
+    Bin::MulHiU,
+    Bin::MulHiI,
+    Bin::MulU24,
+    Bin::Bcnt,
+];
+const TRIS: [Tri; 17] = [
+    Tri::BfeU,
+    Tri::BfeI,
+    Tri::Bfi,
+    Tri::Alignbit,
+    Tri::LshlAdd,
+    Tri::AddLshl,
+    Tri::Add3,
+    Tri::LshlOr,
+    Tri::AndOr,
+    Tri::Or3,
+    Tri::Xad,
+    Tri::Min3U,
+    Tri::Max3U,
+    Tri::Med3U,
+    Tri::Min3I,
+    Tri::Max3I,
+    Tri::Med3I,
+];
+const F64S: [F64Op; 3] = [F64Op::Add, F64Op::Mul, F64Op::Fma];
+
+/// `k` with its variant and operation fixed by the code `C` where the code determines
+/// them (so that `run_body::<C>` keeps one arm); the other fields stay `k`'s.
+#[inline(always)]
+fn specialise<const C: u8>(k: Kind) -> Kind {
+    match C {
+        0 => Kind::Mov,
+        1 => Kind::Cndmask,
+        2..=16 => Kind::Bin(BINS[(C - 2) as usize]),
+        17..=33 => Kind::Tri(TRIS[(C - 17) as usize]),
+        38..=40 => Kind::Shift64(C - 38),
+        42..=44 => Kind::F64(F64S[(C - 42) as usize]),
+        _ => k,
+    }
+}
+
+/// Lists `$f::<C>` for every code C.
+macro_rules! runners {
+    ($f:ident) => {
+        runners!(@ $f; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
+            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44)
+    };
+    (@ $f:ident; $($c:literal)*) => {
+        [$($f::<$c> as Runner),*]
+    };
+}
+
+/// The runner of a code for this host.
+fn runner(code: u8) -> Runner {
+    let c = usize::from(code).min(44);
+    #[cfg(target_arch = "x86_64")]
+    {
+        const FMA: [Runner; 45] = runners!(run_fma);
+        const AVX2: [Runner; 45] = runners!(run_avx2);
+        if simd::host_fma() {
+            return FMA[c];
+        }
+        if simd::host_avx2() {
+            return AVX2[c];
+        }
+    }
+    const PLAIN: [Runner; 45] = runners!(run_plain);
+    PLAIN[c]
+}
+
+/// `run_body` for hosts without AVX2.
+///
+/// # Safety
+/// None required (an `unsafe fn` only to share the runner type).
+unsafe fn run_plain<const C: u8>(w: &mut Wave, p: &IntPlan) {
+    run_body::<C>(w, p);
+}
+
+/// `run_body` compiled with AVX2 and FMA (8-lane integer loops, fused f64 FMA).
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_fma<const C: u8>(w: &mut Wave, p: &IntPlan) {
+    run_body::<C>(w, p);
+}
+
+/// `run_body` compiled with AVX2 (its lane loops become 8-lane vector code).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2<const C: u8>(w: &mut Wave, p: &IntPlan) {
+    run_body::<C>(w, p);
+}
+
+#[inline(always)]
+fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
+    let kind = specialise::<C>(p.kind);
+    let exec = w.exec();
+    let (vgpr, sgpr, tmp, bufs) = (&mut w.vgpr, &w.sgpr, &mut w.tmp, &mut w.splat);
+    let d = usize::from(p.dst);
+    let direct = p.direct && exec == u64::MAX;
+    let mut mask_out: Option<u64> = None;
+    let mut wide_out = false;
+    {
+        // Direct: the result goes straight into the destination registers, which no
+        // source reads. Otherwise it is computed into the wave's scratch lanes and
+        // written under EXEC afterwards (the destination may be a source).
+        let (vg, [lo, hi]): (Regs<'_>, [&mut VReg; 2]) = if direct {
+            let (below, rest) = vgpr.split_at_mut(d);
+            let (outs, above) = rest.split_at_mut(usize::from(p.width));
+            let (first, second) = outs.split_at_mut(1);
+            let [t0, _] = &mut **tmp;
+            (
+                Regs {
+                    below,
+                    above,
+                    start: d,
+                    n: usize::from(p.width),
+                },
+                [&mut first[0], second.first_mut().unwrap_or(t0)],
+            )
+        } else {
+            let [t0, t1] = &mut **tmp;
+            (
+                Regs {
+                    below: vgpr,
+                    above: &[],
+                    start: usize::MAX,
+                    n: 0,
+                },
+                [t0, t1],
+            )
+        };
+        let vg = &vg;
+        let [b0, b1, b2, b3, c0, c1] = &mut **bufs;
+        match kind {
+            Kind::Mov => *lo = *get(vg, sgpr, p.src[0][0], b0),
+            Kind::Cndmask => {
+                let m = get_mask(sgpr, p.src[2]);
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                for l in 0..WAVE_SIZE {
+                    let on = 0u32.wrapping_sub((m >> l) as u32 & 1);
+                    lo[l] = (b[l] & on) | (a[l] & !on);
+                }
+            }
+            Kind::Bin(op) => bin(
+                op,
+                lo,
+                get(vg, sgpr, p.src[0][0], b0),
+                get(vg, sgpr, p.src[1][0], b1),
+            ),
+            Kind::Tri(op) => tri(
+                op,
+                lo,
+                get(vg, sgpr, p.src[0][0], b0),
+                get(vg, sgpr, p.src[1][0], b1),
+                get(vg, sgpr, p.src[2][0], b2),
+            ),
+            Kind::Add { cin } => {
+                let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                mask_out = Some(simd::add_co_body(a, b, c, false, lo) & exec);
+            }
+            Kind::Sub { rev, cin } => {
+                let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                let (a, b) = if rev { (b, a) } else { (a, b) };
+                mask_out = Some(simd::sub_co_body(a, b, c, false, lo) & exec);
+            }
+            Kind::Cmp32 { signed, cond, .. } => {
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                mask_out = Some(simd::cmp_body(a, b, signed, u32::from(cond)) & exec);
+            }
+            Kind::Cmp64 { signed, cond, .. } => {
+                let m = cmp64(
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[0][1], b1),
+                    get(vg, sgpr, p.src[1][0], b2),
+                    get(vg, sgpr, p.src[1][1], b3),
+                    signed,
+                    cond,
+                );
+                mask_out = Some(m & exec);
+            }
+            Kind::Shift64(k) => {
+                let sh = get(vg, sgpr, p.src[0][0], b0);
+                let (vl, vh) = (
+                    get(vg, sgpr, p.src[1][0], b1),
+                    get(vg, sgpr, p.src[1][1], b2),
+                );
+                let v = |l: usize| u64::from(vl[l]) | u64::from(vh[l]) << 32;
+                macro_rules! each {
+                    ($f:expr) => {
+                        for l in 0..WAVE_SIZE {
+                            let r: u64 = $f(v(l), u64::from(sh[l] & 63));
+                            lo[l] = r as u32;
+                            hi[l] = (r >> 32) as u32;
+                        }
+                    };
+                }
+                match k {
+                    0 => each!(|x: u64, n: u64| x << n),
+                    1 => each!(|x: u64, n: u64| x >> n),
+                    _ => each!(|x: u64, n: u64| ((x as i64) >> n) as u64),
+                }
+                wide_out = true;
+            }
+            Kind::Mad64 { signed } => {
+                let (a, b) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                );
+                let (cl, ch) = (
+                    get(vg, sgpr, p.src[2][0], b2),
+                    get(vg, sgpr, p.src[2][1], b3),
+                );
+                let mut flags = [0u32; WAVE_SIZE];
+                // A 32x32-bit product fits 64 bits: the 128-bit sum overflows 64 bits
+                // exactly when the 64-bit addition does.
+                for l in 0..WAVE_SIZE {
+                    let c = u64::from(cl[l]) | u64::from(ch[l]) << 32;
+                    let (v, o) = if signed {
+                        let prod = i64::from(a[l] as i32) * i64::from(b[l] as i32);
+                        let (v, o) = prod.overflowing_add(c as i64);
+                        (v as u64, o)
+                    } else {
+                        (u64::from(a[l]) * u64::from(b[l])).overflowing_add(c)
+                    };
+                    lo[l] = v as u32;
+                    hi[l] = (v >> 32) as u32;
+                    flags[l] = u32::from(o);
+                }
+                mask_out = Some(simd::pack_mask(&flags) & exec);
+                wide_out = true;
+            }
+            Kind::F64(op) => {
+                let (al, ah) = (
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[0][1], b1),
+                );
+                let (bl, bh) = (
+                    get(vg, sgpr, p.src[1][0], b2),
+                    get(vg, sgpr, p.src[1][1], b3),
+                );
+                let (cl, ch) = if op == F64Op::Fma {
+                    (
+                        get(vg, sgpr, p.src[2][0], c0),
+                        get(vg, sgpr, p.src[2][1], c1),
+                    )
+                } else {
+                    (&*c0, &*c1)
+                };
+                let f = |l: usize, x: &VReg, y: &VReg| {
+                    f64::from_bits(u64::from(x[l]) | u64::from(y[l]) << 32)
+                };
+                let mut nan = false;
+                macro_rules! each {
+                    ($e:expr) => {
+                        for l in 0..WAVE_SIZE {
+                            let r: f64 = $e(f(l, al, ah), f(l, bl, bh), l);
+                            nan |= r.is_nan();
+                            let bits = r.to_bits();
+                            lo[l] = bits as u32;
+                            hi[l] = (bits >> 32) as u32;
+                        }
+                    };
+                }
+                match op {
+                    F64Op::Add => each!(|a: f64, b: f64, _l| a + b),
+                    F64Op::Mul => each!(|a: f64, b: f64, _l| a * b),
+                    F64Op::Fma => each!(|a: f64, b: f64, l| a.mul_add(b, f(l, cl, ch))),
+                }
+                if nan {
+                    // The VALU's NaN: the first NaN operand quieted, else the default.
+                    for l in 0..WAVE_SIZE {
+                        let r = f64::from_bits(u64::from(lo[l]) | u64::from(hi[l]) << 32);
+                        if r.is_nan() {
+                            let (a, b) = (f(l, al, ah), f(l, bl, bh));
+                            let q = match op {
+                                F64Op::Fma => nan_of(r, &[a, b, f(l, cl, ch)]),
+                                _ => nan_of(r, &[a, b]),
+                            };
+                            lo[l] = q.to_bits() as u32;
+                            hi[l] = (q.to_bits() >> 32) as u32;
+                        }
+                    }
+                }
+                wide_out = true;
+            }
+        }
+    }
+    if p.width > 0 && !direct {
+        let [lo, hi] = &**tmp;
+        write(vgpr, d, lo, exec);
+        if wide_out {
+            write(vgpr, d + 1, hi, exec);
+        }
+    }
+    if let (Some(m), Some((c, n))) = (mask_out, p.sdst) {
+        w.write_sreg(c, n, m);
+    }
+    if let (Kind::Cmp32 { cmpx: true, .. } | Kind::Cmp64 { cmpx: true, .. }, Some(m)) =
+        (kind, mask_out)
+    {
+        w.set_exec(m);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inst::Instruction;
+    use crate::wave::testutil::{lit, s, v, Harness};
+
+    /// A wave with varied register contents (small, large, negative, equal values).
+    fn filled(exec: u64) -> Wave {
+        let mut w = Wave::new();
+        let mut x = 0x2545_F491u32;
+        for (r, reg) in w.vgpr.iter_mut().enumerate() {
+            for (l, d) in reg.iter_mut().enumerate() {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                *d = match (l + r) % 7 {
+                    0 => l as u32,
+                    1 => u32::MAX - (x >> 28),
+                    2 => 0x8000_0000 | (x >> 20),
+                    3 => x >> 27,
+                    _ => x,
+                };
+            }
+        }
+        for (c, d) in w.sgpr.iter_mut().enumerate() {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            *d = if c % 3 == 0 { x >> 26 } else { x };
+        }
+        w.set_exec(exec);
+        w
+    }
+
+    /// Every planned op, with every operand kind in every source position, partial
+    /// and full EXEC, computes and writes what the general path does.
+    #[test]
+    fn int_plans_agree_with_the_general_path() {
+        let a = |i: u8, n: u8| Operand::Agpr { index: i, count: n };
+        let c = |value: u64| Operand::Const { code: 193, value };
+        let ops: Vec<O> = vec![
+            O::VMovB32,
+            O::VCndmaskB32,
+            O::VAndB32,
+            O::VOrB32,
+            O::VXorB32,
+            O::VLshlrevB32,
+            O::VLshrrevB32,
+            O::VAshrrevI32,
+            O::VMinI32,
+            O::VMaxI32,
+            O::VMinU32,
+            O::VMaxU32,
+            O::VMulLoU32,
+            O::VMulHiU32,
+            O::VMulHiI32,
+            O::VMulU32U24,
+            O::VBcntU32B32,
+            O::VBfeU32,
+            O::VBfeI32,
+            O::VBfiB32,
+            O::VAlignbitB32,
+            O::VLshlAddU32,
+            O::VAddLshlU32,
+            O::VAdd3U32,
+            O::VLshlOrB32,
+            O::VAndOrB32,
+            O::VOr3B32,
+            O::VXadU32,
+            O::VMin3U32,
+            O::VMax3U32,
+            O::VMed3U32,
+            O::VMin3I32,
+            O::VMax3I32,
+            O::VMed3I32,
+            O::VAddU32,
+            O::VAddCoU32,
+            O::VAddcCoU32,
+            O::VSubU32,
+            O::VSubCoU32,
+            O::VSubrevU32,
+            O::VSubrevCoU32,
+            O::VSubbCoU32,
+            O::VSubbrevCoU32,
+            O::VLshlrevB64,
+            O::VLshrrevB64,
+            O::VAshrrevI64,
+            O::VMadU64U32,
+            O::VMadI64I32,
+            O::VAddF64,
+            O::VMulF64,
+            O::VFmaF64,
+            O::VFmacF64,
+        ];
+        // Every compare opcode of the integer ranges.
+        let compares = (0xC0u16..=0xFF).filter_map(|n| {
+            crate::generated::opcodes::VopOp::ALL
+                .iter()
+                .copied()
+                .find(|o| *o as u16 == n)
+        });
+        let all: Vec<O> = ops.into_iter().chain(compares).collect();
+        assert!(all.len() > 52 + 40, "{}", all.len());
+        // Source operand sets: registers, AGPRs, scalars (incl. null, vcc, exec),
+        // inline constants of both signs, literals of both signs.
+        let sets: [[Operand; 3]; 7] = [
+            [v(2, 2), v(4, 2), v(6, 2)],
+            [s(4, 2), v(9, 2), s(106, 2)],
+            [v(3, 2), lit(0x8000_0007), v(1, 2)],
+            [c(u64::MAX), a(5, 2), s(126, 2)],
+            [lit(31), s(125, 2), c(7)],
+            [a(1, 2), c(3), lit(0xFFFF_FFF0)],
+            [s(10, 1), s(11, 1), v(12, 2)],
+        ];
+        let mut h = Harness::new(0);
+        let mut checked = 0;
+        for op in all {
+            let n = op as u16;
+            let compare = (0xC0..=0xFF).contains(&n);
+            let f64_op = matches!(op, O::VAddF64 | O::VMulF64 | O::VFmaF64 | O::VFmacF64);
+            // MODE: denormals kept (the planned case), f64 denormals flushed, a
+            // rounding mode (the last two leave the instruction to the general path).
+            let modes: &[u32] = if f64_op {
+                &[0x0F0, 0x030, 0x0F1]
+            } else {
+                &[0x0F0]
+            };
+            for (k, set) in sets.iter().enumerate() {
+                for (enc, &mode) in [ValuEncoding::E32, ValuEncoding::Vop3]
+                    .into_iter()
+                    .flat_map(|e| modes.iter().map(move |m| (e, m)))
+                {
+                    let exec = if k % 2 == 0 {
+                        u64::MAX
+                    } else {
+                        0x0FF0_F00F_1234_8001
+                    };
+                    let vdst = if compare {
+                        Some(if k % 3 == 0 { Operand::VCC } else { s(20, 2) })
+                    } else if k == 3 {
+                        Some(a(7, 2))
+                    } else {
+                        // Sometimes the destination is a source.
+                        Some(v(if k == 2 { 3 } else { 20 }, 2))
+                    };
+                    let i = Valu {
+                        op,
+                        encoding: enc,
+                        vdst,
+                        sdst: Some(if k % 2 == 0 { Operand::VCC } else { s(30, 2) }),
+                        src: [Some(set[0]), Some(set[1]), Some(set[2])],
+                        abs: 0,
+                        neg: 0,
+                        clamp: false,
+                        omod: 0,
+                        op_sel: 0,
+                    };
+                    let Some(plan) = IntPlan::of(&i) else {
+                        // Only a lane mask in a vector register (read from lane 0
+                        // by the general path) is left unplanned.
+                        let mask_op = matches!(
+                            op,
+                            O::VCndmaskB32 | O::VAddcCoU32 | O::VSubbCoU32 | O::VSubbrevCoU32
+                        );
+                        assert!(
+                            mask_op
+                                && matches!(set[2], Operand::Vgpr { .. } | Operand::Agpr { .. }),
+                            "no plan: {i:?}"
+                        );
+                        continue;
+                    };
+                    let mut general = filled(exec);
+                    let mut planned = filled(exec);
+                    general.mode = mode;
+                    planned.mode = mode;
+                    let ran = run_int_plan(&mut planned, &plan);
+                    assert_eq!(ran, mode == 0x0F0, "{i:?} mode {mode:#x}");
+                    if !ran {
+                        let untouched = filled(exec);
+                        assert!(planned.vgpr == untouched.vgpr && planned.sgpr == untouched.sgpr);
+                        continue;
+                    }
+                    h.exec(&mut general, &Instruction::Valu(i.clone()))
+                        .unwrap_or_else(|e| panic!("{i:?}: {e}"));
+                    assert!(general.vgpr == planned.vgpr, "{i:?}");
+                    assert_eq!(general.sgpr, planned.sgpr, "{i:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+        // Forms the plan does not take.
+        let mut i = Valu {
+            op: O::VAddU32,
+            encoding: ValuEncoding::Vop3,
+            vdst: Some(v(0, 1)),
+            sdst: None,
+            src: [Some(v(1, 1)), Some(v(2, 1)), None],
+            abs: 0,
+            neg: 0,
+            clamp: true,
+            omod: 0,
+            op_sel: 0,
+        };
+        assert!(IntPlan::of(&i).is_none());
+        i.clamp = false;
+        assert!(IntPlan::of(&i).is_some());
+        i.src[1] = Some(Operand::Special {
+            code: code::SHARED_BASE,
+            count: 1,
+        });
+        assert!(IntPlan::of(&i).is_none());
+    }
+}
