@@ -193,169 +193,190 @@ fn main() {
             .map(|n| n.get())
             .unwrap_or(1)
     );
-
-    // VALU-bound: 110 workgroups x 256 lanes, 2000 iterations of 8 FMAs. clang -O3
-    // makes the loop 4 v_pk_fma_f32 (2 FMAs per lane each) + 3 scalar instructions,
-    // so a lane-iteration is 8 lane-operations and a wave-iteration 7 wave-instructions.
-    let lanes = 110u32 * 256;
-    let n = 1u32 << 20;
     if section("valu") {
-        let iters = 2000u64;
-        let out = alloc(dev, lanes as usize * 4);
-        let lane_ops = lanes as f64 * iters as f64 * 8.0;
-        let wave_instructions = f64::from(lanes / 64) * iters as f64 * 7.0;
-        let mut valu = Vec::new();
-        for workers in [1usize, 2] {
-            let t = best_of(3, || {
-                k.run("valu_bound", lanes, 256, &[out as u64, iters], workers)
-            });
-            valu.push(t);
-            println!(
-            "VALU-bound kernel, {workers} worker(s): {:.3} s, {:.2e} lane-ops/s ({:.2e} per worker; target >= 1e9 per core), {:.2e} wave-instructions/s",
-            t,
-            lane_ops / t,
-            lane_ops / t / workers as f64,
-            wave_instructions / t
-        );
-        }
-        println!(
-            "VALU-bound kernel, 2 workers vs 1: x{:.2} (target >= 1.8)",
-            valu[0] / valu[1]
-        );
+        bench_valu(&k, dev);
     }
-    // Memory-bound: 64 rounds of a strided load+store per lane over 4 MiB.
     if section("memory") {
-        let buf = alloc(dev, n as usize * 4);
-        let rounds = 64u64;
-        for workers in [1usize, 2] {
-            let mut executed = 0u64;
-            let t = best_of(3, || {
-                let (t, n) = k.run_counted(
-                    "memory_bound",
-                    lanes,
-                    256,
-                    &[buf as u64, u64::from(n), rounds],
-                    workers,
-                );
-                executed = n;
-                t
-            });
-            // Wave-instructions as counted by the dispatcher (every instruction of
-            // every wave, the index arithmetic included).
-            println!(
-                "memory-bound kernel, {workers} worker(s): {:.3} s, {:.2e} lane loads+stores/s, {:.2e} wave-instructions/s ({} per wave-round)",
-                t,
-                f64::from(lanes) * rounds as f64 * 2.0 / t,
-                executed as f64 / t,
-                executed / (u64::from(lanes / 64) * rounds).max(1)
-            );
-        }
+        bench_memory(&k, dev);
     }
-    // saxpy.
     if section("saxpy") {
-        let x = alloc(dev, n as usize * 4);
-        let y = alloc(dev, n as usize * 4);
-        unsafe {
-            for i in 0..n as usize {
-                *(x as *mut f32).add(i) = i as f32;
-                *(y as *mut f32).add(i) = 1.0;
-            }
-        }
-        let mut hx: Vec<f32> = (0..n).map(|i| i as f32).collect();
-        let mut hy = vec![1.0f32; n as usize];
-        let host = best_of(5, || {
-            let t0 = Instant::now();
-            for i in 0..n as usize {
-                hy[i] += 2.0 * hx[i];
-            }
-            std::hint::black_box(&mut hy);
-            std::hint::black_box(&mut hx);
-            t0.elapsed().as_secs_f64()
+        bench_saxpy(&k, dev);
+    }
+    if section("matmul") {
+        bench_matmul(&k, dev);
+    }
+}
+
+/// Lanes of the VALU- and memory-bound grids: 110 workgroups x 256 lanes.
+const LANES: u32 = 110 * 256;
+/// Elements of the memory-bound buffer and of saxpy's vectors.
+const N: u32 = 1 << 20;
+
+/// VALU-bound: 110 workgroups x 256 lanes, 2000 iterations of 8 FMAs. clang -O3
+/// makes the loop 4 v_pk_fma_f32 (2 FMAs per lane each) + 3 scalar instructions,
+/// so a lane-iteration is 8 lane-operations and a wave-iteration 7 wave-instructions.
+fn bench_valu(k: &Kernels, dev: hsa_amd_memory_pool_t) {
+    let lanes = LANES;
+    let iters = 2000u64;
+    let out = alloc(dev, lanes as usize * 4);
+    let lane_ops = lanes as f64 * iters as f64 * 8.0;
+    let wave_instructions = f64::from(lanes / 64) * iters as f64 * 7.0;
+    let mut valu = Vec::new();
+    for workers in [1usize, 2] {
+        let t = best_of(3, || {
+            k.run("valu_bound", lanes, 256, &[out as u64, iters], workers)
         });
-        let a_bits = u64::from(2.0f32.to_bits());
-        let t1 = best_of(3, || {
-            k.run(
-                "saxpy",
-                n,
-                256,
-                &[a_bits, x as u64, y as u64, u64::from(n)],
-                1,
-            )
-        });
-        let t2 = best_of(3, || {
-            k.run(
-                "saxpy",
-                n,
-                256,
-                &[a_bits, x as u64, y as u64, u64::from(n)],
-                2,
-            )
-        });
+        valu.push(t);
         println!(
-            "saxpy 2^20: host {:.2} ms; device 1 worker {:.2} ms, 2 workers {:.2} ms (x{:.2})",
-            host * 1e3,
-            t1 * 1e3,
-            t2 * 1e3,
-            t1 / t2
+        "VALU-bound kernel, {workers} worker(s): {:.3} s, {:.2e} lane-ops/s ({:.2e} per worker; target >= 1e9 per core), {:.2e} wave-instructions/s",
+        t,
+        lane_ops / t,
+        lane_ops / t / workers as f64,
+        wave_instructions / t
+    );
+    }
+    println!(
+        "VALU-bound kernel, 2 workers vs 1: x{:.2} (target >= 1.8)",
+        valu[0] / valu[1]
+    );
+}
+
+/// Memory-bound: 64 rounds of a strided load+store per lane over 4 MiB.
+fn bench_memory(k: &Kernels, dev: hsa_amd_memory_pool_t) {
+    let (lanes, n) = (LANES, N);
+    let buf = alloc(dev, n as usize * 4);
+    let rounds = 64u64;
+    for workers in [1usize, 2] {
+        let mut executed = 0u64;
+        let t = best_of(3, || {
+            let (t, n) = k.run_counted(
+                "memory_bound",
+                lanes,
+                256,
+                &[buf as u64, u64::from(n), rounds],
+                workers,
+            );
+            executed = n;
+            t
+        });
+        // Wave-instructions as counted by the dispatcher (every instruction of
+        // every wave, the index arithmetic included).
+        println!(
+            "memory-bound kernel, {workers} worker(s): {:.3} s, {:.2e} lane loads+stores/s, {:.2e} wave-instructions/s ({} per wave-round)",
+            t,
+            f64::from(lanes) * rounds as f64 * 2.0 / t,
+            executed as f64 / t,
+            executed / (u64::from(lanes / 64) * rounds).max(1)
         );
     }
-    // 512x512 matmul.
-    if section("matmul") {
-        let m = 512u32;
-        let elems = (m * m) as usize;
-        let (a, b, c) = (
-            alloc(dev, elems * 4),
-            alloc(dev, elems * 4),
-            alloc(dev, elems * 4),
-        );
-        let ha: Vec<f32> = (0..elems).map(|i| (i % 7) as f32).collect();
-        let hb: Vec<f32> = (0..elems).map(|i| (i % 5) as f32).collect();
-        unsafe {
-            std::ptr::copy_nonoverlapping(ha.as_ptr(), a as *mut f32, elems);
-            std::ptr::copy_nonoverlapping(hb.as_ptr(), b as *mut f32, elems);
+}
+
+/// saxpy over 2^20 floats, host loop against 1 and 2 workers.
+fn bench_saxpy(k: &Kernels, dev: hsa_amd_memory_pool_t) {
+    let n = N;
+    let x = alloc(dev, n as usize * 4);
+    let y = alloc(dev, n as usize * 4);
+    unsafe {
+        for i in 0..n as usize {
+            *(x as *mut f32).add(i) = i as f32;
+            *(y as *mut f32).add(i) = 1.0;
         }
-        let mut hc = vec![0f32; elems];
-        let host = best_of(2, || {
-            let t0 = Instant::now();
-            for r in 0..m as usize {
-                for col in 0..m as usize {
-                    let mut acc = 0f32;
-                    for kk in 0..m as usize {
-                        acc += ha[r * m as usize + kk] * hb[kk * m as usize + col];
-                    }
-                    hc[r * m as usize + col] = acc;
-                }
-            }
-            std::hint::black_box(&mut hc);
-            t0.elapsed().as_secs_f64()
-        });
-        let t1 = best_of(2, || {
-            k.run(
-                "matmul",
-                m * m,
-                256,
-                &[a as u64, b as u64, c as u64, u64::from(m)],
-                1,
-            )
-        });
-        let t2 = best_of(2, || {
-            k.run(
-                "matmul",
-                m * m,
-                256,
-                &[a as u64, b as u64, c as u64, u64::from(m)],
-                2,
-            )
-        });
-        let dc = unsafe { std::slice::from_raw_parts(c as *const f32, elems) };
-        let same = dc.iter().zip(&hc).all(|(d, h)| d == h);
-        println!(
-        "matmul 512x512: host {:.1} ms; device 1 worker {:.1} ms, 2 workers {:.1} ms (x{:.2}); results {}",
+    }
+    let mut hx: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut hy = vec![1.0f32; n as usize];
+    let host = best_of(5, || {
+        let t0 = Instant::now();
+        for i in 0..n as usize {
+            hy[i] += 2.0 * hx[i];
+        }
+        std::hint::black_box(&mut hy);
+        std::hint::black_box(&mut hx);
+        t0.elapsed().as_secs_f64()
+    });
+    let a_bits = u64::from(2.0f32.to_bits());
+    let t1 = best_of(3, || {
+        k.run(
+            "saxpy",
+            n,
+            256,
+            &[a_bits, x as u64, y as u64, u64::from(n)],
+            1,
+        )
+    });
+    let t2 = best_of(3, || {
+        k.run(
+            "saxpy",
+            n,
+            256,
+            &[a_bits, x as u64, y as u64, u64::from(n)],
+            2,
+        )
+    });
+    println!(
+        "saxpy 2^20: host {:.2} ms; device 1 worker {:.2} ms, 2 workers {:.2} ms (x{:.2})",
         host * 1e3,
         t1 * 1e3,
         t2 * 1e3,
-        t1 / t2,
-        if same { "equal to the host's" } else { "DIFFER from the host's" }
+        t1 / t2
     );
+}
+
+/// 512x512 float matmul, host loop against 1 and 2 workers; results compared.
+fn bench_matmul(k: &Kernels, dev: hsa_amd_memory_pool_t) {
+    let m = 512u32;
+    let elems = (m * m) as usize;
+    let (a, b, c) = (
+        alloc(dev, elems * 4),
+        alloc(dev, elems * 4),
+        alloc(dev, elems * 4),
+    );
+    let ha: Vec<f32> = (0..elems).map(|i| (i % 7) as f32).collect();
+    let hb: Vec<f32> = (0..elems).map(|i| (i % 5) as f32).collect();
+    unsafe {
+        std::ptr::copy_nonoverlapping(ha.as_ptr(), a as *mut f32, elems);
+        std::ptr::copy_nonoverlapping(hb.as_ptr(), b as *mut f32, elems);
     }
+    let mut hc = vec![0f32; elems];
+    let host = best_of(2, || {
+        let t0 = Instant::now();
+        for r in 0..m as usize {
+            for col in 0..m as usize {
+                let mut acc = 0f32;
+                for kk in 0..m as usize {
+                    acc += ha[r * m as usize + kk] * hb[kk * m as usize + col];
+                }
+                hc[r * m as usize + col] = acc;
+            }
+        }
+        std::hint::black_box(&mut hc);
+        t0.elapsed().as_secs_f64()
+    });
+    let t1 = best_of(2, || {
+        k.run(
+            "matmul",
+            m * m,
+            256,
+            &[a as u64, b as u64, c as u64, u64::from(m)],
+            1,
+        )
+    });
+    let t2 = best_of(2, || {
+        k.run(
+            "matmul",
+            m * m,
+            256,
+            &[a as u64, b as u64, c as u64, u64::from(m)],
+            2,
+        )
+    });
+    let dc = unsafe { std::slice::from_raw_parts(c as *const f32, elems) };
+    let same = dc.iter().zip(&hc).all(|(d, h)| d == h);
+    println!(
+    "matmul 512x512: host {:.1} ms; device 1 worker {:.1} ms, 2 workers {:.1} ms (x{:.2}); results {}",
+    host * 1e3,
+    t1 * 1e3,
+    t2 * 1e3,
+    t1 / t2,
+    if same { "equal to the host's" } else { "DIFFER from the host's" }
+);
 }
