@@ -425,7 +425,10 @@ static TORN_DOWN: AtomicBool = AtomicBool::new(false);
 impl Plugin {
     /// Creates the plugin once (later calls do nothing). Never fails: any
     /// problem leaves a plugin with zero devices (libomptarget then skips it).
-    pub fn create() {
+    /// `on_created` runs once, at the end of the creation and still under
+    /// the creation lock: the C ABI registers [`teardown_at_exit`]
+    /// with `atexit` there (`rtl.rs`).
+    pub fn create(on_created: impl FnOnce()) {
         let mut created = CREATE.lock();
         if *created {
             return;
@@ -458,11 +461,7 @@ impl Plugin {
         }
         *PLUGIN.write() = Some(plugin);
         CREATOR_PID.store(std::process::id(), Ordering::Relaxed);
-        // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
-        // library, which is never unmapped (linked with `-z nodelete`).
-        if unsafe { libc::atexit(teardown_at_exit) } != 0 {
-            log::debug!("atexit refused: no teardown at exit");
-        }
+        on_created();
     }
 
     /// The plugin, if created.
@@ -511,8 +510,9 @@ static CREATOR_PID: AtomicU32 = AtomicU32::new(0);
 /// child made by `fork()`: the HSA runtime's threads (packet processors,
 /// copy engine, signal handlers) did not survive the fork, so its queues,
 /// signals and memory must not be touched there; the child's exit leaves
-/// them to the parent.
-extern "C" fn teardown_at_exit() {
+/// them to the parent. Called once, by the `atexit` handler the C ABI
+/// registers when the plugin is created (`rtl.rs`).
+pub(crate) fn teardown_at_exit() {
     if CREATOR_PID.load(Ordering::Relaxed) != std::process::id() {
         return;
     }

@@ -66,8 +66,26 @@ fn plugin() -> Result<&'static Plugin> {
     if let Some(p) = Plugin::current() {
         return Ok(p);
     }
-    Plugin::create();
+    create_plugin();
     Plugin::current().ok_or(Error::NoRuntime)
+}
+
+/// The process-exit teardown ([`crate::plugin::teardown_at_exit`]) as the C
+/// function `atexit` takes.
+extern "C" fn teardown_at_exit() {
+    crate::plugin::teardown_at_exit();
+}
+
+/// Creates the plugin once ([`Plugin::create`]) and, right after the
+/// creation and under its lock, registers the teardown at process exit.
+fn create_plugin() {
+    Plugin::create(|| {
+        // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
+        // library, which is never unmapped (linked with `-z nodelete`).
+        if unsafe { libc::atexit(teardown_at_exit) } != 0 {
+            log::debug!("atexit refused: no teardown at exit");
+        }
+    });
 }
 
 /// A byte count from the ABI's `int64_t`.
@@ -179,7 +197,7 @@ fn check_image(bytes: &[u8], arch: Option<&str>) -> Result<bool> {
 /// returns 0; without HSA or GPU the plugin has zero devices.
 pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
     entry("init_plugin", 0, || {
-        Plugin::create();
+        create_plugin();
         let p = plugin()?;
         if crate::env::bool_or(crate::env::ANNOUNCE, false) {
             eprintln!(
