@@ -20,8 +20,8 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::hsa::Hsa;
-use crate::memory::{HostPoolManager, MemoryPool, PoolAllocator};
+use crate::hsa::{HostPoolBlock, Hsa};
+use crate::memory::{HostPoolAllocator, HostPoolManager, MemoryPool};
 use crate::memory_manager::BlockAllocator;
 use crate::pinned::PinnedTable;
 use hsa_sys::*;
@@ -55,7 +55,7 @@ pub struct HostDevice {
     /// Kernarg blocks (kernarg pool, accessible to every GPU).
     pub kernargs: Arc<HostPoolManager>,
     /// Direct allocations of HOST / SHARED memory (not cached).
-    fine_alloc: PoolAllocator,
+    fine_alloc: HostPoolAllocator,
     /// Pinned host ranges (locks and fine-grained allocations).
     pub pinned: Arc<PinnedTable>,
 }
@@ -72,30 +72,43 @@ impl HostDevice {
     ) -> Result<Self> {
         let mut pools = Vec::new();
         for &a in &cpu_agents {
-            pools.extend(MemoryPool::all_of(hsa, a)?);
+            pools.extend(MemoryPool::all_of(hsa, a)?.into_iter().map(|p| (a, p)));
         }
-        let fine_pool = pools
+        let (fine_agent, fine_pool) = pools
             .iter()
-            .find(|p| p.is_fine_grained())
+            .find(|(_, p)| p.is_fine_grained())
             .cloned()
             .ok_or(Error::MissingPool("fine-grained host"))?;
-        let kernarg_pool = pools
+        let (kernarg_agent, kernarg_pool) = pools
             .iter()
-            .find(|p| p.is_fine_grained() && p.is_kernarg())
+            .find(|(_, p)| p.is_fine_grained() && p.is_kernarg())
             .cloned()
             .ok_or(Error::MissingPool("kernarg"))?;
         let gpus = gpu_agents.to_vec();
+        let staging = HostPoolManager::new(
+            hsa,
+            fine_agent,
+            &fine_pool,
+            gpus.clone(),
+            HOST_CACHE_THRESHOLD,
+        )?
+        .ok_or(Error::MissingPool("fine-grained host"))?;
+        let kernargs = HostPoolManager::new(
+            hsa,
+            kernarg_agent,
+            &kernarg_pool,
+            gpus.clone(),
+            HOST_CACHE_THRESHOLD,
+        )?
+        .ok_or(Error::MissingPool("kernarg"))?;
+        let fine_host = hsa
+            .host_pool(fine_agent, fine_pool.raw)?
+            .ok_or(Error::MissingPool("fine-grained host"))?;
         Ok(HostDevice {
             cpu_agents,
-            staging: Arc::new(
-                HostPoolManager::new(hsa, &fine_pool, gpus.clone(), HOST_CACHE_THRESHOLD)
-                    .ok_or(Error::MissingPool("fine-grained host"))?,
-            ),
-            kernargs: Arc::new(
-                HostPoolManager::new(hsa, &kernarg_pool, gpus.clone(), HOST_CACHE_THRESHOLD)
-                    .ok_or(Error::MissingPool("kernarg"))?,
-            ),
-            fine_alloc: PoolAllocator::new(hsa, fine_pool.raw, gpus),
+            staging: Arc::new(staging),
+            kernargs: Arc::new(kernargs),
+            fine_alloc: HostPoolAllocator::new(hsa, fine_host, gpus),
             fine_pool,
             kernarg_pool,
             pinned: Arc::new(PinnedTable::new(hsa)),
@@ -106,8 +119,8 @@ impl HostDevice {
     /// reach (HOST / SHARED kinds).
     ///
     /// Errors: the pool's failure.
-    pub fn allocate_fine(&self, size: usize) -> Result<u64> {
-        Ok(self.fine_alloc.allocate(size)?)
+    pub fn allocate_fine(&self, size: usize) -> Result<HostPoolBlock> {
+        Ok(self.fine_alloc.allocate_block(size)?)
     }
 
     /// Bytes this plugin holds from the fine-grained host pool through its

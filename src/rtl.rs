@@ -22,7 +22,7 @@ use crate::abi::{
 };
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::hsa::HostSpan;
+use crate::hsa::{DeviceRange, HostSpan};
 use crate::image::{self, ImageKind, TargetId};
 use crate::images::EntryDesc;
 use crate::plugin::Plugin;
@@ -107,6 +107,23 @@ unsafe fn host_span(ptr: *mut c_void, size: usize) -> Result<HostSpan> {
     // SAFETY: forwarded from the caller's contract.
     unsafe { HostSpan::new(ptr as *mut u8, size) }
         .ok_or_else(|| Error::InvalidArgument("host pointer is NULL".into()))
+}
+
+/// The range of libomptarget's device pointer `[ptr, ptr + size)`: the one
+/// place a device pointer becomes a [`DeviceRange`], which then travels
+/// safely down to the DMA copy that uses it.
+///
+/// # Safety
+/// As `DeviceRange::new`: `[ptr, ptr + size)` lies inside one allocation
+/// of this plugin's devices (libomptarget's contract: a device pointer it
+/// passes with a size belongs to an allocation of the device, from
+/// `data_alloc` or a global of a loaded image, at least `size` bytes from
+/// `ptr` on), which libomptarget keeps, and no host code writes, until the
+/// transfer's async info is synchronized.
+unsafe fn device_range(ptr: *mut c_void, size: usize) -> Result<DeviceRange> {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { DeviceRange::new(ptr as u64, size) }
+        .ok_or_else(|| Error::InvalidArgument(format!("device range {ptr:p}+{size}")))
 }
 
 /// The bytes of a device image. For an ELF image, `image_end` is not
@@ -488,7 +505,8 @@ unsafe fn host_transfer(
     let size = byte_count(size)?;
     // SAFETY: forwarded from the caller's contract.
     let host = Endpoint::Host(unsafe { host_span(hst, size)? });
-    let device = Endpoint::Device(tgt as u64);
+    // SAFETY: forwarded from the caller's contract.
+    let device = Endpoint::Device(unsafe { device_range(tgt, size)? });
     let (dst, src) = match direction {
         Direction::ToDevice => (device, host),
         Direction::ToHost => (host, device),
@@ -614,7 +632,9 @@ unsafe fn exchange(
     let rt = p.rt()?;
     let src_dev = rt.device(src_id)?;
     rt.device(dst_id)?;
-    let (dst, src) = (Endpoint::Device(dst as u64), Endpoint::Device(src as u64));
+    // SAFETY: forwarded from the caller's contract (both device ranges).
+    let (dst, src) = unsafe { (device_range(dst, size)?, device_range(src, size)?) };
+    let (dst, src) = (Endpoint::Device(dst), Endpoint::Device(src));
     copy(&src_dev, dst, src, size, info)
 }
 
@@ -677,7 +697,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_lock(
         let rt = p.rt()?;
         let alias = rt.host.pinned.lock(&span)?;
         // SAFETY: checked non-NULL.
-        unsafe { *locked = alias as *mut c_void };
+        unsafe { *locked = alias.addr() as *mut c_void };
         Ok(())
     })
 }
