@@ -439,7 +439,7 @@ impl Plugin {
     /// Creates the plugin once (later calls do nothing). Never fails: any
     /// problem leaves a plugin with zero devices (libomptarget then skips it).
     /// `on_created` runs once, at the end of the creation and still under
-    /// the creation lock: the C ABI registers [`teardown_at_exit`]
+    /// the creation lock: the C ABI registers `teardown_at_exit`
     /// with `atexit` there (`rtl.rs`).
     pub fn create(on_created: impl FnOnce()) {
         let mut created = CREATE.lock();
