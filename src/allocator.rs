@@ -80,7 +80,7 @@ impl DeviceAllocator {
                 })
             }
             abi::TARGET_ALLOC_HOST | abi::TARGET_ALLOC_SHARED => {
-                let addr = self.host.allocate_fine(size).map_err(|e| {
+                let block = self.host.allocate_fine(size).map_err(|e| {
                     let held = self.host.fine_bytes_held();
                     Error::AllocationFailed {
                         size,
@@ -91,10 +91,11 @@ impl DeviceAllocator {
                         source: Box::new(e),
                     }
                 })?;
+                let addr = block.addr();
                 self.host_allocs
                     .lock()
                     .insert(addr as usize, HostAlloc { size, kind });
-                self.host.pinned.register_allocation(addr as usize, size);
+                self.host.pinned.register_allocation(&block);
                 Ok(addr)
             }
             other => Err(Error::InvalidArgument(format!("allocation kind {other}"))),

@@ -256,12 +256,8 @@ impl ImageTable {
             log::debug!("image has no {}", abi::DEVICE_ENVIRONMENT_SYMBOL);
             return Ok(());
         };
-        let addr = self
-            .hsa
-            .symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
-        let size = self
-            .hsa
-            .symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE)?;
+        let var = self.hsa.symbol_variable(sym)?;
+        let size = var.len();
         if size != 16 {
             log::debug!(
                 "{} has size {size}, not 16: not written",
@@ -271,10 +267,11 @@ impl ImageTable {
         }
         let env = self.cx.environment;
         log::debug!(
-            "device {}: device environment {env:?} -> {addr:#x}",
-            self.cx.id
+            "device {}: device environment {env:?} -> {:#x}",
+            self.cx.id,
+            var.addr()
         );
-        self.cx.transfers.write_sync(addr, &env.to_bytes())
+        self.cx.transfers.write_sync(var, &env.to_bytes())
     }
 
     /// The target-table entry of kernel entry `e`: a new [`Kernel`], whose
@@ -327,8 +324,8 @@ impl ImageTable {
                 name: e.name.clone(),
                 source: err,
             })?;
-        let addr = hsa.symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
-        let size = hsa.symbol_info::<u32>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE)?;
+        let var = hsa.symbol_variable(sym)?;
+        let (addr, size) = (var.addr(), var.len() as u32);
         if size as usize != e.raw.size {
             return Err(Error::GlobalSizeMismatch {
                 name: e.name.clone(),
@@ -339,7 +336,7 @@ impl ImageTable {
         if requires_usm {
             if let Some(host) = e.host {
                 self.cx.transfers.copy_sync(
-                    Endpoint::Device(addr),
+                    Endpoint::Device(var),
                     Endpoint::Host(host),
                     host.len(),
                 )?;

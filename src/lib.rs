@@ -6,8 +6,9 @@
 //!
 //! - [`hsa`]: the safe HSA layer over the dlopened runtime
 //!   ([`hsa_sys::HsaApi`]): one wrapper per call, `Result<_, HsaError>`;
-//!   also [`hsa::HostSpan`], the caller's host memory as one value, built
-//!   once (unsafely) in [`rtl`] and used safely everywhere below.
+//!   also [`hsa::HostSpan`] and [`hsa::DeviceRange`], the caller's host
+//!   memory and libomptarget's device memory as one value each, built once
+//!   (unsafely) in [`rtl`] and used safely everywhere below.
 //! - [`signal`], [`queue`], [`memory`], [`pinned`], [`stream`]: owned
 //!   handles (signals and their pool, AQL queues and the ring writes,
 //!   memory pools, allocators and host blocks, pinned host ranges, streams
@@ -24,13 +25,14 @@
 //!   ABI (spec `omptarget-plugin-abi.md` §2): the edge where C pointers
 //!   become Rust values.
 //!
-//! Where `unsafe` lives: [`rtl`] (the C ABI), the `hsa` crate (the HSA
-//! function table, host spans), [`queue`] (the AQL ring writes); besides
-//! these, one block each in [`stream`] (the DMA copy: the runtime's copy
-//! engine writes at device addresses no Rust type describes), [`memory`]
-//! (pool memory becoming a host span, once per block) and [`plugin`]
-//! (registering the teardown with `atexit`); [`images`] declares its target
-//! table `Send`/`Sync`.
+//! Where `unsafe` lives: [`rtl`] (the C ABI: libomptarget's host buffers
+//! become [`hsa::HostSpan`]s and its device pointers [`hsa::DeviceRange`]s
+//! there, once, with its contract beside them; the `atexit` registration
+//! of the teardown), the `hsa` crate (the HSA function table; host spans;
+//! the safe DMA copy [`hsa::Hsa::copy_async`] between device ranges, and
+//! host pool memory handed out as a span and a range), and [`queue`] (the
+//! AQL ring writes). Besides these, [`images`] declares its target table
+//! `Send`/`Sync` (`unsafe impl`, no `unsafe` block).
 //!
 //! Device-free helpers: [`abi`] (the C structs), [`handles`] (the
 //! generation-counted tables behind event and stream handles, shared with

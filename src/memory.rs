@@ -2,11 +2,14 @@
 //! managers cache blocks of ([`PoolAllocator`]), and the host side's pinned
 //! blocks: [`HostPoolManager`] (a manager over a CPU agent's fine-grained
 //! pool) and [`HostBlock`] (one of its blocks, with the [`HostSpan`] the
-//! host copies through; the only place pool memory becomes a span).
+//! host copies through and the [`DeviceRange`] agents copy through, both
+//! from the `hsa` crate's [`Hsa::memory_pool_allocate_host`]).
 
-use crate::hsa::{HostSpan, Hsa, HsaError, HsaResult};
+use crate::hsa::{DeviceRange, HostPool, HostPoolBlock, HostSpan, Hsa, HsaError, HsaResult};
 use crate::memory_manager::{BlockAllocator, MemoryManager, MemoryManagerError};
 use hsa_sys::*;
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One HSA memory pool of an agent, with the attributes the plugin uses
@@ -127,50 +130,118 @@ impl BlockAllocator for PoolAllocator {
 /// the generic `MemoryManagerTy`).
 pub type PoolManager = MemoryManager<PoolAllocator>;
 
+/// Allocates blocks of a host pool (a CPU agent's pool, checked by
+/// [`Hsa::host_pool`]) through [`Hsa::memory_pool_allocate_host`], each
+/// made accessible to a list of agents, and remembers each live block's
+/// span and range by address, so that an address the memory manager hands
+/// out leads back to the block the runtime returned.
+#[derive(Debug)]
+pub struct HostPoolAllocator {
+    hsa: Hsa,
+    pool: HostPool,
+    /// Agents given access to every new block (`hsa_amd_agents_allow_access`).
+    access: Vec<hsa_agent_t>,
+    /// The live blocks by address.
+    blocks: Mutex<HashMap<u64, HostPoolBlock>>,
+}
+
+impl HostPoolAllocator {
+    /// An allocator over `pool`, opening each block to `access`.
+    pub fn new(hsa: &Hsa, pool: HostPool, access: Vec<hsa_agent_t>) -> Self {
+        HostPoolAllocator {
+            hsa: hsa.clone(),
+            pool,
+            access,
+            blocks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Allocates a block of `size` bytes (`size > 0`) open to the agents.
+    ///
+    /// Errors: the failing HSA call.
+    pub fn allocate_block(&self, size: usize) -> Result<HostPoolBlock, HsaError> {
+        let block = self.hsa.memory_pool_allocate_host(&self.pool, size)?;
+        if let Err(e) = self.hsa.allow_access(&self.access, block.addr()) {
+            if let Err(free) = self.hsa.pool_free(block.addr()) {
+                log::debug!("freeing a block the agents could not reach: {free}");
+            }
+            return Err(e);
+        }
+        self.blocks.lock().insert(block.addr(), block);
+        Ok(block)
+    }
+
+    /// The live block at `addr`, as allocated.
+    pub fn block(&self, addr: u64) -> Option<HostPoolBlock> {
+        self.blocks.lock().get(&addr).copied()
+    }
+}
+
+impl BlockAllocator for HostPoolAllocator {
+    type Error = HsaError;
+
+    fn allocate(&self, size: usize) -> Result<u64, HsaError> {
+        self.allocate_block(size).map(|b| b.addr())
+    }
+
+    fn free(&self, addr: u64) -> Result<(), HsaError> {
+        self.blocks.lock().remove(&addr);
+        self.hsa.pool_free(addr)
+    }
+}
+
 /// A memory manager over a host pool (a CPU agent's fine-grained or kernarg
 /// pool): its blocks are system memory the host reads and writes directly
 /// (staging buffers, kernarg blocks), handed out as [`HostBlock`]s.
 #[derive(Debug)]
 pub struct HostPoolManager {
-    inner: PoolManager,
+    inner: MemoryManager<HostPoolAllocator>,
 }
 
 impl HostPoolManager {
-    /// A manager caching blocks of at most `threshold` bytes of `pool`,
-    /// each made accessible to `access`; `None` when `pool` is not a
-    /// fine-grained global pool (the only kind whose memory the host may
-    /// touch). `pool` must belong to a CPU agent (the host device's pools).
+    /// A manager caching blocks of at most `threshold` bytes of `pool` (a
+    /// pool `agent` lists), each made accessible to `access`; `None` when
+    /// `pool` is not a fine-grained global pool or not the host's memory
+    /// ([`Hsa::host_pool`]).
+    ///
+    /// Errors: the failing HSA query.
     pub fn new(
         hsa: &Hsa,
+        agent: hsa_agent_t,
         pool: &MemoryPool,
         access: Vec<hsa_agent_t>,
         threshold: usize,
-    ) -> Option<HostPoolManager> {
-        pool.is_fine_grained().then(|| HostPoolManager {
-            inner: MemoryManager::new(PoolAllocator::new(hsa, pool.raw, access), threshold),
-        })
+    ) -> HsaResult<Option<HostPoolManager>> {
+        if !pool.is_fine_grained() {
+            return Ok(None);
+        }
+        Ok(hsa.host_pool(agent, pool.raw)?.map(|host| HostPoolManager {
+            inner: MemoryManager::new(HostPoolAllocator::new(hsa, host, access), threshold),
+        }))
     }
 }
 
 impl std::ops::Deref for HostPoolManager {
-    type Target = PoolManager;
+    type Target = MemoryManager<HostPoolAllocator>;
 
-    fn deref(&self) -> &PoolManager {
+    fn deref(&self) -> &MemoryManager<HostPoolAllocator> {
         &self.inner
     }
 }
 
 /// A block of a [`HostPoolManager`] (a staging buffer, a kernarg block),
 /// returned to it when dropped. The host reaches its bytes through
-/// [`HostBlock::span`]; agents through [`HostBlock::addr`].
+/// [`HostBlock::span`]; agents through [`HostBlock::range`].
 #[derive(Debug)]
 pub struct HostBlock {
     manager: Arc<HostPoolManager>,
-    span: HostSpan,
+    block: HostPoolBlock,
 }
 
 impl HostBlock {
-    /// Allocates `size` bytes (`size > 0`) from `manager`.
+    /// Allocates `size` bytes (`size > 0`) from `manager`: the first `size`
+    /// bytes of a block its allocator got from the runtime (a cached block
+    /// may be larger).
     ///
     /// Errors: the manager's failure (pool exhausted, HSA error, size 0).
     pub fn allocate(
@@ -178,41 +249,44 @@ impl HostBlock {
         size: usize,
     ) -> Result<HostBlock, MemoryManagerError<HsaError>> {
         let addr = manager.allocate(size)?;
-        // SAFETY: the one place pool memory becomes a span. The manager just
-        // handed out `size` bytes at `addr` from a fine-grained pool of a
-        // CPU agent (`HostPoolManager::new`): system memory of this process,
-        // readable and writable by the host, used by nobody else until this
-        // block returns it (in `Drop`). The span is used only while the
-        // block lives: the block is held by the stream slot (or the host
-        // step) whose operation reads or writes through it.
-        let span = unsafe { HostSpan::new(addr as *mut u8, size) };
-        match span {
-            Some(span) => Ok(HostBlock {
+        match manager.allocator().block(addr) {
+            Some(block) if block.len() >= size => Ok(HostBlock {
                 manager: manager.clone(),
-                span,
+                block: block.prefix(size),
             }),
-            None => Err(MemoryManagerError::UnknownPointer(addr)),
+            _ => {
+                if let Err(e) = manager.free(addr) {
+                    log::debug!("returning block {addr:#x}: {e}");
+                }
+                Err(MemoryManagerError::UnknownPointer(addr))
+            }
         }
     }
 
-    /// The block's address, for agents (DMA copies, kernarg pointers).
+    /// The block's address, for agents (kernarg pointers).
     pub fn addr(&self) -> u64 {
-        self.span.addr() as u64
+        self.block.addr()
+    }
+
+    /// The block's bytes, for agents (DMA copies; valid while the block
+    /// lives).
+    pub fn range(&self) -> DeviceRange {
+        self.block.range()
     }
 
     /// The block's bytes, for the host (valid while the block lives).
     pub fn span(&self) -> HostSpan {
-        self.span
+        self.block.span()
     }
 
     /// Size in bytes.
     pub fn len(&self) -> usize {
-        self.span.len()
+        self.block.len()
     }
 
     /// Whether the block has no byte (never: blocks are at least 1 byte).
     pub fn is_empty(&self) -> bool {
-        self.span.is_empty()
+        self.block.is_empty()
     }
 }
 

@@ -7,7 +7,7 @@
 //! staging buffer: one DMA copy using the range's device-accessible alias.
 
 use crate::error::{Error, Result};
-use crate::hsa::{HostSpan, Hsa};
+use crate::hsa::{DeviceRange, HostPoolBlock, HostSpan, Hsa};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,7 +25,8 @@ enum Kind {
 #[derive(Debug, Clone, Copy)]
 struct Range {
     size: usize,
-    alias: usize,
+    /// The agents' view of the whole range (`size` bytes).
+    alias: DeviceRange,
     refs: usize,
     kind: Kind,
 }
@@ -37,11 +38,22 @@ pub struct PinnedTable {
     ranges: Mutex<BTreeMap<usize, Range>>,
 }
 
+/// What [`containing`] needs of a table entry: its size in bytes.
+trait Extent: Copy {
+    fn extent(&self) -> usize;
+}
+
+impl Extent for Range {
+    fn extent(&self) -> usize {
+        self.size
+    }
+}
+
 /// The range containing `[addr, addr + size)`, if any: `(start, range)`.
-fn containing(map: &BTreeMap<usize, Range>, addr: usize, size: usize) -> Option<(usize, Range)> {
+fn containing<R: Extent>(map: &BTreeMap<usize, R>, addr: usize, size: usize) -> Option<(usize, R)> {
     let (&start, &r) = map.range(..=addr).next_back()?;
     let end = addr.checked_add(size.max(1))?;
-    (end <= start + r.size.max(1)).then_some((start, r))
+    (end <= start + r.extent().max(1)).then_some((start, r))
 }
 
 impl PinnedTable {
@@ -53,21 +65,21 @@ impl PinnedTable {
         }
     }
 
-    /// The device-accessible address of `[host, host + size)` when the
-    /// whole range lies inside one pinned range.
-    pub fn translate(&self, host: usize, size: usize) -> Option<usize> {
+    /// The agents' view of `[host, host + size)` when the whole range lies
+    /// inside one pinned range.
+    pub fn translate(&self, host: usize, size: usize) -> Option<DeviceRange> {
         let map = self.ranges.lock();
-        containing(&map, host, size).map(|(start, r)| r.alias + (host - start))
+        containing(&map, host, size).and_then(|(start, r)| r.alias.slice(host - start, size))
     }
 
-    /// Pins the span's memory (`data_lock`) and returns the address devices
-    /// must use. Inside an already pinned range: one more reference to it,
-    /// and the alias plus offset. The span's creator vouched that the memory
+    /// Pins the span's memory (`data_lock`) and returns the agents' view of
+    /// it. Inside an already pinned range: one more reference to it, and
+    /// the matching part of its alias. The span's creator vouched that the memory
     /// stays mapped until it is unlocked (`HostSpan::new`).
     ///
     /// Errors: size 0; the failing `hsa_amd_memory_lock`; a range that
     /// starts where another pinned range starts but extends past it.
-    pub fn lock(&self, span: &HostSpan) -> Result<usize> {
+    pub fn lock(&self, span: &HostSpan) -> Result<DeviceRange> {
         let (host, size) = (span.addr(), span.len());
         if size == 0 {
             return Err(Error::InvalidArgument(format!(
@@ -76,10 +88,12 @@ impl PinnedTable {
         }
         let mut map = self.ranges.lock();
         if let Some((start, r)) = containing(&map, host, size) {
-            if let Some(entry) = map.get_mut(&start) {
-                entry.refs += 1;
+            if let Some(alias) = r.alias.slice(host - start, size) {
+                if let Some(entry) = map.get_mut(&start) {
+                    entry.refs += 1;
+                }
+                return Ok(alias);
             }
-            return Ok(r.alias + (host - start));
         }
         if map.contains_key(&host) {
             return Err(Error::InvalidArgument(format!(
@@ -126,12 +140,12 @@ impl PinnedTable {
 
     /// Records a fine-grained allocation (device-accessible at its own
     /// address).
-    pub fn register_allocation(&self, addr: usize, size: usize) {
+    pub fn register_allocation(&self, block: &HostPoolBlock) {
         self.ranges.lock().insert(
-            addr,
+            block.span().addr(),
             Range {
-                size,
-                alias: addr,
+                size: block.len(),
+                alias: block.range(),
                 refs: 1,
                 kind: Kind::Allocated,
             },
@@ -155,7 +169,7 @@ impl PinnedTable {
     /// completes).
     ///
     /// Errors: as [`PinnedTable::lock`].
-    pub fn lock_temporarily(self: &Arc<Self>, span: &HostSpan) -> Result<(usize, LockGuard)> {
+    pub fn lock_temporarily(self: &Arc<Self>, span: &HostSpan) -> Result<(DeviceRange, LockGuard)> {
         let alias = self.lock(span)?;
         Ok((
             alias,
@@ -186,18 +200,17 @@ impl Drop for LockGuard {
 mod tests {
     use super::*;
 
+    /// A bare size as a table entry (the agent address plays no part).
+    impl Extent for usize {
+        fn extent(&self) -> usize {
+            *self
+        }
+    }
+
     #[test]
     fn containment_requires_the_whole_range() {
         let mut m = BTreeMap::new();
-        m.insert(
-            0x1000,
-            Range {
-                size: 0x100,
-                alias: 0x9000,
-                refs: 1,
-                kind: Kind::Locked,
-            },
-        );
+        m.insert(0x1000, 0x100usize);
         assert_eq!(containing(&m, 0x1010, 0x10).map(|(s, _)| s), Some(0x1000));
         assert_eq!(containing(&m, 0x1000, 0x100).map(|(s, _)| s), Some(0x1000));
         assert!(containing(&m, 0x10f0, 0x20).is_none());

@@ -20,8 +20,8 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::hsa::Hsa;
-use crate::memory::{HostPoolManager, MemoryPool, PoolAllocator};
+use crate::hsa::{HostPoolBlock, Hsa};
+use crate::memory::{HostPoolAllocator, HostPoolManager, MemoryPool};
 use crate::memory_manager::BlockAllocator;
 use crate::pinned::PinnedTable;
 use hsa_sys::*;
@@ -55,7 +55,7 @@ pub struct HostDevice {
     /// Kernarg blocks (kernarg pool, accessible to every GPU).
     pub kernargs: Arc<HostPoolManager>,
     /// Direct allocations of HOST / SHARED memory (not cached).
-    fine_alloc: PoolAllocator,
+    fine_alloc: HostPoolAllocator,
     /// Pinned host ranges (locks and fine-grained allocations).
     pub pinned: Arc<PinnedTable>,
 }
@@ -72,30 +72,43 @@ impl HostDevice {
     ) -> Result<Self> {
         let mut pools = Vec::new();
         for &a in &cpu_agents {
-            pools.extend(MemoryPool::all_of(hsa, a)?);
+            pools.extend(MemoryPool::all_of(hsa, a)?.into_iter().map(|p| (a, p)));
         }
-        let fine_pool = pools
+        let (fine_agent, fine_pool) = pools
             .iter()
-            .find(|p| p.is_fine_grained())
+            .find(|(_, p)| p.is_fine_grained())
             .cloned()
             .ok_or(Error::MissingPool("fine-grained host"))?;
-        let kernarg_pool = pools
+        let (kernarg_agent, kernarg_pool) = pools
             .iter()
-            .find(|p| p.is_fine_grained() && p.is_kernarg())
+            .find(|(_, p)| p.is_fine_grained() && p.is_kernarg())
             .cloned()
             .ok_or(Error::MissingPool("kernarg"))?;
         let gpus = gpu_agents.to_vec();
+        let staging = HostPoolManager::new(
+            hsa,
+            fine_agent,
+            &fine_pool,
+            gpus.clone(),
+            HOST_CACHE_THRESHOLD,
+        )?
+        .ok_or(Error::MissingPool("fine-grained host"))?;
+        let kernargs = HostPoolManager::new(
+            hsa,
+            kernarg_agent,
+            &kernarg_pool,
+            gpus.clone(),
+            HOST_CACHE_THRESHOLD,
+        )?
+        .ok_or(Error::MissingPool("kernarg"))?;
+        let fine_host = hsa
+            .host_pool(fine_agent, fine_pool.raw)?
+            .ok_or(Error::MissingPool("fine-grained host"))?;
         Ok(HostDevice {
             cpu_agents,
-            staging: Arc::new(
-                HostPoolManager::new(hsa, &fine_pool, gpus.clone(), HOST_CACHE_THRESHOLD)
-                    .ok_or(Error::MissingPool("fine-grained host"))?,
-            ),
-            kernargs: Arc::new(
-                HostPoolManager::new(hsa, &kernarg_pool, gpus.clone(), HOST_CACHE_THRESHOLD)
-                    .ok_or(Error::MissingPool("kernarg"))?,
-            ),
-            fine_alloc: PoolAllocator::new(hsa, fine_pool.raw, gpus),
+            staging: Arc::new(staging),
+            kernargs: Arc::new(kernargs),
+            fine_alloc: HostPoolAllocator::new(hsa, fine_host, gpus),
             fine_pool,
             kernarg_pool,
             pinned: Arc::new(PinnedTable::new(hsa)),
@@ -106,8 +119,8 @@ impl HostDevice {
     /// reach (HOST / SHARED kinds).
     ///
     /// Errors: the pool's failure.
-    pub fn allocate_fine(&self, size: usize) -> Result<u64> {
-        Ok(self.fine_alloc.allocate(size)?)
+    pub fn allocate_fine(&self, size: usize) -> Result<HostPoolBlock> {
+        Ok(self.fine_alloc.allocate_block(size)?)
     }
 
     /// Bytes this plugin holds from the fine-grained host pool through its
@@ -425,7 +438,10 @@ static TORN_DOWN: AtomicBool = AtomicBool::new(false);
 impl Plugin {
     /// Creates the plugin once (later calls do nothing). Never fails: any
     /// problem leaves a plugin with zero devices (libomptarget then skips it).
-    pub fn create() {
+    /// `on_created` runs once, at the end of the creation and still under
+    /// the creation lock: the C ABI registers `teardown_at_exit`
+    /// with `atexit` there (`rtl.rs`).
+    pub fn create(on_created: impl FnOnce()) {
         let mut created = CREATE.lock();
         if *created {
             return;
@@ -458,11 +474,7 @@ impl Plugin {
         }
         *PLUGIN.write() = Some(plugin);
         CREATOR_PID.store(std::process::id(), Ordering::Relaxed);
-        // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
-        // library, which is never unmapped (linked with `-z nodelete`).
-        if unsafe { libc::atexit(teardown_at_exit) } != 0 {
-            log::debug!("atexit refused: no teardown at exit");
-        }
+        on_created();
     }
 
     /// The plugin, if created.
@@ -511,8 +523,9 @@ static CREATOR_PID: AtomicU32 = AtomicU32::new(0);
 /// child made by `fork()`: the HSA runtime's threads (packet processors,
 /// copy engine, signal handlers) did not survive the fork, so its queues,
 /// signals and memory must not be touched there; the child's exit leaves
-/// them to the parent.
-extern "C" fn teardown_at_exit() {
+/// them to the parent. Called once, by the `atexit` handler the C ABI
+/// registers when the plugin is created (`rtl.rs`).
+pub(crate) fn teardown_at_exit() {
     if CREATOR_PID.load(Ordering::Relaxed) != std::process::id() {
         return;
     }

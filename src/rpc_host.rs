@@ -28,7 +28,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use hsa_sys::{hsa_agent_t, hsa_executable_t, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS};
+use hsa_sys::{hsa_agent_t, hsa_executable_t};
 
 use crate::error::{Error, Result};
 use crate::hsa::Hsa;
@@ -52,8 +52,8 @@ struct FineMemory {
 
 impl rpc::SharedAllocator for FineMemory {
     fn allocate(&mut self, size: usize) -> std::result::Result<NonNull<u8>, String> {
-        let addr = self.host.allocate_fine(size).map_err(|e| e.to_string())?;
-        NonNull::new(addr as *mut u8).ok_or_else(|| "the pool returned NULL".to_string())
+        let block = self.host.allocate_fine(size).map_err(|e| e.to_string())?;
+        NonNull::new(block.addr() as *mut u8).ok_or_else(|| "the pool returned NULL".to_string())
     }
 
     unsafe fn deallocate(&mut self, ptr: NonNull<u8>, _size: usize) {
@@ -150,9 +150,9 @@ pub fn setup(
     let Ok(sym) = hsa.executable_symbol(exe, &name, agent) else {
         return Ok(None);
     };
-    let symbol_addr = hsa.symbol_info::<u64>(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
+    let symbol = hsa.symbol_variable(sym)?;
     let mut client_bytes = [0u8; 8];
-    transfers.read_sync(symbol_addr, &mut client_bytes)?;
+    transfers.read_sync(symbol, &mut client_bytes)?;
     let client_addr = u64::from_le_bytes(client_bytes);
     if client_addr == 0 {
         return Err(Error::NullRpcClient(rpc::CLIENT_SYMBOL));
@@ -168,7 +168,17 @@ pub fn setup(
         live: HashSet::new(),
     }));
     let client = server.client_object();
-    transfers.write_sync(client_addr, &client)?;
+    // The object the image's own pointer names (trusted as its code is).
+    let target = symbol
+        .image_pointer_target(client_addr, client.len())
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{} is {} bytes, not a pointer",
+                rpc::CLIENT_SYMBOL,
+                symbol.len()
+            ))
+        })?;
+    transfers.write_sync(target, &client)?;
     let stop = server.stop_flag();
     let service = rpc::Service::start(server, move |event| match event {
         rpc::Event::Error(e) => log::error!("device {id}: RPC: {e}"),

@@ -22,7 +22,7 @@ use crate::abi::{
 };
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::hsa::HostSpan;
+use crate::hsa::{DeviceRange, HostSpan};
 use crate::image::{self, ImageKind, TargetId};
 use crate::images::EntryDesc;
 use crate::plugin::Plugin;
@@ -66,8 +66,26 @@ fn plugin() -> Result<&'static Plugin> {
     if let Some(p) = Plugin::current() {
         return Ok(p);
     }
-    Plugin::create();
+    create_plugin();
     Plugin::current().ok_or(Error::NoRuntime)
+}
+
+/// The process-exit teardown ([`crate::plugin::teardown_at_exit`]) as the C
+/// function `atexit` takes.
+extern "C" fn teardown_at_exit() {
+    crate::plugin::teardown_at_exit();
+}
+
+/// Creates the plugin once ([`Plugin::create`]) and, right after the
+/// creation and under its lock, registers the teardown at process exit.
+fn create_plugin() {
+    Plugin::create(|| {
+        // SAFETY: `teardown_at_exit` is a plain `extern "C" fn()` of this
+        // library, which is never unmapped (linked with `-z nodelete`).
+        if unsafe { libc::atexit(teardown_at_exit) } != 0 {
+            log::debug!("atexit refused: no teardown at exit");
+        }
+    });
 }
 
 /// A byte count from the ABI's `int64_t`.
@@ -89,6 +107,23 @@ unsafe fn host_span(ptr: *mut c_void, size: usize) -> Result<HostSpan> {
     // SAFETY: forwarded from the caller's contract.
     unsafe { HostSpan::new(ptr as *mut u8, size) }
         .ok_or_else(|| Error::InvalidArgument("host pointer is NULL".into()))
+}
+
+/// The range of libomptarget's device pointer `[ptr, ptr + size)`: the one
+/// place a device pointer becomes a [`DeviceRange`], which then travels
+/// safely down to the DMA copy that uses it.
+///
+/// # Safety
+/// As `DeviceRange::new`: `[ptr, ptr + size)` lies inside one allocation
+/// of this plugin's devices (libomptarget's contract: a device pointer it
+/// passes with a size belongs to an allocation of the device, from
+/// `data_alloc` or a global of a loaded image, at least `size` bytes from
+/// `ptr` on), which libomptarget keeps, and no host code writes, until the
+/// transfer's async info is synchronized.
+unsafe fn device_range(ptr: *mut c_void, size: usize) -> Result<DeviceRange> {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { DeviceRange::new(ptr as u64, size) }
+        .ok_or_else(|| Error::InvalidArgument(format!("device range {ptr:p}+{size}")))
 }
 
 /// The bytes of a device image. For an ELF image, `image_end` is not
@@ -179,7 +214,7 @@ fn check_image(bytes: &[u8], arch: Option<&str>) -> Result<bool> {
 /// returns 0; without HSA or GPU the plugin has zero devices.
 pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
     entry("init_plugin", 0, || {
-        Plugin::create();
+        create_plugin();
         let p = plugin()?;
         if crate::env::bool_or(crate::env::ANNOUNCE, false) {
             eprintln!(
@@ -470,7 +505,8 @@ unsafe fn host_transfer(
     let size = byte_count(size)?;
     // SAFETY: forwarded from the caller's contract.
     let host = Endpoint::Host(unsafe { host_span(hst, size)? });
-    let device = Endpoint::Device(tgt as u64);
+    // SAFETY: forwarded from the caller's contract.
+    let device = Endpoint::Device(unsafe { device_range(tgt, size)? });
     let (dst, src) = match direction {
         Direction::ToDevice => (device, host),
         Direction::ToHost => (host, device),
@@ -596,7 +632,9 @@ unsafe fn exchange(
     let rt = p.rt()?;
     let src_dev = rt.device(src_id)?;
     rt.device(dst_id)?;
-    let (dst, src) = (Endpoint::Device(dst as u64), Endpoint::Device(src as u64));
+    // SAFETY: forwarded from the caller's contract (both device ranges).
+    let (dst, src) = unsafe { (device_range(dst, size)?, device_range(src, size)?) };
+    let (dst, src) = (Endpoint::Device(dst), Endpoint::Device(src));
     copy(&src_dev, dst, src, size, info)
 }
 
@@ -659,7 +697,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_lock(
         let rt = p.rt()?;
         let alias = rt.host.pinned.lock(&span)?;
         // SAFETY: checked non-NULL.
-        unsafe { *locked = alias as *mut c_void };
+        unsafe { *locked = alias.addr() as *mut c_void };
         Ok(())
     })
 }

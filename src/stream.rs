@@ -57,13 +57,12 @@
 //! barrier-AND on two signals: its own last one and the recorded one.
 
 use crate::error::{Error, Result};
-use crate::hsa::{HostSpan, Hsa};
+use crate::hsa::{DeviceRange, HostSpan, Hsa};
 use crate::memory::{HostBlock, HostPoolManager};
 use crate::queue::{Dispatch, Queue, QueueSet};
 use crate::signal::{Signal, SignalPool};
 use hsa_sys::{hsa_agent_t, hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT};
 use parking_lot::Mutex;
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -303,17 +302,24 @@ impl Stream {
         }
     }
 
-    /// Appends a DMA copy of `size` bytes between two device-accessible
-    /// ranges (device memory, pinned or locked host memory, a host block).
-    /// `held` is kept until the stream completes.
+    /// Appends a DMA copy of `size` bytes between two device ranges
+    /// (device memory, pinned or locked host memory, a host block). `held`
+    /// is kept until the stream completes.
     ///
-    /// Both ranges must stay valid until the stream completes: device
-    /// pointers and pinned aliases by libomptarget's contract for its
-    /// buffers (checked at the C ABI, `rtl.rs`), host blocks by `held` or
-    /// the slot that holds them.
+    /// Both ranges stay valid until the stream completes: device pointers
+    /// by libomptarget's contract for its buffers (vouched for at the C
+    /// ABI, `rtl.rs`), locked aliases by the lock `held` (or the caller's
+    /// `data_lock`), host blocks by `held` or the slot that holds them.
     ///
-    /// Errors: no signal available; `hsa_amd_memory_async_copy` refused.
-    pub fn push_copy(&self, dst: u64, src: u64, size: usize, held: Vec<Held>) -> Result<()> {
+    /// Errors: no signal available; `size` exceeds a range;
+    /// `hsa_amd_memory_async_copy` refused.
+    pub fn push_copy(
+        &self,
+        dst: DeviceRange,
+        src: DeviceRange,
+        size: usize,
+        held: Vec<Held>,
+    ) -> Result<()> {
         let out = self.signals.get()?;
         let mut st = self.state.lock();
         let input = st.consume(out.clone(), held);
@@ -324,29 +330,16 @@ impl Stream {
     /// ranges as [`Stream::push_copy`] requires.
     fn issue_copy(
         &self,
-        dst: u64,
-        src: u64,
+        dst: DeviceRange,
+        src: DeviceRange,
         size: usize,
         input: Option<&Signal>,
         out: &Arc<Signal>,
     ) -> Result<()> {
         let deps: Vec<hsa_signal_t> = input.map(|s| s.raw()).into_iter().collect();
-        // SAFETY: the raw device memory edge of the plugin: the runtime's
-        // copy engine, not this process, reads `src` and writes `dst`. Every
-        // address reaching here is a device pointer or pinned alias
-        // libomptarget vouched for at the C ABI (valid until its async info
-        // is synchronized), a symbol address of a loaded executable, or a
-        // host block held by the stream until the copy completed.
-        let r = unsafe {
-            self.hsa.async_copy(
-                dst as *mut c_void,
-                src as *const c_void,
-                size,
-                self.agent,
-                &deps,
-                out.raw(),
-            )
-        };
+        let r = self
+            .hsa
+            .copy_async(&dst, &src, size, self.agent, &deps, out.raw());
         if let Err(e) = r {
             // The runtime will never complete `out`: mark it failed so the
             // stream's synchronization reports the error instead of hanging.
@@ -421,7 +414,12 @@ impl Stream {
     /// `staging` returns to its manager when the stream completes.
     ///
     /// Errors: as [`Stream::push_host_step`] and [`Stream::push_copy`].
-    pub fn push_h2d_staged(&self, dst: u64, src: HostSpan, staging: HostBlock) -> Result<()> {
+    pub fn push_h2d_staged(
+        &self,
+        dst: DeviceRange,
+        src: HostSpan,
+        staging: HostBlock,
+    ) -> Result<()> {
         let inter = staging.span();
         let size = src.len();
         let mut st = self.state.lock();
@@ -436,12 +434,12 @@ impl Stream {
             self.host_step_locked(&mut st, inter, src, Vec::new())?;
         }
         let out = self.signals.get()?;
-        let addr = staging.addr();
+        let range = staging.range();
         let input = st.consume(out.clone(), vec![Held::Block(staging)]);
         if let Some(slot) = st.slots.last_mut() {
             slot.reads_host_only = true;
         }
-        self.issue_copy(dst, addr, size, input.as_deref(), &out)
+        self.issue_copy(dst, range, size, input.as_deref(), &out)
     }
 
     /// Device → host through a pinned staging buffer: a DMA copy from `src`
@@ -449,12 +447,17 @@ impl Stream {
     /// step copying into `dst`.
     ///
     /// Errors: as [`Stream::push_host_step`] and [`Stream::push_copy`].
-    pub fn push_d2h_staged(&self, dst: HostSpan, src: u64, staging: HostBlock) -> Result<()> {
+    pub fn push_d2h_staged(
+        &self,
+        dst: HostSpan,
+        src: DeviceRange,
+        staging: HostBlock,
+    ) -> Result<()> {
         let inter = staging.span();
         let mut st = self.state.lock();
         let out = self.signals.get()?;
         let input = st.consume(out.clone(), Vec::new());
-        self.issue_copy(staging.addr(), src, dst.len(), input.as_deref(), &out)?;
+        self.issue_copy(staging.range(), src, dst.len(), input.as_deref(), &out)?;
         // The staging buffer must live until the host step ran: hold it in
         // the host step's slot (or drop it right after an immediate copy).
         self.host_step_locked(&mut st, dst, inter, vec![Held::Block(staging)])

@@ -4,7 +4,8 @@
 //!
 //! [`Transfers`] owns the path policy, in ONE function ([`Transfers::copy`]
 //! through `host_path`) for all three directions. A copy has two
-//! [`Endpoint`]s; device memory is reached by DMA as it is. A host endpoint
+//! [`Endpoint`]s; device memory (a [`DeviceRange`]) is reached by DMA as
+//! it is. A host endpoint
 //! (a [`HostSpan`], built once at the C ABI) takes, in this order:
 //!
 //! 1. **pinned**: the span lies in a locked range or a HOST / SHARED
@@ -17,7 +18,7 @@
 
 use crate::abi::AsyncInfo;
 use crate::error::Result;
-use crate::hsa::HostSpan;
+use crate::hsa::{DeviceRange, HostSpan};
 use crate::memory::HostBlock;
 use crate::plugin::HostDevice;
 use crate::stream::{Held, Stream};
@@ -27,8 +28,9 @@ use std::sync::Arc;
 /// One side of a copy.
 #[derive(Debug, Clone, Copy)]
 pub enum Endpoint {
-    /// Device memory (or any device-accessible address), reached by DMA.
-    Device(u64),
+    /// Device memory (or pinned host memory through its agent address),
+    /// reached by DMA.
+    Device(DeviceRange),
     /// Caller's host memory, of the span's length.
     Host(HostSpan),
 }
@@ -36,9 +38,9 @@ pub enum Endpoint {
 /// How the host side of a copy is reached.
 #[derive(Debug)]
 enum HostPath {
-    /// By DMA at this device-accessible address, holding `Held` (a
-    /// temporary lock) until the stream completes.
-    Direct(u64, Vec<Held>),
+    /// By DMA through this range, holding `Held` (a temporary lock) until
+    /// the stream completes.
+    Direct(DeviceRange, Vec<Held>),
     /// Through this staging block.
     Staged(HostBlock),
 }
@@ -97,11 +99,12 @@ impl Transfers {
             .run_sync(|info| self.copy(dst, src, size, info))
     }
 
-    /// Writes `bytes` to device address `dst` and waits: through a staging
+    /// Writes `bytes` to the start of `dst` and waits: through a staging
     /// block, so no span of Rust memory is ever made.
     ///
-    /// Errors: no staging memory; the copy failed.
-    pub fn write_sync(&self, dst: u64, bytes: &[u8]) -> Result<()> {
+    /// Errors: no staging memory; `bytes` longer than `dst`; the copy
+    /// failed.
+    pub fn write_sync(&self, dst: DeviceRange, bytes: &[u8]) -> Result<()> {
         if bytes.is_empty() {
             return Ok(());
         }
@@ -109,22 +112,22 @@ impl Transfers {
         block.span().write(bytes);
         self.copy_sync(
             Endpoint::Device(dst),
-            Endpoint::Device(block.addr()),
+            Endpoint::Device(block.range()),
             bytes.len(),
         )
     }
 
-    /// Reads `out.len()` bytes from device address `src` and waits, through
-    /// a staging block.
+    /// Reads `out.len()` bytes from the start of `src` and waits, through a
+    /// staging block.
     ///
-    /// Errors: no staging memory; the copy failed.
-    pub fn read_sync(&self, src: u64, out: &mut [u8]) -> Result<()> {
+    /// Errors: no staging memory; `out` longer than `src`; the copy failed.
+    pub fn read_sync(&self, src: DeviceRange, out: &mut [u8]) -> Result<()> {
         if out.is_empty() {
             return Ok(());
         }
         let block = HostBlock::allocate(&self.host.staging, out.len())?;
         self.copy_sync(
-            Endpoint::Device(block.addr()),
+            Endpoint::Device(block.range()),
             Endpoint::Device(src),
             out.len(),
         )?;
@@ -154,15 +157,12 @@ impl Transfers {
     fn host_path(&self, span: &HostSpan) -> Result<HostPath> {
         let size = span.len();
         if let Some(alias) = self.host.pinned.translate(span.addr(), size) {
-            return Ok(HostPath::Direct(alias as u64, Vec::new()));
+            return Ok(HostPath::Direct(alias, Vec::new()));
         }
         if size >= self.max_async_copy_bytes {
             match self.host.pinned.lock_temporarily(span) {
                 Ok((alias, guard)) => {
-                    return Ok(HostPath::Direct(
-                        alias as u64,
-                        vec![Held::Other(Box::new(guard))],
-                    ))
+                    return Ok(HostPath::Direct(alias, vec![Held::Other(Box::new(guard))]))
                 }
                 Err(e) => log::debug!(
                     "cannot lock {size} bytes at {:#x} ({e}); staging instead",

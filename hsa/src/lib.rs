@@ -13,15 +13,22 @@
 //! the ones that only pass handles and plain values are safe. Safe forms
 //! exist for what the plugin needs beyond that: [`HostSpan`] (caller host
 //! memory as one value, created unsafely once where it enters Rust) with
-//! [`Hsa::memory_lock_span`]; [`Hsa::on_signal_once`] (a Rust closure as
-//! an async signal handler) and [`Hsa::on_memory_fault`] (a plain function
-//! as the system event handler), whose C trampolines live here.
+//! [`Hsa::memory_lock_span`]; [`DeviceRange`] (agent memory: made safely
+//! here from pool allocations, variable symbols and locked aliases, or
+//! unsafely once where a device pointer enters Rust) with the DMA copy
+//! [`Hsa::copy_async`]; [`Hsa::memory_pool_allocate_host`] (host pool
+//! memory as a [`HostPoolBlock`], a span and a range);
+//! [`Hsa::on_signal_once`] (a Rust closure as an async signal handler) and
+//! [`Hsa::on_memory_fault`] (a plain function as the system event
+//! handler), whose C trampolines live here.
 
 use hsa_sys::*;
 use std::ffi::{c_char, c_void, CStr, OsString};
 use std::fmt;
 
+mod range;
 mod span;
+pub use range::{DeviceRange, HostPool, HostPoolBlock};
 pub use span::HostSpan;
 
 /// A host callback run once by the runtime's async-handler thread with the
@@ -104,6 +111,12 @@ impl fmt::Display for HsaError {
 }
 
 impl std::error::Error for HsaError {}
+
+/// A block that could not be freed after a failed setup: nothing else to
+/// do than say so (the caller reports the setup's own error).
+fn log_free_failure(e: &HsaError) {
+    eprintln!("hsa: freeing a block after a failed allocation: {e}");
+}
 
 /// Result of an HSA call.
 pub type HsaResult<T> = Result<T, HsaError>;
@@ -430,6 +443,63 @@ impl Hsa {
         Ok(ptr)
     }
 
+    /// `pool` as a [`HostPool`] when its memory is the host's own: a
+    /// global-segment pool the runtime allocates from, listed by `agent`,
+    /// a CPU agent (`HSA_AGENT_INFO_DEVICE` is CPU); `None` otherwise.
+    ///
+    /// Errors: the failing `hsa_agent_get_info`,
+    /// `hsa_amd_agent_iterate_memory_pools` or `hsa_amd_memory_pool_get_info`.
+    pub fn host_pool(
+        &self,
+        agent: hsa_agent_t,
+        pool: hsa_amd_memory_pool_t,
+    ) -> HsaResult<Option<HostPool>> {
+        let kind: u32 = self.agent_info(agent, HSA_AGENT_INFO_DEVICE)?;
+        if kind != HSA_DEVICE_TYPE_CPU || !self.memory_pools(agent)?.contains(&pool) {
+            return Ok(None);
+        }
+        let segment: u32 = self.pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT)?;
+        let allowed: u8 = self.pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED)?;
+        Ok((segment == HSA_AMD_SEGMENT_GLOBAL && allowed != 0).then_some(HostPool { raw: pool }))
+    }
+
+    /// [`Hsa::pool_allocate`] of `size` bytes (`size > 0`) of a host pool:
+    /// the block as a [`HostSpan`] the host reads and writes, with the
+    /// [`DeviceRange`] agents use (the same addresses: system memory). Valid
+    /// until freed with [`Hsa::pool_free`]; the caller gives agents access
+    /// ([`Hsa::allow_access`]) before they use it.
+    ///
+    /// Errors: as [`Hsa::pool_allocate`]; INVALID_ARGUMENT for size 0.
+    pub fn memory_pool_allocate_host(
+        &self,
+        pool: &HostPool,
+        size: usize,
+    ) -> HsaResult<HostPoolBlock> {
+        let refuse = || HsaError {
+            call: "hsa_amd_memory_pool_allocate",
+            status: HSA_STATUS_ERROR_INVALID_ARGUMENT,
+            text: format!("no host block of {size} bytes"),
+        };
+        if size == 0 {
+            return Err(refuse());
+        }
+        let ptr = self.pool_allocate(pool.raw, size)?;
+        // SAFETY: the runtime just allocated `size` bytes at `ptr` from a
+        // global pool of a CPU agent (checked by `host_pool`): system memory
+        // of this process, readable and writable by the host, used by
+        // nobody else until its owner frees it, after its last use.
+        let span = unsafe { HostSpan::new(ptr as *mut u8, size) };
+        match span.and_then(HostPoolBlock::new) {
+            Some(block) => Ok(block),
+            None => {
+                if let Err(e) = self.pool_free(ptr as u64) {
+                    log_free_failure(&e);
+                }
+                Err(refuse())
+            }
+        }
+    }
+
     /// `hsa_amd_memory_pool_free`. The runtime checks that `ptr` is the base
     /// of one of its allocations (INVALID_ALLOCATION otherwise).
     pub fn pool_free(&self, addr: u64) -> HsaResult<()> {
@@ -479,11 +549,19 @@ impl Hsa {
     /// every GPU agent and returns the address agents must use. Safe: the
     /// span's creator vouched for the memory (`HostSpan::new`); the caller
     /// unlocks it ([`Hsa::memory_unlock`]) before the span's memory goes.
-    pub fn memory_lock_span(&self, span: &HostSpan) -> HsaResult<usize> {
+    /// The alias covers the span's `len()` bytes and is valid until the
+    /// unlock.
+    ///
+    /// Errors: the failing `hsa_amd_memory_lock`; a NULL alias.
+    pub fn memory_lock_span(&self, span: &HostSpan) -> HsaResult<DeviceRange> {
         // SAFETY: the span's contract: host memory of this process that stays
         // valid while the span is used, which covers the lock's lifetime.
         let alias = unsafe { self.memory_lock(span.addr() as *mut c_void, span.len())? };
-        Ok(alias as usize)
+        DeviceRange::checked(alias as u64, span.len()).ok_or_else(|| HsaError {
+            call: "hsa_amd_memory_lock",
+            status: HSA_STATUS_ERROR,
+            text: "the runtime returned a NULL agent address".into(),
+        })
     }
 
     /// `hsa_amd_memory_unlock(host)`.
@@ -528,6 +606,47 @@ impl Hsa {
             )
         };
         self.check("hsa_amd_memory_async_copy", s)
+    }
+
+    /// [`Hsa::async_copy`] of `size` bytes from `src` to `dst` by `agent`:
+    /// safe, because each range's maker vouched that it stays valid while
+    /// it is used (see [`DeviceRange`]); its owner keeps the memory until
+    /// `completion` reaches 0.
+    ///
+    /// Errors: INVALID_ARGUMENT when `size` exceeds either range; the
+    /// failing `hsa_amd_memory_async_copy`.
+    pub fn copy_async(
+        &self,
+        dst: &DeviceRange,
+        src: &DeviceRange,
+        size: usize,
+        agent: hsa_agent_t,
+        deps: &[hsa_signal_t],
+        completion: hsa_signal_t,
+    ) -> HsaResult<()> {
+        if size > dst.len() || size > src.len() {
+            return Err(HsaError {
+                call: "hsa_amd_memory_async_copy",
+                status: HSA_STATUS_ERROR_INVALID_ARGUMENT,
+                text: format!(
+                    "copy of {size} bytes between ranges of {} and {} bytes",
+                    src.len(),
+                    dst.len()
+                ),
+            });
+        }
+        // SAFETY: both ranges are valid agent memory for the copy's whole
+        // run, by their makers' promise (`DeviceRange`), and `size` fits both.
+        unsafe {
+            self.async_copy(
+                dst.addr() as *mut c_void,
+                src.addr() as *const c_void,
+                size,
+                agent,
+                deps,
+                completion,
+            )
+        }
     }
 
     /// `hsa_amd_register_system_event_handler`.
@@ -851,6 +970,21 @@ impl Hsa {
             )
         };
         self.check("hsa_executable_symbol_get_info", s).map(|()| v)
+    }
+
+    /// The range of a variable symbol of a loaded executable
+    /// (`VARIABLE_ADDRESS`, `VARIABLE_SIZE`): memory the runtime allocated
+    /// for the executable, valid until it is destroyed.
+    ///
+    /// Errors: the failing `hsa_executable_symbol_get_info`; a NULL address.
+    pub fn symbol_variable(&self, sym: hsa_executable_symbol_t) -> HsaResult<DeviceRange> {
+        let addr: u64 = self.symbol_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS)?;
+        let size: u32 = self.symbol_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE)?;
+        DeviceRange::checked(addr, size as usize).ok_or_else(|| HsaError {
+            call: "hsa_executable_symbol_get_info",
+            status: HSA_STATUS_ERROR_INVALID_SYMBOL_NAME,
+            text: format!("variable at {addr:#x} of {size} bytes"),
+        })
     }
 
     // ----- loader helpers: agents, pools, copies, waits, dispatch -----

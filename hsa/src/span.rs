@@ -3,8 +3,9 @@
 //! that travels safely from the C ABI down to the copy that uses it.
 //!
 //! The span is created once, unsafely, where the range enters Rust (the
-//! plugin's `__tgt_rtl_*` entry points, or the allocation of a pinned host
-//! block), with the contract below; every later use is a safe method here
+//! plugin's `__tgt_rtl_*` entry points, or this crate's allocation of host
+//! pool memory, [`crate::Hsa::memory_pool_allocate_host`]), with the
+//! contract below; every later use is a safe method here
 //! (byte copies, filling) or a safe HSA call taking the span
 //! ([`crate::Hsa::memory_lock_span`]). The raw address is never turned back
 //! into a pointer outside this module.
