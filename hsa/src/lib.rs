@@ -578,7 +578,7 @@ impl Hsa {
     /// # Safety
     /// Both ranges must be valid device-accessible memory (pool memory or
     /// locked host memory) that stays valid until `completion` reaches 0.
-    pub unsafe fn async_copy(
+    unsafe fn async_copy(
         &self,
         dst: *mut c_void,
         src: *const c_void,
