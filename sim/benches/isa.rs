@@ -294,24 +294,18 @@ fn bench_saxpy(k: &Kernels, dev: hsa_amd_memory_pool_t) {
         t0.elapsed().as_secs_f64()
     });
     let a_bits = u64::from(2.0f32.to_bits());
-    let t1 = best_of(3, || {
-        k.run(
-            "saxpy",
-            n,
-            256,
-            &[a_bits, x as u64, y as u64, u64::from(n)],
-            1,
-        )
-    });
-    let t2 = best_of(3, || {
-        k.run(
-            "saxpy",
-            n,
-            256,
-            &[a_bits, x as u64, y as u64, u64::from(n)],
-            2,
-        )
-    });
+    let on = |workers: usize| {
+        best_of(3, || {
+            k.run(
+                "saxpy",
+                n,
+                256,
+                &[a_bits, x as u64, y as u64, u64::from(n)],
+                workers,
+            )
+        })
+    };
+    let (t1, t2) = (on(1), on(2));
     println!(
         "saxpy 2^20: host {:.2} ms; device 1 worker {:.2} ms, 2 workers {:.2} ms (x{:.2})",
         host * 1e3,
@@ -351,24 +345,18 @@ fn bench_matmul(k: &Kernels, dev: hsa_amd_memory_pool_t) {
         std::hint::black_box(&mut hc);
         t0.elapsed().as_secs_f64()
     });
-    let t1 = best_of(2, || {
-        k.run(
-            "matmul",
-            m * m,
-            256,
-            &[a as u64, b as u64, c as u64, u64::from(m)],
-            1,
-        )
-    });
-    let t2 = best_of(2, || {
-        k.run(
-            "matmul",
-            m * m,
-            256,
-            &[a as u64, b as u64, c as u64, u64::from(m)],
-            2,
-        )
-    });
+    let on = |workers: usize| {
+        best_of(2, || {
+            k.run(
+                "matmul",
+                m * m,
+                256,
+                &[a as u64, b as u64, c as u64, u64::from(m)],
+                workers,
+            )
+        })
+    };
+    let (t1, t2) = (on(1), on(2));
     let dc = unsafe { std::slice::from_raw_parts(c as *const f32, elems) };
     let same = dc.iter().zip(&hc).all(|(d, h)| d == h);
     println!(
