@@ -147,7 +147,10 @@ fn sext24(v: u32) -> i64 {
     i64::from(((v << 8) as i32) >> 8)
 }
 
-fn bfe32(v: u32, off: u32, width: u32, signed: bool) -> u32 {
+/// Bit-field extract as `v_bfe_*`: `width` bits of `v` from bit `off`
+/// (both already masked to 5 bits), sign-extended when `signed`.
+#[inline(always)]
+pub(super) fn bfe32(v: u32, off: u32, width: u32, signed: bool) -> u32 {
     if width == 0 {
         return 0;
     }

@@ -17,6 +17,7 @@ use crate::operand::{code, Operand};
 use crate::wave::{VReg, Wave, AGPR_BASE, WAVE_SIZE};
 
 use super::fp::{nan_of, FpMode};
+use super::ops::bfe32;
 use super::simd;
 use super::vop3p::PlanSrc;
 
@@ -480,31 +481,11 @@ fn bin(op: Bin, out: &mut VReg, a: &VReg, b: &VReg) {
     }
 }
 
-/// Bit-field extract as `v_bfe_*` (offset and width already masked to 5 bits).
-#[inline(always)]
-fn bfe(v: u32, off: u32, width: u32, signed: bool) -> u32 {
-    if width == 0 {
-        return 0;
-    }
-    if off + width < 32 {
-        let field = (v >> off) & ((1u32 << width) - 1);
-        if signed {
-            (((field << (32 - width)) as i32) >> (32 - width)) as u32
-        } else {
-            field
-        }
-    } else if signed {
-        ((v as i32) >> off) as u32
-    } else {
-        v >> off
-    }
-}
-
 #[inline(always)]
 fn tri(op: Tri, out: &mut VReg, a: &VReg, b: &VReg, c: &VReg) {
     match op {
-        Tri::BfeU => map3(out, a, b, c, |a, b, c| bfe(a, b & 31, c & 31, false)),
-        Tri::BfeI => map3(out, a, b, c, |a, b, c| bfe(a, b & 31, c & 31, true)),
+        Tri::BfeU => map3(out, a, b, c, |a, b, c| bfe32(a, b & 31, c & 31, false)),
+        Tri::BfeI => map3(out, a, b, c, |a, b, c| bfe32(a, b & 31, c & 31, true)),
         Tri::Bfi => map3(out, a, b, c, |a, b, c| (a & b) | (!a & c)),
         Tri::Alignbit => map3(out, a, b, c, |a, b, c| {
             ((u64::from(a) << 32 | u64::from(b)) >> (c & 31)) as u32
