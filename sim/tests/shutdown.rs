@@ -76,10 +76,17 @@ fn the_last_shut_down_joins_the_dispatch_workers() {
             "round {round}: a shut-down that is not the last keeps the helper"
         );
         drop(outer);
-        assert_eq!(
-            dispatch_workers(),
-            0,
-            "round {round}: the last hsa_shut_down left dispatch workers running"
-        );
+        // `join` returns once the kernel has cleared the thread's tid, which
+        // happens on its way out, slightly before its /proc/self/task entry
+        // goes: wait (bounded) for the entry to go. A helper left running
+        // keeps its entry and fails here.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while dispatch_workers() != 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: the last hsa_shut_down left dispatch workers running"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 }
