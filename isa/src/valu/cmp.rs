@@ -13,7 +13,7 @@ use crate::error::Fault;
 use crate::wave::WAVE_SIZE;
 
 use super::fp::{class_bit, class_bit16, h2f};
-use super::{wide, Exe, Src};
+use super::Exe;
 
 /// Float compare condition `c`: f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru.
 /// The negated forms are true for unordered operands.
@@ -66,32 +66,6 @@ fn mask(f: impl Fn(usize) -> bool) -> u64 {
         m |= u64::from(f(l)) << l;
     }
     m
-}
-
-/// A 64-bit integer compare (condition `c` as [`icmp`]) of operands given as their
-/// low and high dwords, read in place; one loop per condition.
-#[inline]
-fn cmp64(al: Src<'_>, ah: Src<'_>, bl: Src<'_>, bh: Src<'_>, signed: bool, c: u32) -> u64 {
-    let (a, b) = (wide(al, ah), wide(bl, bh));
-    macro_rules! by {
-        ($op:tt) => {
-            if signed {
-                mask(|l| (a[l] as i64) $op (b[l] as i64))
-            } else {
-                mask(|l| a[l] $op b[l])
-            }
-        };
-    }
-    match c {
-        0 => 0,
-        1 => by!(<),
-        2 => by!(==),
-        3 => by!(<=),
-        4 => by!(>),
-        5 => by!(!=),
-        6 => by!(>=),
-        _ => u64::MAX,
-    }
 }
 
 /// Executes one compare.
@@ -151,7 +125,10 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let signed = n & 8 == 0;
             let (al, ah) = x.src64(0, signed);
             let (bl, bh) = x.src64(1, signed);
-            (cmp64(al, ah, bl, bh, signed, cond & 7), n & 0x10 != 0)
+            (
+                super::simd::cmp_u64(al, ah, bl, bh, signed, cond & 7),
+                n & 0x10 != 0,
+            )
         }
         _ => return Err(x.unsup("not a compare opcode")),
     };

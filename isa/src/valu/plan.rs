@@ -444,16 +444,6 @@ fn map3(out: &mut VReg, a: &VReg, b: &VReg, c: &VReg, f: impl Fn(u32, u32, u32) 
     }
 }
 
-/// Mask of the lanes where `f` holds.
-#[inline(always)]
-fn mask(f: impl Fn(usize) -> bool) -> u64 {
-    let mut flags = [0u32; WAVE_SIZE];
-    for l in 0..WAVE_SIZE {
-        flags[l] = u32::from(f(l));
-    }
-    simd::pack_mask(&flags)
-}
-
 #[inline(always)]
 fn bin(op: Bin, out: &mut VReg, a: &VReg, b: &VReg) {
     match op {
@@ -510,31 +500,6 @@ fn tri(op: Tri, out: &mut VReg, a: &VReg, b: &VReg, c: &VReg) {
             let (a, b, c) = (a as i32, b as i32, c as i32);
             a.max(b).min(a.min(b).max(c)) as u32
         }),
-    }
-}
-
-/// A 64-bit compare of every lane (operands as low/high dwords), conditions
-/// numbered as `simd::cmp_u32`.
-#[inline(always)]
-fn cmp64(al: &VReg, ah: &VReg, bl: &VReg, bh: &VReg, signed: bool, c: u8) -> u64 {
-    let x = |l: usize| u64::from(al[l]) | u64::from(ah[l]) << 32;
-    let y = |l: usize| u64::from(bl[l]) | u64::from(bh[l]) << 32;
-    // The sign bit flipped makes an unsigned compare order signed values.
-    let bias = if signed { 1u64 << 63 } else { 0 };
-    macro_rules! by {
-        ($op:tt) => {
-            mask(|l| (x(l) ^ bias) $op (y(l) ^ bias))
-        };
-    }
-    match c {
-        0 => 0,
-        1 => by!(<),
-        2 => by!(==),
-        3 => by!(<=),
-        4 => by!(>),
-        5 => by!(!=),
-        6 => by!(>=),
-        _ => u64::MAX,
     }
 }
 
@@ -790,13 +755,13 @@ fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
                 mask_out = Some(simd::cmp_body(a, b, signed, u32::from(cond)) & exec);
             }
             Kind::Cmp64 { signed, cond, .. } => {
-                let m = cmp64(
+                let m = simd::cmp64_body(
                     get(vg, sgpr, p.src[0][0], b0),
                     get(vg, sgpr, p.src[0][1], b1),
                     get(vg, sgpr, p.src[1][0], b2),
                     get(vg, sgpr, p.src[1][1], b3),
                     signed,
-                    cond,
+                    u32::from(cond),
                 );
                 mask_out = Some(m & exec);
             }

@@ -289,6 +289,43 @@ pub(super) fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> 
     pack_mask(&f)
 }
 
+/// The mask of lanes where the 64-bit integers `ah:al` and `bh:bl` (high and
+/// low dwords) satisfy condition `c` (`signed` or not), conditions numbered as
+/// [`cmp_u32`]; the operands are read in place.
+#[inline(always)]
+pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes>(
+    al: A,
+    ah: B,
+    bl: C,
+    bh: D,
+    signed: bool,
+    c: u32,
+) -> u64 {
+    let x = |l: usize| u64::from(al.at(l)) | u64::from(ah.at(l)) << 32;
+    let y = |l: usize| u64::from(bl.at(l)) | u64::from(bh.at(l)) << 32;
+    // The sign bit flipped makes an unsigned compare order signed values.
+    let bias = if signed { 1u64 << 63 } else { 0 };
+    let mut f = [0u32; WAVE_SIZE];
+    macro_rules! each {
+        ($op:tt) => {
+            for l in 0..WAVE_SIZE {
+                f[l] = u32::from((x(l) ^ bias) $op (y(l) ^ bias));
+            }
+        };
+    }
+    match c {
+        0 => return 0,
+        1 => each!(<),
+        2 => each!(==),
+        3 => each!(<=),
+        4 => each!(>),
+        5 => each!(!=),
+        6 => each!(>=),
+        _ => return u64::MAX,
+    }
+    pack_mask(&f)
+}
+
 /// `add_co_body` compiled with AVX2.
 ///
 /// # Safety
@@ -350,6 +387,19 @@ pub(crate) fn cmp_u32(a: Src<'_>, b: Src<'_>, signed: bool, c: u32) -> u64 {
         return unsafe { with_lanes!(cmp_x86(a, b; signed, c)) };
     }
     with_lanes!(cmp_body(a, b; signed, c))
+}
+
+/// The mask of lanes where `ah:al c bh:bl` holds for 64-bit integers
+/// (`signed` or not), conditions numbered as [`cmp_u32`].
+pub(crate) fn cmp_u64(
+    al: Src<'_>,
+    ah: Src<'_>,
+    bl: Src<'_>,
+    bh: Src<'_>,
+    signed: bool,
+    c: u32,
+) -> u64 {
+    with_lanes!(cmp64_body(al, ah, bl, bh; signed, c))
 }
 
 /// Rewrites the NaN lanes of a two-operand result by the VALU NaN rule.
