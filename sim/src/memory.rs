@@ -20,6 +20,10 @@ pub const POOL_TAG: u8 = 0x50;
 
 /// Bytes of one page: the pools' allocation granule and alignment.
 pub const PAGE: u64 = 4096;
+/// Size of a transparent huge page on x86-64 Linux: allocations at least this
+/// large ask the kernel to back them with huge pages, as a GPU maps VRAM with
+/// large fragments (fewer TLB misses for random and streaming access alike).
+const HUGE_PAGE: u64 = 2 << 20;
 
 /// A memory pool of one agent.
 #[derive(Debug)]
@@ -123,6 +127,12 @@ impl Allocation {
             .map_anon()
             .map_err(|e| SimError::OutOfResources(format!("mapping {rounded} bytes: {e}")))?;
         let map = memmap2::MmapRaw::from(map);
+        if rounded >= HUGE_PAGE {
+            // Advisory only: without transparent huge pages the memory works the same.
+            if let Err(e) = map.advise(memmap2::Advice::HugePage) {
+                log::debug!("madvise(MADV_HUGEPAGE) on {rounded} bytes: {e}");
+            }
+        }
         Ok(Arc::new(Allocation {
             base: map.as_mut_ptr() as u64,
             size: rounded,
