@@ -16,7 +16,7 @@ use crate::generated::opcodes::SoppOp;
 use crate::inst::Instruction;
 use crate::memory::{GlobalMemory, RegionCache};
 use crate::operand::{code, Operand};
-use crate::program::Program;
+use crate::program::{Block, Program};
 
 /// Lanes per wave.
 pub const WAVE_SIZE: usize = 64;
@@ -202,43 +202,66 @@ impl Wave {
         let trace = TRACE.with(|t| t.get());
         let program = ctx.program;
         let mut page = None;
-        loop {
-            let pc = self.pc;
-            let (inst, len, plan) = program.fetch_hinted(pc, &mut page)?;
-            self.instructions += 1;
-            if self.instructions > ctx.max_instructions {
-                return Err(Fault::InstructionLimit {
-                    limit: ctx.max_instructions,
-                    pc,
-                });
-            }
-            let next = pc + len;
-            let flow = match plan {
-                Some(p) if self.run_plan(p, ctx) => Ok(Flow::Next),
-                _ => self.step(inst, pc, next, ctx),
+        // The block last entered and its start: a loop jumping back to its head
+        // needs no lookup.
+        let mut last: Option<(u64, &Block)> = None;
+        'blocks: loop {
+            let start = self.pc;
+            let block = match last {
+                Some((s, b)) if s == start => b,
+                _ => {
+                    let b = program.block_hinted(start, &mut page)?;
+                    last = Some((start, b));
+                    b
+                }
             };
-            if trace {
-                self.trace_line(inst, pc, flow.as_ref().err());
-            }
-            match flow? {
-                Flow::Next => self.pc = next,
-                Flow::Jump(target) => {
-                    self.pc = target;
-                    if target <= pc {
-                        if let Some(stop) = ctx.stop {
-                            if stop.load(Ordering::Relaxed) {
-                                return Err(Fault::Aborted { pc });
+            // `self.pc` is written only when the wave leaves the block (no instruction
+            // reads it): on a jump, an exit, a fault, or after the last entry.
+            for e in block.entries.iter() {
+                self.instructions += 1;
+                if self.instructions > ctx.max_instructions {
+                    self.pc = e.pc;
+                    return Err(Fault::InstructionLimit {
+                        limit: ctx.max_instructions,
+                        pc: e.pc,
+                    });
+                }
+                let flow = match &e.plan {
+                    Some(p) if self.run_plan(p, ctx) => Ok(Flow::Next),
+                    _ => self.step(&e.inst, e.pc, e.next, ctx),
+                };
+                if trace {
+                    self.trace_line(&e.inst, e.pc, flow.as_ref().err());
+                }
+                match flow {
+                    Ok(Flow::Next) => {}
+                    Ok(Flow::Jump(target)) => {
+                        self.pc = target;
+                        if target <= e.pc {
+                            if let Some(stop) = ctx.stop {
+                                if stop.load(Ordering::Relaxed) {
+                                    return Err(Fault::Aborted { pc: e.pc });
+                                }
+                            }
+                            if self.instructions >= yield_at {
+                                return Ok(WaveExit::Yield);
                             }
                         }
-                        if self.instructions >= yield_at {
-                            return Ok(WaveExit::Yield);
-                        }
+                        continue 'blocks;
+                    }
+                    Ok(Flow::Exit(x)) => {
+                        self.pc = e.next;
+                        return Ok(x);
+                    }
+                    Err(f) => {
+                        self.pc = e.pc;
+                        return Err(f);
                     }
                 }
-                Flow::Exit(e) => {
-                    self.pc = next;
-                    return Ok(e);
-                }
+            }
+            self.pc = block.end(start);
+            if let Some(err) = &block.tail {
+                return Err(Fault::Illegal((**err).clone()));
             }
         }
     }
