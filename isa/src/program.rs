@@ -4,8 +4,8 @@
 //!
 //! A block is cached per PC at which waves enter a run of instructions: the
 //! instructions from there up to the first one that may change control flow or leave
-//! [`Wave::run`](crate::Wave::run) (see [`ends_block`]), a word sequence that does not
-//! decode, [`BLOCK_CAP`] instructions, or the region's end. Its entries lie in one
+//! [`Wave::run`](crate::Wave::run) (see `ends_block`), a word sequence that does not
+//! decode, `BLOCK_CAP` (128) instructions, or the region's end. Its entries lie in one
 //! allocation, so that a loop's code is dense in the cache. A jump into the middle of
 //! a block simply enters another block there (blocks may overlap).
 
@@ -65,7 +65,7 @@ pub(crate) struct PageHint<'p> {
     slots: &'p [OnceLock<Block>],
 }
 
-/// Whether `inst` ends a block: everything [`Wave::step`](crate::Wave) may answer
+/// Whether `inst` ends a block: everything `Wave::step` may answer
 /// with a jump or an exit (branches, calls, `s_setpc`/`s_swappc`, `s_endpgm`,
 /// `s_barrier`, `s_sleep`, halts), and every SOPP form not known to fall through.
 /// Faults need no block end: a faulting entry stops the wave wherever it lies.

@@ -4,7 +4,10 @@
 //! register file indexed by operand code (so `vcc`, `exec`, `m0`, `flat_scratch`, the
 //! TTMPs and the SGPRs are one array), SCC, the vector file as `[register][lane]`
 //! arrays, and the PC. [`Wave::run`] executes pre-decoded instructions from a
-//! [`Program`] until the wave ends, reaches `s_barrier`, yields (`s_sleep`) or faults.
+//! [`Program`], a straight-line block at a time (one lookup per block entered, none
+//! when a loop jumps back to the head of the block it is in), until the wave ends,
+//! reaches `s_barrier`, yields (`s_sleep`) or faults. Counting, the budget, faults,
+//! yields and the trace remain per instruction.
 //! Hot instruction forms also carry a plan resolved at decode time (register-file
 //! indices and constants instead of operands, see `valu::Plan`), which the loop runs
 //! instead of the general executor when the wave's MODE allows it.
