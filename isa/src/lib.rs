@@ -3,8 +3,9 @@
 //! * [`decode()`] turns dwords into a typed [`Instruction`] (operands with their widths,
 //!   modifiers) using opcode tables generated from llvm-mc-16 ([`opcodes`]).
 //! * `Display` for [`Instruction`] prints llvm-objdump-16's syntax.
-//! * [`Program`] decodes a code region lazily but once per PC and is shared by all
-//!   waves; [`Wave::run`] executes it a whole 64-lane wave at a time.
+//! * [`Program`] decodes a code region lazily, in straight-line blocks cached per PC
+//!   at which waves enter them, and is shared by all waves; [`Wave::run`] executes
+//!   it a block and a whole 64-lane wave at a time.
 //! * Memory is reached only through [`GlobalMemory`] / [`MemoryRegion`]; every access
 //!   is checked, and one outside memory is a [`Fault::Memory`], never a host access.
 //!

@@ -1,34 +1,101 @@
-//! A decoded code object: every instruction is decoded once, the first time a wave
-//! reaches it, and then shared by all waves of all dispatches that use the program.
+//! A decoded code object: instructions are decoded the first time a wave reaches them,
+//! in straight-line blocks, and then shared by all waves of all dispatches that use
+//! the program.
+//!
+//! A block is cached per PC at which waves enter a run of instructions: the
+//! instructions from there up to the first one that may change control flow or leave
+//! [`Wave::run`](crate::Wave::run) (see `ends_block`), a word sequence that does not
+//! decode, `BLOCK_CAP` (128) instructions, or the region's end. Its entries lie in one
+//! allocation, so that a loop's code is dense in the cache. A jump into the middle of
+//! a block simply enters another block there (blocks may overlap).
 
 use std::sync::{Arc, OnceLock, Weak};
 
 use crate::decode::decode;
 use crate::error::{DecodeError, Fault};
+use crate::generated::opcodes::{Sop1Op, SopkOp, SoppOp};
 use crate::inst::Instruction;
 use crate::memory::{read_region_dwords, MemoryRegion};
 use crate::valu::Plan;
 
-/// Dwords per lazily allocated page of decode slots.
+/// Dwords per lazily allocated page of block slots.
 const PAGE_DWORDS: usize = 1024;
 
-/// One decode slot: the instruction starting at that dword, its length in dwords and
-/// its pre-resolved execution plan (for the forms that have one).
-type Slot = Result<(Instruction, u8, Option<Plan>), DecodeError>;
-/// A lazily allocated page of `PAGE_DWORDS` decode slots. A slot holds its decoded
-/// instruction behind a pointer, so that a page stays small (16 bytes a dword) and a
-/// loop's slots, and the instructions decoded in order, stay dense in the cache.
-type Page = Box<[OnceLock<Box<Slot>>]>;
+/// Most instructions in one block (a longer straight run continues in the block at
+/// the PC after its last entry).
+pub(crate) const BLOCK_CAP: usize = 128;
 
-/// A page of decode slots (see [`Program::fetch_hinted`]).
+/// One decoded instruction of a block.
+pub(crate) struct Entry {
+    /// The pre-resolved execution plan, for the forms that have one.
+    pub(crate) plan: Option<Plan>,
+    /// Byte address of the instruction.
+    pub(crate) pc: u64,
+    /// Byte address of the following instruction.
+    pub(crate) next: u64,
+    /// The instruction.
+    pub(crate) inst: Instruction,
+}
+
+/// A decoded straight-line run of instructions starting at the PC of its slot.
+pub(crate) struct Block {
+    /// The instructions, in address order (empty if the first does not decode).
+    pub(crate) entries: Box<[Entry]>,
+    /// Why the words after the last entry do not decode, if that ended the block: it
+    /// is raised only when a wave reaches that PC.
+    pub(crate) tail: Option<Box<DecodeError>>,
+}
+
+impl Block {
+    /// Byte address after the last entry (where a wave continues when every entry
+    /// fell through), given the block's start.
+    #[inline]
+    pub(crate) fn end(&self, start: u64) -> u64 {
+        self.entries.last().map_or(start, |e| e.next)
+    }
+}
+
+/// A lazily allocated page of `PAGE_DWORDS` block slots.
+type Page = Box<[OnceLock<Block>]>;
+
+/// A page of block slots (see [`Program::block_hinted`]).
 #[derive(Clone, Copy)]
 pub(crate) struct PageHint<'p> {
     number: usize,
-    slots: &'p [OnceLock<Box<Slot>>],
+    slots: &'p [OnceLock<Block>],
+}
+
+/// Whether `inst` ends a block: everything `Wave::step` may answer
+/// with a jump or an exit (branches, calls, `s_setpc`/`s_swappc`, `s_endpgm`,
+/// `s_barrier`, `s_sleep`, halts), and every SOPP form not known to fall through.
+/// Faults need no block end: a faulting entry stops the wave wherever it lies.
+pub(crate) fn ends_block(inst: &Instruction) -> bool {
+    match inst {
+        Instruction::Sopp(i) => !matches!(
+            i.op,
+            SoppOp::SNop
+                | SoppOp::SWaitcnt
+                | SoppOp::SSetprio
+                | SoppOp::SIcacheInv
+                | SoppOp::SIncperflevel
+                | SoppOp::SDecperflevel
+                | SoppOp::STtracedata
+                | SoppOp::SSendmsg
+                | SoppOp::SWakeup
+                | SoppOp::SSetkill
+        ),
+        Instruction::Sop1(i) => matches!(
+            i.op,
+            Sop1Op::SSetpcB64 | Sop1Op::SSwappcB64 | Sop1Op::SRfeB64 | Sop1Op::SCbranchJoin
+        ),
+        Instruction::Sopk(i) => matches!(i.op, SopkOp::SCallB64 | SopkOp::SCbranchIFork),
+        _ => false,
+    }
 }
 
 /// The instructions of one code region (normally the loaded code object), decoded
-/// lazily but once per PC. Thread-safe: workers decode and read slots concurrently.
+/// lazily, in blocks cached per entry PC. Thread-safe: workers build and read blocks
+/// concurrently (each slot is written once, then only read, without locks).
 ///
 /// The program holds only a `Weak` reference to its region: a cache of programs must
 /// not keep freed code objects alive. Callers executing it hold an `Arc` of the region
@@ -88,23 +155,33 @@ impl Program {
         self.fetch_planned(pc).map(|(i, len, _)| (i, len))
     }
 
-    /// As [`fetch`](Self::fetch), with the instruction's execution plan, if any.
-    #[inline]
+    /// As [`fetch`](Self::fetch), with the instruction's execution plan, if any: the
+    /// first entry of the block at `pc`.
     pub(crate) fn fetch_planned(
         &self,
         pc: u64,
     ) -> Result<(&Instruction, u64, Option<&Plan>), Fault> {
-        self.fetch_hinted(pc, &mut None)
+        let block = self.block_hinted(pc, &mut None)?;
+        match (block.entries.first(), &block.tail) {
+            (Some(e), _) => Ok((&e.inst, e.next - e.pc, e.plan.as_ref())),
+            (None, Some(err)) => Err(Fault::Illegal((**err).clone())),
+            // A block always holds an entry or the reason it has none.
+            (None, None) => Err(Fault::BadPc { pc }),
+        }
     }
 
-    /// As [`fetch_planned`](Self::fetch_planned); `hint` remembers the page of decode
-    /// slots last used (a wave's loop stays in one page), sparing its lookup.
+    /// The block entered at `pc`, decoding it on first use; `hint` remembers the page
+    /// of block slots last used (a wave's loop stays in one page), sparing its lookup.
+    ///
+    /// # Errors
+    /// [`Fault::BadPc`] if `pc` is misaligned or outside the region. Decode errors are
+    /// part of the block (its tail).
     #[inline]
-    pub(crate) fn fetch_hinted<'p>(
+    pub(crate) fn block_hinted<'p>(
         &'p self,
         pc: u64,
         hint: &mut Option<PageHint<'p>>,
-    ) -> Result<(&'p Instruction, u64, Option<&'p Plan>), Fault> {
+    ) -> Result<&'p Block, Fault> {
         let off = pc.wrapping_sub(self.base);
         if off >= self.len || off & 3 != 0 {
             return Err(Fault::BadPc { pc });
@@ -120,32 +197,69 @@ impl Program {
                 slots
             }
         };
-        let slot = page[idx % PAGE_DWORDS].get_or_init(|| Box::new(self.decode_at(pc, off)));
-        match &**slot {
-            Ok((inst, len, plan)) => Ok((inst, u64::from(*len) * 4, plan.as_ref())),
-            Err(e) => Err(Fault::Illegal(e.clone())),
-        }
+        Ok(page[idx % PAGE_DWORDS].get_or_init(|| self.build_block(pc)))
     }
 
-    fn decode_at(&self, pc: u64, off: u64) -> Slot {
+    /// Decodes the block starting at `pc` (inside the region, dword aligned).
+    #[cold]
+    fn build_block(&self, pc: u64) -> Block {
         let Some(region) = self.region.upgrade() else {
-            return Err(DecodeError::Truncated {
-                pc,
-                needed: 1,
-                available: 0,
-            });
+            return Block {
+                entries: Box::new([]),
+                tail: Some(Box::new(DecodeError::Truncated {
+                    pc,
+                    needed: 1,
+                    available: 0,
+                })),
+            };
         };
-        let mut words = [0u32; 2];
-        let avail = if read_region_dwords(region.as_ref(), off, &mut words).is_some() {
-            2
-        } else if read_region_dwords(region.as_ref(), off, &mut words[..1]).is_some() {
-            1
-        } else {
-            0
-        };
-        decode(&words[..avail], pc).map(|(i, n)| {
-            let plan = Plan::of(&i);
-            (i, n as u8, plan)
-        })
+        let mut entries = Vec::new();
+        let mut tail = None;
+        let mut at = pc;
+        loop {
+            let off = at - self.base;
+            match decode_at(region.as_ref(), at, off) {
+                Ok((inst, dwords)) => {
+                    let next = at + 4 * dwords as u64;
+                    let last = ends_block(&inst);
+                    entries.push(Entry {
+                        plan: Plan::of(&inst),
+                        pc: at,
+                        next,
+                        inst,
+                    });
+                    at = next;
+                    if last || entries.len() >= BLOCK_CAP || next - self.base >= self.len {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tail = Some(Box::new(e));
+                    break;
+                }
+            }
+        }
+        Block {
+            entries: entries.into_boxed_slice(),
+            tail,
+        }
     }
+}
+
+/// Decodes the instruction at `pc`, byte `off` of `region` (its dwords as far as the
+/// region has them).
+fn decode_at(
+    region: &dyn MemoryRegion,
+    pc: u64,
+    off: u64,
+) -> Result<(Instruction, usize), DecodeError> {
+    let mut words = [0u32; 2];
+    let avail = if read_region_dwords(region, off, &mut words).is_some() {
+        2
+    } else if read_region_dwords(region, off, &mut words[..1]).is_some() {
+        1
+    } else {
+        0
+    };
+    decode(&words[..avail], pc)
 }

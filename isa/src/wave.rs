@@ -4,7 +4,10 @@
 //! register file indexed by operand code (so `vcc`, `exec`, `m0`, `flat_scratch`, the
 //! TTMPs and the SGPRs are one array), SCC, the vector file as `[register][lane]`
 //! arrays, and the PC. [`Wave::run`] executes pre-decoded instructions from a
-//! [`Program`] until the wave ends, reaches `s_barrier`, yields (`s_sleep`) or faults.
+//! [`Program`], a straight-line block at a time (one lookup per block entered, none
+//! when a loop jumps back to the head of the block it is in), until the wave ends,
+//! reaches `s_barrier`, yields (`s_sleep`) or faults. Counting, the budget, faults,
+//! yields and the trace remain per instruction.
 //! Hot instruction forms also carry a plan resolved at decode time (register-file
 //! indices and constants instead of operands, see `valu::Plan`), which the loop runs
 //! instead of the general executor when the wave's MODE allows it.
@@ -16,7 +19,7 @@ use crate::generated::opcodes::SoppOp;
 use crate::inst::Instruction;
 use crate::memory::{GlobalMemory, RegionCache};
 use crate::operand::{code, Operand};
-use crate::program::Program;
+use crate::program::{Block, Program};
 
 /// Lanes per wave.
 pub const WAVE_SIZE: usize = 64;
@@ -202,43 +205,66 @@ impl Wave {
         let trace = TRACE.with(|t| t.get());
         let program = ctx.program;
         let mut page = None;
-        loop {
-            let pc = self.pc;
-            let (inst, len, plan) = program.fetch_hinted(pc, &mut page)?;
-            self.instructions += 1;
-            if self.instructions > ctx.max_instructions {
-                return Err(Fault::InstructionLimit {
-                    limit: ctx.max_instructions,
-                    pc,
-                });
-            }
-            let next = pc + len;
-            let flow = match plan {
-                Some(p) if self.run_plan(p, ctx) => Ok(Flow::Next),
-                _ => self.step(inst, pc, next, ctx),
+        // The block last entered and its start: a loop jumping back to its head
+        // needs no lookup.
+        let mut last: Option<(u64, &Block)> = None;
+        'blocks: loop {
+            let start = self.pc;
+            let block = match last {
+                Some((s, b)) if s == start => b,
+                _ => {
+                    let b = program.block_hinted(start, &mut page)?;
+                    last = Some((start, b));
+                    b
+                }
             };
-            if trace {
-                self.trace_line(inst, pc, flow.as_ref().err());
-            }
-            match flow? {
-                Flow::Next => self.pc = next,
-                Flow::Jump(target) => {
-                    self.pc = target;
-                    if target <= pc {
-                        if let Some(stop) = ctx.stop {
-                            if stop.load(Ordering::Relaxed) {
-                                return Err(Fault::Aborted { pc });
+            // `self.pc` is written only when the wave leaves the block (no instruction
+            // reads it): on a jump, an exit, a fault, or after the last entry.
+            for e in block.entries.iter() {
+                self.instructions += 1;
+                if self.instructions > ctx.max_instructions {
+                    self.pc = e.pc;
+                    return Err(Fault::InstructionLimit {
+                        limit: ctx.max_instructions,
+                        pc: e.pc,
+                    });
+                }
+                let flow = match &e.plan {
+                    Some(p) if self.run_plan(p, ctx) => Ok(Flow::Next),
+                    _ => self.step(&e.inst, e.pc, e.next, ctx),
+                };
+                if trace {
+                    self.trace_line(&e.inst, e.pc, flow.as_ref().err());
+                }
+                match flow {
+                    Ok(Flow::Next) => {}
+                    Ok(Flow::Jump(target)) => {
+                        self.pc = target;
+                        if target <= e.pc {
+                            if let Some(stop) = ctx.stop {
+                                if stop.load(Ordering::Relaxed) {
+                                    return Err(Fault::Aborted { pc: e.pc });
+                                }
+                            }
+                            if self.instructions >= yield_at {
+                                return Ok(WaveExit::Yield);
                             }
                         }
-                        if self.instructions >= yield_at {
-                            return Ok(WaveExit::Yield);
-                        }
+                        continue 'blocks;
+                    }
+                    Ok(Flow::Exit(x)) => {
+                        self.pc = e.next;
+                        return Ok(x);
+                    }
+                    Err(f) => {
+                        self.pc = e.pc;
+                        return Err(f);
                     }
                 }
-                Flow::Exit(e) => {
-                    self.pc = next;
-                    return Ok(e);
-                }
+            }
+            self.pc = block.end(start);
+            if let Some(err) = &block.tail {
+                return Err(Fault::Illegal((**err).clone()));
             }
         }
     }
@@ -450,7 +476,16 @@ fn destination(inst: &Instruction) -> Option<Operand> {
 }
 
 impl Wave {
+    /// Prints the trace line of `inst` at `pc` (after it executed) to stderr.
     fn trace_line(&self, inst: &Instruction, pc: u64, fault: Option<&Fault>) {
+        let line = self.trace_text(inst, pc, fault);
+        #[cfg(test)]
+        block_tests::TRACE_LINES.with(|t| t.borrow_mut().push(line.clone()));
+        eprintln!("{line}");
+    }
+
+    /// The trace line of `inst` at `pc` (see [`set_trace`]).
+    fn trace_text(&self, inst: &Instruction, pc: u64, fault: Option<&Fault>) -> String {
         let exec = self.exec();
         let lane = if exec == 0 {
             0
@@ -483,14 +518,14 @@ impl Wave {
             }
             _ => String::new(),
         };
-        eprintln!(
+        format!(
             "[hw{} {:#x}] {:<48} exec={exec:016x} scc={} {value}{}",
             self.hw_id,
             pc,
             inst.to_string(),
             u8::from(self.scc),
             fault.map(|f| format!(" FAULT {f}")).unwrap_or_default()
-        );
+        )
     }
 }
 
@@ -613,5 +648,394 @@ pub(crate) mod testutil {
     pub(crate) fn read_u64(r: &HostRegion, off: u64) -> u64 {
         let b = read(r, off, 8);
         u64::from_le_bytes(b.try_into().unwrap())
+    }
+}
+
+/// Block execution against instruction-by-instruction execution: [`Wave::run`] runs
+/// cached blocks; `run_stepwise` decodes and executes one instruction at a time
+/// straight from the code words (the loop `run` had before blocks). Both must agree
+/// on every exit, fault, PC, counter, register and trace line.
+#[cfg(test)]
+pub(crate) mod block_tests {
+    use std::cell::RefCell;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use super::testutil::Mem;
+    use super::{set_trace, Flow, Wave, WaveContext, WaveExit, TRACE};
+    use crate::decode::decode;
+    use crate::error::Fault;
+    use crate::generated::opcodes::SoppOp;
+    use crate::inst::Instruction;
+    use crate::memory::{HostRegion, MemoryRegion};
+    use crate::program::{Program, BLOCK_CAP};
+    use crate::valu::Plan;
+
+    thread_local! {
+        /// Trace lines printed by this thread's waves (tests only).
+        pub(crate) static TRACE_LINES: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// An instruction budget far above what the test programs execute (a wrong
+    /// jump fails the comparison instead of looping for ever).
+    const BUDGET: u64 = 10_000;
+
+    /// No gfx90a instruction (SOPP opcode 0x1F; llvm-mc-16 -disassemble: "invalid
+    /// instruction encoding").
+    const BAD: u32 = 0xBF9F_0000;
+    /// `s_endpgm` (encodings from llvm-mc-16 -show-encoding).
+    const ENDPGM: u32 = 0xBF81_0000;
+
+    /// A counted loop whose head is in the middle of the block entered at 0, then a
+    /// branch over a word that does not decode. Ends with s0 = 5, s1 = 7 * 3^5,
+    /// v0 = 15, v1 = 18 after 3 + 5 * 6 + 2 = 35 instructions.
+    const LOOP: &[u32] = &[
+        0xBE80_0080, // 0x00 s_mov_b32 s0, 0
+        0xBE81_0087, // 0x04 s_mov_b32 s1, 7
+        0x7E00_0280, // 0x08 v_mov_b32_e32 v0, 0
+        0x8000_8100, // 0x0c s_add_u32 s0, s0, 1
+        0x6800_0083, // 0x10 v_add_u32_e32 v0, 3, v0
+        0xD134_0001, // 0x14 v_add_u32_e64 v1, v0, 3
+        0x0001_0700,
+        0x9201_8301, // 0x1c s_mul_i32 s1, s1, 3
+        0xBF0A_8500, // 0x20 s_cmp_lt_u32 s0, 5
+        0xBF85_FFF9, // 0x24 s_cbranch_scc1 -7 (to 0x0c)
+        0xBF82_0001, // 0x28 s_branch 1 (to 0x30)
+        BAD,         // 0x2c
+        ENDPGM,      // 0x30
+    ];
+
+    /// Straight-line code running into a word that does not decode.
+    const STRAIGHT: &[u32] = &[
+        0xBE80_0080, // s_mov_b32 s0, 0
+        0x8000_8100, // s_add_u32 s0, s0, 1
+        0x8000_8100, // s_add_u32 s0, s0, 1
+        BAD,
+        ENDPGM,
+    ];
+
+    /// A conditional branch over a word that does not decode (taken iff s2 != 1).
+    const COND: &[u32] = &[
+        0xBF06_8102, // s_cmp_eq_u32 s2, 1
+        0xBF84_0001, // s_cbranch_scc0 1
+        BAD,
+        ENDPGM,
+    ];
+
+    /// Code that runs off the region's end.
+    const OFF_END: &[u32] = &[
+        0xBE80_0080, // s_mov_b32 s0, 0
+        0x8000_8100, // s_add_u32 s0, s0, 1
+    ];
+
+    /// `n` times `s_add_u32 s0, s0, 1`, then `s_endpgm`.
+    fn long_run(n: usize) -> Vec<u32> {
+        let mut w = vec![0x8000_8100; n];
+        w.push(ENDPGM);
+        w
+    }
+
+    /// A code region holding exactly `words`.
+    fn region(words: &[u32]) -> Arc<dyn MemoryRegion> {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let r = HostRegion::zeroed(bytes.len() as u64);
+        assert!(r.write_bytes(0, &bytes));
+        Arc::new(r)
+    }
+
+    /// The pre-block execution loop: decode at the PC, count, execute, trace.
+    fn run_stepwise(
+        w: &mut Wave,
+        ctx: &mut WaveContext<'_>,
+        base: u64,
+        words: &[u32],
+    ) -> Result<WaveExit, Fault> {
+        let yield_at = w.instructions.saturating_add(ctx.yield_after);
+        let trace = TRACE.with(|t| t.get());
+        loop {
+            let pc = w.pc;
+            let off = pc.wrapping_sub(base);
+            if off >= 4 * words.len() as u64 || off & 3 != 0 {
+                return Err(Fault::BadPc { pc });
+            }
+            let at = &words[(off / 4) as usize..];
+            let (inst, n) = decode(&at[..at.len().min(2)], pc)?;
+            let plan = Plan::of(&inst);
+            w.instructions += 1;
+            if w.instructions > ctx.max_instructions {
+                return Err(Fault::InstructionLimit {
+                    limit: ctx.max_instructions,
+                    pc,
+                });
+            }
+            let next = pc + 4 * n as u64;
+            let flow = match &plan {
+                Some(p) if w.run_plan(p, ctx) => Ok(Flow::Next),
+                _ => w.step(&inst, pc, next, ctx),
+            };
+            if trace {
+                w.trace_line(&inst, pc, flow.as_ref().err());
+            }
+            match flow? {
+                Flow::Next => w.pc = next,
+                Flow::Jump(target) => {
+                    w.pc = target;
+                    if target <= pc {
+                        if let Some(stop) = ctx.stop {
+                            if stop.load(Ordering::Relaxed) {
+                                return Err(Fault::Aborted { pc });
+                            }
+                        }
+                        if w.instructions >= yield_at {
+                            return Ok(WaveExit::Yield);
+                        }
+                    }
+                }
+                Flow::Exit(e) => {
+                    w.pc = next;
+                    return Ok(e);
+                }
+            }
+        }
+    }
+
+    /// What a run left behind: each `run` result (resumed after every yield), the
+    /// PC, the counter, s0..s7, SCC, v0 and v1, and the trace lines.
+    type Outcome = (
+        Vec<Result<WaveExit, Fault>>,
+        u64,
+        u64,
+        [u32; 8],
+        bool,
+        Vec<u32>,
+        Vec<String>,
+    );
+
+    /// Runs a fresh wave (s2 = `s2`) over `words` to its end, resuming it after each
+    /// yield, with blocks or stepwise.
+    fn outcome(
+        words: &[u32],
+        s2: u32,
+        max_instructions: u64,
+        yield_after: u64,
+        stop: bool,
+        stepwise: bool,
+    ) -> Outcome {
+        let code = region(words);
+        let base = code.device_base();
+        let program = Program::new(&code);
+        let mem = Mem::default();
+        let stop_flag = AtomicBool::new(stop);
+        let mut w = Wave::new();
+        w.set_exec(u64::MAX);
+        w.sgpr[2] = s2;
+        w.pc = base;
+        TRACE_LINES.with(|t| t.borrow_mut().clear());
+        let mut exits = Vec::new();
+        // A yield resumes; the loop is bounded by the budget (each run executes).
+        for _ in 0..1000 {
+            let mut ctx = WaveContext {
+                program: &program,
+                memory: &mem,
+                lds: &mut [],
+                apertures: super::Apertures::KFD,
+                stop: Some(&stop_flag),
+                max_instructions,
+                yield_after,
+            };
+            let r = if stepwise {
+                run_stepwise(&mut w, &mut ctx, base, words)
+            } else {
+                w.run(&mut ctx)
+            };
+            let again = r == Ok(WaveExit::Yield);
+            exits.push(r);
+            if !again {
+                break;
+            }
+        }
+        let mut s = [0u32; 8];
+        s.copy_from_slice(&w.sgpr[..8]);
+        let v: Vec<u32> = w.vgpr[0].iter().chain(w.vgpr[1].iter()).copied().collect();
+        let trace = TRACE_LINES.with(|t| std::mem::take(&mut *t.borrow_mut()));
+        // PCs relative to the region, so that the two runs' regions compare.
+        let rel = |pc: u64| pc.wrapping_sub(base);
+        let exits = exits
+            .into_iter()
+            .map(|r| r.map_err(|f| relocate(f, base)))
+            .collect();
+        let trace = trace.into_iter().map(|l| relocate_line(&l, base)).collect();
+        (exits, rel(w.pc), w.instructions, s, w.scc, v, trace)
+    }
+
+    /// A trace line with its PC (`[hwN 0x...]`) made relative to `base`.
+    fn relocate_line(line: &str, base: u64) -> String {
+        let (head, rest) = line.split_once("] ").unwrap();
+        let (hw, pc) = head.split_once(" 0x").unwrap();
+        let pc = u64::from_str_radix(pc, 16).unwrap();
+        format!("{hw} +{:#x}] {rest}", pc - base)
+    }
+
+    /// `f` with its PC made relative to `base`.
+    fn relocate(f: Fault, base: u64) -> Fault {
+        match f {
+            Fault::InstructionLimit { limit, pc } => Fault::InstructionLimit {
+                limit,
+                pc: pc - base,
+            },
+            Fault::BadPc { pc } => Fault::BadPc { pc: pc - base },
+            Fault::Aborted { pc } => Fault::Aborted { pc: pc - base },
+            Fault::Illegal(e) => Fault::Illegal(match e {
+                crate::error::DecodeError::UnknownOpcode {
+                    pc,
+                    format,
+                    opcode,
+                    words,
+                } => crate::error::DecodeError::UnknownOpcode {
+                    pc: pc - base,
+                    format,
+                    opcode,
+                    words,
+                },
+                other => other,
+            }),
+            other => other,
+        }
+    }
+
+    /// Block and stepwise runs of `words` agree for every budget up to `budgets`,
+    /// with and without yields, stops and traces.
+    fn agree(words: &[u32], s2: u32, budgets: u64) {
+        for max in (0..=budgets).chain([BUDGET]) {
+            for yield_after in [u64::MAX, 0, 3, 7] {
+                for stop in [false, true] {
+                    let traced = max == BUDGET || max % 5 == 0;
+                    set_trace(traced);
+                    let blocks = outcome(words, s2, max, yield_after, stop, false);
+                    let steps = outcome(words, s2, max, yield_after, stop, true);
+                    set_trace(false);
+                    assert_eq!(
+                        blocks, steps,
+                        "max {max}, yield_after {yield_after}, stop {stop}"
+                    );
+                    if max == BUDGET {
+                        assert_eq!(blocks.6.is_empty(), !traced);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_loop_jumping_into_the_middle_of_a_block_runs_as_stepwise() {
+        let (exits, pc, n, s, _, v, _) = outcome(LOOP, 0, BUDGET, u64::MAX, false, false);
+        assert_eq!(exits, vec![Ok(WaveExit::Ended)]);
+        assert_eq!((pc, n), (0x34, 35));
+        assert_eq!((s[0], s[1]), (5, 7 * 3u32.pow(5)));
+        assert!(v[..64].iter().all(|&x| x == 15) && v[64..].iter().all(|&x| x == 18));
+        agree(LOOP, 0, 40);
+    }
+
+    #[test]
+    fn blocks_end_at_control_flow_and_overlap_at_a_loop_head() {
+        let code = region(LOOP);
+        let base = code.device_base();
+        let program = Program::new(&code);
+        let at = |off: u64| program.block_hinted(base + off, &mut None).unwrap();
+        let pcs = |off: u64| -> Vec<u64> { at(off).entries.iter().map(|e| e.pc - base).collect() };
+        assert_eq!(pcs(0), [0, 4, 8, 0xc, 0x10, 0x14, 0x1c, 0x20, 0x24]);
+        assert_eq!(pcs(0xc), [0xc, 0x10, 0x14, 0x1c, 0x20, 0x24]);
+        assert_eq!(pcs(0x28), [0x28]);
+        assert!(at(0).tail.is_none());
+        assert!(matches!(
+            at(0).entries.last().map(|e| &e.inst),
+            Some(Instruction::Sopp(i)) if i.op == SoppOp::SCbranchScc1
+        ));
+        // The word that does not decode is the tail of a block entered before it.
+        let straight = region(STRAIGHT);
+        let p = Program::new(&straight);
+        let b = p.block_hinted(straight.device_base(), &mut None).unwrap();
+        assert_eq!(b.entries.len(), 3);
+        assert!(b.tail.is_some());
+        assert_eq!(
+            p.block_hinted(straight.device_base() + 2, &mut None).err(),
+            Some(Fault::BadPc {
+                pc: straight.device_base() + 2
+            })
+        );
+        // A long straight run is split at the cap.
+        let long = long_run(BLOCK_CAP + 10);
+        let r = region(&long);
+        let p = Program::new(&r);
+        let first = p.block_hinted(r.device_base(), &mut None).unwrap();
+        assert_eq!(first.entries.len(), BLOCK_CAP);
+        let rest = p
+            .block_hinted(first.end(r.device_base()), &mut None)
+            .unwrap();
+        assert_eq!(rest.entries.len(), 11);
+    }
+
+    #[test]
+    fn the_budget_ends_a_wave_mid_block_at_the_same_pc_as_stepwise() {
+        // #12 is the first v_add_u32_e64 of the second iteration, in the block
+        // entered at the loop head 0x0c.
+        let (exits, pc, n, s, ..) = outcome(LOOP, 0, 11, u64::MAX, false, false);
+        assert_eq!(
+            exits,
+            vec![Err(Fault::InstructionLimit {
+                limit: 11,
+                pc: 0x14
+            })]
+        );
+        assert_eq!((pc, n, s[0]), (0x14, 12, 2));
+        let long = long_run(2 * BLOCK_CAP + 3);
+        agree(&long, 0, 0);
+        for max in [BLOCK_CAP as u64 - 1, BLOCK_CAP as u64, BLOCK_CAP as u64 + 1] {
+            assert_eq!(
+                outcome(&long, 0, max, u64::MAX, false, false),
+                outcome(&long, 0, max, u64::MAX, false, true)
+            );
+        }
+    }
+
+    #[test]
+    fn a_word_that_does_not_decode_faults_only_when_reached() {
+        // Taken branch: never reached.
+        let (exits, _, n, ..) = outcome(COND, 0, BUDGET, u64::MAX, false, false);
+        assert_eq!((exits, n), (vec![Ok(WaveExit::Ended)], 3));
+        // Fall-through: an illegal-instruction fault at the word, uncounted.
+        let (exits, pc, n, ..) = outcome(COND, 1, BUDGET, u64::MAX, false, false);
+        assert!(
+            matches!(&exits[..], [Err(Fault::Illegal(e))] if e.pc() == 8),
+            "{exits:?}"
+        );
+        assert_eq!((pc, n), (8, 2));
+        // In a block after straight-line code: the budget may end the wave first.
+        let (exits, _, _, s, ..) = outcome(STRAIGHT, 0, 2, u64::MAX, false, false);
+        assert_eq!(
+            exits,
+            vec![Err(Fault::InstructionLimit { limit: 2, pc: 8 })]
+        );
+        assert_eq!(s[0], 1);
+        let (exits, ..) = outcome(STRAIGHT, 0, BUDGET, u64::MAX, false, false);
+        assert!(matches!(&exits[..], [Err(Fault::Illegal(e))] if e.pc() == 12));
+        for s2 in [0, 1] {
+            agree(COND, s2, 5);
+        }
+        agree(STRAIGHT, 0, 5);
+        agree(OFF_END, 0, 3);
+        let (exits, ..) = outcome(OFF_END, 0, BUDGET, u64::MAX, false, false);
+        assert_eq!(exits, vec![Err(Fault::BadPc { pc: 8 })]);
+    }
+
+    #[test]
+    fn trace_lines_are_those_of_stepwise_execution() {
+        set_trace(true);
+        let blocks = outcome(LOOP, 0, BUDGET, u64::MAX, false, false);
+        let steps = outcome(LOOP, 0, BUDGET, u64::MAX, false, true);
+        set_trace(false);
+        assert_eq!(blocks.6.len(), 35);
+        assert_eq!(blocks.6, steps.6);
+        assert!(blocks.6[9].starts_with("[hw0 +0xc] s_add_u32 s0, s0, 1"));
     }
 }
