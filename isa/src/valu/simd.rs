@@ -152,6 +152,7 @@ macro_rules! with_lanes {
         }
     };
 }
+pub(super) use with_lanes;
 
 /// `out = a·b + c` in every lane, rounded once (VALU NaN rules).
 pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
@@ -200,6 +201,22 @@ pub(super) fn pack_mask(flags: &[u32; WAVE_SIZE]) -> u64 {
     u64::from(lo) | u64::from(hi) << 32
 }
 
+/// A lane mask as one dword per lane, all ones where the lane's bit is set: 32-bit
+/// shifts of each half (8 lanes to an AVX2 register, where shifting the 64-bit mask
+/// per lane would widen every lane to 64 bits and pack the results back).
+#[inline(always)]
+pub(super) fn lane_masks(m: u64) -> [u32; WAVE_SIZE] {
+    let mut on = [0u32; WAVE_SIZE];
+    let (lo, hi) = (m as u32, (m >> 32) as u32);
+    for i in 0..32 {
+        on[i] = 0u32.wrapping_sub((lo >> i) & 1);
+    }
+    for i in 0..32 {
+        on[32 + i] = 0u32.wrapping_sub((hi >> i) & 1);
+    }
+    on
+}
+
 #[inline(always)]
 pub(super) fn add_co_body<A: Lanes, B: Lanes>(
     a: A,
@@ -208,8 +225,9 @@ pub(super) fn add_co_body<A: Lanes, B: Lanes>(
     clamp: bool,
     out: &mut VReg,
 ) -> u64 {
-    // 32-bit lanes throughout (they vectorise 8 to a register): the sum carried out
-    // exactly when it wrapped below an addend.
+    // 32-bit lanes throughout (they vectorise 8 to a register): without a carry-in
+    // the sum carried out exactly when it wrapped below an addend; with one, when it
+    // wrapped to at most the addend (a + b + 1 ≡ a needs b = 2^32 − 1).
     let mut carry = [0u32; WAVE_SIZE];
     if cin == 0 {
         for l in 0..WAVE_SIZE {
@@ -219,11 +237,11 @@ pub(super) fn add_co_body<A: Lanes, B: Lanes>(
             out[l] = if clamp && c { u32::MAX } else { s };
         }
     } else {
+        let on = lane_masks(cin);
         for l in 0..WAVE_SIZE {
-            let s1 = a.at(l).wrapping_add(b.at(l));
-            let ci = ((cin >> l) & 1) as u32;
-            let s = s1.wrapping_add(ci);
-            let c = s1 < a.at(l) || s < s1;
+            let x = a.at(l);
+            let s = x.wrapping_add(b.at(l)).wrapping_add(on[l] & 1);
+            let c = (s < x) | ((s == x) & (on[l] != 0));
             carry[l] = u32::from(c);
             out[l] = if clamp && c { u32::MAX } else { s };
         }
@@ -240,7 +258,7 @@ pub(super) fn sub_co_body<A: Lanes, B: Lanes>(
     out: &mut VReg,
 ) -> u64 {
     // The difference borrowed exactly when the subtrahend (plus borrow-in) exceeds
-    // the minuend.
+    // the minuend: a < b, or a = b with a borrow-in.
     let mut borrow = [0u32; WAVE_SIZE];
     if cin == 0 {
         for l in 0..WAVE_SIZE {
@@ -253,12 +271,13 @@ pub(super) fn sub_co_body<A: Lanes, B: Lanes>(
             };
         }
     } else {
+        let on = lane_masks(cin);
         for l in 0..WAVE_SIZE {
-            let d1 = a.at(l).wrapping_sub(b.at(l));
-            let bi = ((cin >> l) & 1) as u32;
-            let n = a.at(l) < b.at(l) || d1 < bi;
+            let (x, y) = (a.at(l), b.at(l));
+            let n = (x < y) | ((x == y) & (on[l] != 0));
             borrow[l] = u32::from(n);
-            out[l] = if clamp && n { 0 } else { d1.wrapping_sub(bi) };
+            let d = x.wrapping_sub(y).wrapping_sub(on[l] & 1);
+            out[l] = if clamp && n { 0 } else { d };
         }
     }
     pack_mask(&borrow)
@@ -291,7 +310,9 @@ pub(super) fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> 
 
 /// The mask of lanes where the 64-bit integers `ah:al` and `bh:bl` (high and
 /// low dwords) satisfy condition `c` (`signed` or not), conditions numbered as
-/// [`cmp_u32`]; the operands are read in place.
+/// [`cmp_u32`]; the operands are read in place. The compare is made of 32-bit lane
+/// compares (the high dwords decide unless equal, then the low dwords, unsigned), so
+/// that AVX2 keeps 8 lanes to a register instead of widening them to 64 bits.
 #[inline(always)]
 pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes>(
     al: A,
@@ -301,26 +322,26 @@ pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes>(
     signed: bool,
     c: u32,
 ) -> u64 {
-    let x = |l: usize| u64::from(al.at(l)) | u64::from(ah.at(l)) << 32;
-    let y = |l: usize| u64::from(bl.at(l)) | u64::from(bh.at(l)) << 32;
     // The sign bit flipped makes an unsigned compare order signed values.
-    let bias = if signed { 1u64 << 63 } else { 0 };
+    let bias = if signed { 0x8000_0000u32 } else { 0 };
     let mut f = [0u32; WAVE_SIZE];
     macro_rules! each {
-        ($op:tt) => {
+        (|$xh:ident, $yh:ident, $xl:ident, $yl:ident| $e:expr) => {
             for l in 0..WAVE_SIZE {
-                f[l] = u32::from((x(l) ^ bias) $op (y(l) ^ bias));
+                let ($xh, $yh) = (ah.at(l) ^ bias, bh.at(l) ^ bias);
+                let ($xl, $yl) = (al.at(l), bl.at(l));
+                f[l] = u32::from($e);
             }
         };
     }
     match c {
         0 => return 0,
-        1 => each!(<),
-        2 => each!(==),
-        3 => each!(<=),
-        4 => each!(>),
-        5 => each!(!=),
-        6 => each!(>=),
+        1 => each!(|xh, yh, xl, yl| (xh < yh) | ((xh == yh) & (xl < yl))),
+        2 => each!(|xh, yh, xl, yl| (xh == yh) & (xl == yl)),
+        3 => each!(|xh, yh, xl, yl| (xh < yh) | ((xh == yh) & (xl <= yl))),
+        4 => each!(|xh, yh, xl, yl| (xh > yh) | ((xh == yh) & (xl > yl))),
+        5 => each!(|xh, yh, xl, yl| (xh != yh) | (xl != yl)),
+        6 => each!(|xh, yh, xl, yl| (xh > yh) | ((xh == yh) & (xl >= yl))),
         _ => return u64::MAX,
     }
     pack_mask(&f)
@@ -540,6 +561,104 @@ mod tests {
                 let t = i64::from(a[l]) - i64::from(b[3]) - ci as i64;
                 assert_eq!((borrow >> l) & 1 == 1, t < 0);
                 assert_eq!(d[l], if clamp && t < 0 { 0 } else { t as u32 });
+            }
+        }
+        // Edge values in every pairing (a = b, a + b = 2^32 − 1, 2^32, sign
+        // boundaries), each with and without a carry/borrow-in, in both lane halves.
+        let edges = [
+            0u32,
+            1,
+            2,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0x8000_0001,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        let mut ea = [0u32; WAVE_SIZE];
+        let mut eb = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            ea[l] = edges[l % 8];
+            eb[l] = edges[(l / 8) % 8];
+        }
+        for cin in [0u64, u64::MAX, 0xAAAA_AAAA_5555_5555, 0x0000_0001_8000_0000] {
+            for l0 in [0usize, 1] {
+                // Lane l takes edge pair l, shifted by one lane to meet the other
+                // carry-in bit.
+                let (x, y) = if l0 == 0 { (ea, eb) } else { (eb, ea) };
+                let mut r = [0u32; WAVE_SIZE];
+                let carry = add_co(Src::Reg(&x), Src::Reg(&y), cin, false, &mut r);
+                let mut d = [0u32; WAVE_SIZE];
+                let borrow = sub_co(Src::Reg(&x), Src::Reg(&y), cin, false, &mut d);
+                for l in 0..WAVE_SIZE {
+                    let ci = (cin >> l) & 1;
+                    let s = u64::from(x[l]) + u64::from(y[l]) + ci;
+                    assert_eq!((carry >> l) & 1, s >> 32, "{:#x}+{:#x}+{ci}", x[l], y[l]);
+                    assert_eq!(r[l], s as u32);
+                    let t = i64::from(x[l]) - i64::from(y[l]) - ci as i64;
+                    assert_eq!(
+                        (borrow >> l) & 1 == 1,
+                        t < 0,
+                        "{:#x}-{:#x}-{ci}",
+                        x[l],
+                        y[l]
+                    );
+                    assert_eq!(d[l], t as u32);
+                }
+            }
+        }
+        // 64-bit compares: high dwords equal, differing, at the sign boundary.
+        let his = [0u32, 1, 0x7FFF_FFFF, 0x8000_0000, u32::MAX];
+        let mut xl = [0u32; WAVE_SIZE];
+        let mut xh = [0u32; WAVE_SIZE];
+        let mut yl = [0u32; WAVE_SIZE];
+        let mut yh = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            xl[l] = edges[l % 8];
+            yl[l] = edges[(l / 8) % 8];
+            xh[l] = his[l % 5];
+            yh[l] = his[(l / 3) % 5];
+        }
+        for c in 0..8 {
+            for signed in [false, true] {
+                let m = cmp_u64(
+                    Src::Reg(&xl),
+                    Src::Reg(&xh),
+                    Src::Reg(&yl),
+                    Src::Splat(yh[9]),
+                    signed,
+                    c,
+                );
+                let m2 = cmp_u64(
+                    Src::Reg(&xl),
+                    Src::Reg(&xh),
+                    Src::Reg(&yl),
+                    Src::Reg(&yh),
+                    signed,
+                    c,
+                );
+                for l in 0..WAVE_SIZE {
+                    for (mask, bh) in [(m, yh[9]), (m2, yh[l])] {
+                        let p = u64::from(xl[l]) | u64::from(xh[l]) << 32;
+                        let q = u64::from(yl[l]) | u64::from(bh) << 32;
+                        let (p, q) = if signed {
+                            (i128::from(p as i64), i128::from(q as i64))
+                        } else {
+                            (i128::from(p), i128::from(q))
+                        };
+                        let want = match c {
+                            0 => false,
+                            1 => p < q,
+                            2 => p == q,
+                            3 => p <= q,
+                            4 => p > q,
+                            5 => p != q,
+                            6 => p >= q,
+                            _ => true,
+                        };
+                        assert_eq!((mask >> l) & 1 == 1, want, "c {c} s {signed} {p:#x} {q:#x}");
+                    }
+                }
             }
         }
         for c in 0..8 {
