@@ -591,17 +591,23 @@ fn tri(op: Tri, out: &mut VReg, a: &VReg, b: &VReg, c: &VReg) {
     }
 }
 
-/// Writes `vals` to vector-file register `r` in the lanes of `exec` (nothing past
-/// the file), as `Wave::vwrite`.
+/// Writes `vals[k]` to vector-file register `r + k` in the lanes of `exec` (nothing
+/// past the file), as `Wave::vwrite`; the lane selects are expanded once.
 #[inline(always)]
-fn write(vgpr: &mut [VReg], r: usize, vals: &VReg, exec: u64) {
-    if let Some(dst) = vgpr.get_mut(r) {
-        if exec == u64::MAX {
-            *dst = *vals;
-        } else {
-            let on = lane_masks(exec);
-            for l in 0..WAVE_SIZE {
-                dst[l] = (vals[l] & on[l]) | (dst[l] & !on[l]);
+fn write(vgpr: &mut [VReg], r: usize, vals: &[VReg], exec: u64) {
+    if exec == u64::MAX {
+        for (k, v) in vals.iter().enumerate() {
+            if let Some(dst) = vgpr.get_mut(r + k) {
+                *dst = *v;
+            }
+        }
+    } else {
+        let on = lane_masks(exec);
+        for (k, v) in vals.iter().enumerate() {
+            if let Some(dst) = vgpr.get_mut(r + k) {
+                for l in 0..WAVE_SIZE {
+                    dst[l] = (v[l] & on[l]) | (dst[l] & !on[l]);
+                }
             }
         }
     }
@@ -680,8 +686,8 @@ const TRIS: [Tri; 17] = [
 ];
 const F64S: [F64Op; 3] = [F64Op::Add, F64Op::Mul, F64Op::Fma];
 
-/// `k` with its variant and operation fixed by the code `C` where the code determines
-/// them (so that `run_body::<C>` keeps one arm); the other fields stay `k`'s.
+/// `k` with its variant (and operation, where the code determines it) fixed by the
+/// code `C`, so that `run_body::<C>` keeps one arm.
 #[inline(always)]
 fn specialise<const C: u8>(k: Kind) -> Kind {
     match C {
@@ -691,6 +697,38 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
         17..=33 => Kind::Tri(TRIS[(C - 17) as usize]),
         38..=40 => Kind::Shift64(C - 38),
         42..=44 => Kind::F64(F64S[(C - 42) as usize]),
+        // The codes below fix the variant; its fields (carry-in, operand order,
+        // condition, signedness) stay `k`'s. The variant must be fixed here, or the
+        // runner would hold (and dispatch over) every arm of `run_body`.
+        34 => Kind::Add {
+            cin: matches!(k, Kind::Add { cin: true }),
+        },
+        35 => match k {
+            Kind::Sub { rev, cin } => Kind::Sub { rev, cin },
+            _ => Kind::Sub {
+                rev: false,
+                cin: false,
+            },
+        },
+        36 => match k {
+            Kind::Cmp32 { signed, cond, cmpx } => Kind::Cmp32 { signed, cond, cmpx },
+            _ => Kind::Cmp32 {
+                signed: false,
+                cond: 0,
+                cmpx: false,
+            },
+        },
+        37 => match k {
+            Kind::Cmp64 { signed, cond, cmpx } => Kind::Cmp64 { signed, cond, cmpx },
+            _ => Kind::Cmp64 {
+                signed: false,
+                cond: 0,
+                cmpx: false,
+            },
+        },
+        41 => Kind::Mad64 {
+            signed: matches!(k, Kind::Mad64 { signed: true }),
+        },
         45 => Kind::PkMov,
         _ => k,
     }
@@ -952,11 +990,7 @@ fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
         }
     }
     if p.width > 0 && !direct {
-        let [lo, hi] = &**tmp;
-        write(vgpr, d, lo, exec);
-        if wide_out {
-            write(vgpr, d + 1, hi, exec);
-        }
+        write(vgpr, d, &tmp[..if wide_out { 2 } else { 1 }], exec);
     }
     if let (Some(m), Some((c, n))) = (mask_out, p.sdst) {
         w.write_sreg(c, n, m);
