@@ -505,6 +505,33 @@ fn cndmask<A: Lanes, B: Lanes>(a: A, b: B, m: u64, out: &mut VReg) {
     }
 }
 
+/// `v_lshlrev_b64` (`k` 0), `v_lshrrev_b64` (1), `v_ashrrev_i64` (2) of the 64-bit
+/// lanes `vh:vl` by one amount `n` (0..=63) for all lanes, in 32-bit lanes: the
+/// range of `n` (0, below 32, 32 and above) is chosen once, so that no lane is
+/// widened to 64 bits.
+#[inline(always)]
+fn shift64_by<L: Lanes, H: Lanes>(vl: L, vh: H, k: u8, n: u32, lo: &mut VReg, hi: &mut VReg) {
+    macro_rules! each {
+        (|$l:ident, $h:ident| $rl:expr, $rh:expr) => {
+            for i in 0..WAVE_SIZE {
+                let ($l, $h) = (vl.at(i), vh.at(i));
+                lo[i] = $rl;
+                hi[i] = $rh;
+            }
+        };
+    }
+    let m = n.wrapping_sub(32) & 31;
+    match (k, n) {
+        (_, 0) => each!(|l, h| l, h),
+        (0, 1..=31) => each!(|l, h| l << n, (h << n) | (l >> (32 - n))),
+        (0, _) => each!(|l, _h| 0, l << m),
+        (1, 1..=31) => each!(|l, h| (l >> n) | (h << (32 - n)), h >> n),
+        (1, _) => each!(|_l, h| h >> m, 0),
+        (_, 1..=31) => each!(|l, h| (l >> n) | (h << (32 - n)), ((h as i32) >> n) as u32),
+        (_, _) => each!(|_l, h| ((h as i32) >> m) as u32, ((h as i32) >> 31) as u32),
+    }
+}
+
 /// A planned 64-bit scalar (lane mask).
 #[inline(always)]
 fn get_mask(sgpr: &[u32; 128], s: [PlanSrc; 2]) -> u64 {
@@ -883,25 +910,33 @@ fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
                 mask_out = Some(cmp64(a, b, signed, u32::from(cond)) & exec);
             }
             Kind::Shift64(k) => {
-                let sh = get(vg, sgpr, p.src[0][0], b0);
-                let (vl, vh) = (
-                    get(vg, sgpr, p.src[1][0], b1),
-                    get(vg, sgpr, p.src[1][1], b2),
-                );
-                let v = |l: usize| u64::from(vl[l]) | u64::from(vh[l]) << 32;
-                macro_rules! each {
-                    ($f:expr) => {
-                        for l in 0..WAVE_SIZE {
-                            let r: u64 = $f(v(l), u64::from(sh[l] & 63));
-                            lo[l] = r as u32;
-                            hi[l] = (r >> 32) as u32;
+                match src(vg, sgpr, p.src[0][0]) {
+                    // One shift amount for the wave (the usual case: a constant).
+                    Src::Splat(n) => match pair(vg, sgpr, p.src[1], b1) {
+                        Pair::Regs(vl, vh) => shift64_by(vl, vh, k, n & 63, lo, hi),
+                        Pair::Uniform(vl, vh) => shift64_by(vl, vh, k, n & 63, lo, hi),
+                    },
+                    Src::Reg(sh) => {
+                        let (vl, vh) = (
+                            get(vg, sgpr, p.src[1][0], b1),
+                            get(vg, sgpr, p.src[1][1], b2),
+                        );
+                        let v = |l: usize| u64::from(vl[l]) | u64::from(vh[l]) << 32;
+                        macro_rules! each {
+                            ($f:expr) => {
+                                for l in 0..WAVE_SIZE {
+                                    let r: u64 = $f(v(l), u64::from(sh[l] & 63));
+                                    lo[l] = r as u32;
+                                    hi[l] = (r >> 32) as u32;
+                                }
+                            };
                         }
-                    };
-                }
-                match k {
-                    0 => each!(|x: u64, n: u64| x << n),
-                    1 => each!(|x: u64, n: u64| x >> n),
-                    _ => each!(|x: u64, n: u64| ((x as i64) >> n) as u64),
+                        match k {
+                            0 => each!(|x: u64, n: u64| x << n),
+                            1 => each!(|x: u64, n: u64| x >> n),
+                            _ => each!(|x: u64, n: u64| ((x as i64) >> n) as u64),
+                        }
+                    }
                 }
                 wide_out = true;
             }
@@ -1327,5 +1362,69 @@ mod tests {
         i.vdst = Some(v(0, 2));
         i.op = Vop3pOp::VPkAddF32;
         assert!(IntPlan::of_vop3p(&i).is_none());
+    }
+
+    /// The 64-bit shifts by one amount for the wave take every range of the amount
+    /// (0, 1–31, 32, 33–63, amounts above 63 masked), vector and uniform values,
+    /// a destination that is the value, and partial EXEC, as the general path does.
+    #[test]
+    fn uniform_64_bit_shifts_agree_with_the_general_path() {
+        let c = |code: u8| Operand::Const {
+            code,
+            value: crate::operand::inline_constant(u16::from(code), 1).unwrap_or(0),
+        };
+        // 0, 1, 31, 32, 33, 63 (bit-masked from 64 + 63), 64 + 5, 2^32 − 32.
+        let amounts = [
+            c(128),
+            c(129),
+            lit(31),
+            lit(32),
+            lit(33),
+            lit(127),
+            lit(69),
+            lit(0xFFFF_FFE0),
+            s(6, 1),
+        ];
+        let values = [v(2, 2), s(4, 2), v(7, 2)];
+        let mut h = Harness::new(0);
+        let mut checked = 0;
+        for op in [O::VLshlrevB64, O::VLshrrevB64, O::VAshrrevI64] {
+            for amount in amounts {
+                for value in values {
+                    for (dst, exec) in [(2u8, u64::MAX), (20, u64::MAX), (2, 0xF0F0_0000_FFFF_0001)]
+                    {
+                        let i = Valu {
+                            op,
+                            encoding: ValuEncoding::Vop3,
+                            vdst: Some(v(dst, 2)),
+                            sdst: None,
+                            src: [Some(amount), Some(value), None],
+                            abs: 0,
+                            neg: 0,
+                            clamp: false,
+                            omod: 0,
+                            op_sel: 0,
+                        };
+                        let plan = IntPlan::of(&i).expect("planned");
+                        let mut general = filled(exec);
+                        let mut planned = filled(exec);
+                        // Sign bits both ways in the value registers.
+                        for w in [&mut general, &mut planned] {
+                            w.sgpr[6] = 40;
+                            w.sgpr[5] = 0x8000_0F00;
+                            for l in 0..WAVE_SIZE {
+                                w.vgpr[3][l] ^= (l as u32 & 1) << 31;
+                            }
+                        }
+                        assert!(run_int_plan(&mut planned, &plan));
+                        h.exec(&mut general, &Instruction::Valu(i.clone()))
+                            .unwrap_or_else(|e| panic!("{i:?}: {e}"));
+                        assert!(general.vgpr == planned.vgpr, "{i:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 3 * 9 * 3 * 3);
     }
 }
