@@ -18,7 +18,11 @@ use crate::wave::{VReg, Wave, AGPR_BASE, WAVE_SIZE};
 
 use super::fp::{nan_of, FpMode};
 use super::ops::bfe32;
-use super::simd::{self, add_co_body, cmp_body, lane_masks, sub_co_body, with_lanes, Lanes};
+#[cfg(target_arch = "x86_64")]
+use super::simd::Avx2;
+use super::simd::{
+    self, add_co_body, cmp_body, lane_masks, sub_co_body, with_lanes, Lanes, Pack, Portable,
+};
 use super::vop3p::{pk_dword, PlanSrc};
 use super::Src;
 
@@ -486,13 +490,13 @@ fn pair<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: [PlanSrc; 2], buf: &'a mut VR
 
 /// `cmp64_body` with each 64-bit source read in place or as one value.
 #[inline(always)]
-fn cmp64(a: Pair<'_>, b: Pair<'_>, signed: bool, cond: u32) -> u64 {
+fn cmp64<P: Pack>(a: Pair<'_>, b: Pair<'_>, signed: bool, cond: u32, pk: P) -> u64 {
     use simd::cmp64_body as f;
     match (a, b) {
-        (Pair::Regs(al, ah), Pair::Regs(bl, bh)) => f(al, ah, bl, bh, signed, cond),
-        (Pair::Regs(al, ah), Pair::Uniform(bl, bh)) => f(al, ah, bl, bh, signed, cond),
-        (Pair::Uniform(al, ah), Pair::Regs(bl, bh)) => f(al, ah, bl, bh, signed, cond),
-        (Pair::Uniform(al, ah), Pair::Uniform(bl, bh)) => f(al, ah, bl, bh, signed, cond),
+        (Pair::Regs(al, ah), Pair::Regs(bl, bh)) => f(al, ah, bl, bh, signed, cond, pk),
+        (Pair::Regs(al, ah), Pair::Uniform(bl, bh)) => f(al, ah, bl, bh, signed, cond, pk),
+        (Pair::Uniform(al, ah), Pair::Regs(bl, bh)) => f(al, ah, bl, bh, signed, cond, pk),
+        (Pair::Uniform(al, ah), Pair::Uniform(bl, bh)) => f(al, ah, bl, bh, signed, cond, pk),
     }
 }
 
@@ -786,16 +790,18 @@ fn runner(code: u8) -> Runner {
             return AVX2[c];
         }
     }
-    const PLAIN: [Runner; 46] = runners!(run_plain);
     PLAIN[c]
 }
+
+/// The runners for hosts without AVX2, by code.
+const PLAIN: [Runner; 46] = runners!(run_plain);
 
 /// `run_body` for hosts without AVX2.
 ///
 /// # Safety
 /// None required (an `unsafe fn` only to share the runner type).
 unsafe fn run_plain<const C: u8>(w: &mut Wave, p: &IntPlan) {
-    run_body::<C>(w, p);
+    run_body::<C, _>(w, p, Portable);
 }
 
 /// `run_body` compiled with AVX2 and FMA (8-lane integer loops, fused f64 FMA).
@@ -805,7 +811,8 @@ unsafe fn run_plain<const C: u8>(w: &mut Wave, p: &IntPlan) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn run_fma<const C: u8>(w: &mut Wave, p: &IntPlan) {
-    run_body::<C>(w, p);
+    // SAFETY: this runner runs only on hosts with AVX2 (its contract).
+    run_body::<C, _>(w, p, unsafe { Avx2::new_unchecked() });
 }
 
 /// `run_body` compiled with AVX2 (its lane loops become 8-lane vector code).
@@ -815,11 +822,12 @@ unsafe fn run_fma<const C: u8>(w: &mut Wave, p: &IntPlan) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn run_avx2<const C: u8>(w: &mut Wave, p: &IntPlan) {
-    run_body::<C>(w, p);
+    // SAFETY: this runner runs only on hosts with AVX2 (its contract).
+    run_body::<C, _>(w, p, unsafe { Avx2::new_unchecked() });
 }
 
 #[inline(always)]
-fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
+fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
     let kind = specialise::<C>(p.kind);
     let exec = w.exec();
     let (vgpr, sgpr, tmp, bufs) = (&mut w.vgpr, &w.sgpr, &mut w.tmp, &mut w.splat);
@@ -892,22 +900,22 @@ fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
             Kind::Add { cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
                 let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
-                mask_out = Some(with_lanes!(add_co_body(a, b; c, false, lo)) & exec);
+                mask_out = Some(with_lanes!(add_co_body(a, b; c, false, lo, pk)) & exec);
             }
             Kind::Sub { rev, cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
                 let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
                 let (a, b) = if rev { (b, a) } else { (a, b) };
-                mask_out = Some(with_lanes!(sub_co_body(a, b; c, false, lo)) & exec);
+                mask_out = Some(with_lanes!(sub_co_body(a, b; c, false, lo, pk)) & exec);
             }
             Kind::Cmp32 { signed, cond, .. } => {
                 let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
-                mask_out = Some(with_lanes!(cmp_body(a, b; signed, u32::from(cond))) & exec);
+                mask_out = Some(with_lanes!(cmp_body(a, b; signed, u32::from(cond), pk)) & exec);
             }
             Kind::Cmp64 { signed, cond, .. } => {
                 let a = pair(vg, sgpr, p.src[0], b0);
                 let b = pair(vg, sgpr, p.src[1], b1);
-                mask_out = Some(cmp64(a, b, signed, u32::from(cond)) & exec);
+                mask_out = Some(cmp64(a, b, signed, u32::from(cond), pk) & exec);
             }
             Kind::Shift64(k) => {
                 match src(vg, sgpr, p.src[0][0]) {
@@ -949,10 +957,9 @@ fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
                     get(vg, sgpr, p.src[2][0], b2),
                     get(vg, sgpr, p.src[2][1], b3),
                 );
-                let mut flags = [0u32; WAVE_SIZE];
                 // A 32x32-bit product fits 64 bits: the 128-bit sum overflows 64 bits
                 // exactly when the 64-bit addition does.
-                for l in 0..WAVE_SIZE {
+                let m = simd::mask_of(pk, |l| {
                     let c = u64::from(cl[l]) | u64::from(ch[l]) << 32;
                     let (v, o) = if signed {
                         let prod = i64::from(a[l] as i32) * i64::from(b[l] as i32);
@@ -963,9 +970,9 @@ fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
                     };
                     lo[l] = v as u32;
                     hi[l] = (v >> 32) as u32;
-                    flags[l] = u32::from(o);
-                }
-                mask_out = Some(simd::pack_mask(&flags) & exec);
+                    o
+                });
+                mask_out = Some(m & exec);
                 wide_out = true;
             }
             Kind::F64(op) => {
@@ -1231,6 +1238,18 @@ mod tests {
                     general.mode = mode;
                     planned.mode = mode;
                     let ran = run_int_plan(&mut planned, &plan);
+                    // The runner for hosts without AVX2 computes the same.
+                    let mut plain = filled(exec);
+                    plain.mode = mode;
+                    let p2 = IntPlan {
+                        run: PLAIN[usize::from(code(plan.kind))],
+                        ..plan.clone()
+                    };
+                    assert_eq!(run_int_plan(&mut plain, &p2), ran);
+                    assert!(
+                        plain.vgpr == planned.vgpr && plain.sgpr == planned.sgpr,
+                        "{i:?}"
+                    );
                     assert_eq!(ran, mode == 0x0F0, "{i:?} mode {mode:#x}");
                     if !ran {
                         let untouched = filled(exec);

@@ -186,19 +186,110 @@ pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
     }
 }
 
-/// A lane mask from one 0/1 flag per lane, as two 32-lane OR reductions of shifted
-/// bits (with AVX2: a variable shift and an OR per 8 lanes, then one reduction).
+/// How a lane kernel packs the flags of 8 lanes (each 0, or all ones) into 8 bits
+/// of a lane mask.
+pub(super) trait Pack: Copy {
+    /// Bit i set where `flags[i]` is all ones.
+    fn pack8(self, flags: &[u32; 8]) -> u8;
+}
+
+/// Packing by shifts and ORs, for any host.
+#[derive(Clone, Copy)]
+pub(super) struct Portable;
+
+impl Pack for Portable {
+    #[inline(always)]
+    fn pack8(self, flags: &[u32; 8]) -> u8 {
+        let mut b = 0u32;
+        for i in 0..8 {
+            b |= (flags[i] & 1) << i;
+        }
+        b as u8
+    }
+}
+
+/// Packing with AVX's VMOVMSKPS (the sign bits of 8 lanes in one instruction, from
+/// the register the lane compare left them in). A value is the proof that the host
+/// has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(super) struct Avx2(());
+
+#[cfg(target_arch = "x86_64")]
+impl Avx2 {
+    /// The proof, without checking.
+    ///
+    /// # Safety
+    /// The host must have AVX2 (callers are themselves code that runs only then).
+    #[inline(always)]
+    pub(super) unsafe fn new_unchecked() -> Avx2 {
+        Avx2(())
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Pack for Avx2 {
+    #[inline(always)]
+    fn pack8(self, f: &[u32; 8]) -> u8 {
+        use std::arch::x86_64::{_mm256_movemask_ps, _mm256_setr_ps};
+        let x = |i: usize| f32::from_bits(f[i]);
+        // SAFETY: an `Avx2` value exists only on hosts with AVX2 (`new_unchecked`),
+        // which these AVX instructions need.
+        let bits = unsafe {
+            _mm256_movemask_ps(_mm256_setr_ps(
+                x(0),
+                x(1),
+                x(2),
+                x(3),
+                x(4),
+                x(5),
+                x(6),
+                x(7),
+            ))
+        };
+        bits as u8
+    }
+}
+
+/// The lane mask of `flag(l)` over the wave, 8 lanes at a time (each group's flags
+/// stay in one AVX2 register up to the packing); `flag` may also write lane l's
+/// result.
 #[inline(always)]
-pub(super) fn pack_mask(flags: &[u32; WAVE_SIZE]) -> u64 {
-    let mut lo = 0u32;
-    let mut hi = 0u32;
-    for l in 0..32 {
-        lo |= (flags[l] & 1) << l;
+pub(super) fn mask_of<P: Pack>(pk: P, mut flag: impl FnMut(usize) -> bool) -> u64 {
+    let mut m = 0u64;
+    for c in 0..WAVE_SIZE / 8 {
+        let mut f = [0u32; 8];
+        for i in 0..8 {
+            f[i] = 0u32.wrapping_sub(u32::from(flag(8 * c + i)));
+        }
+        m |= u64::from(pk.pack8(&f)) << (8 * c);
     }
-    for l in 0..32 {
-        hi |= (flags[32 + l] & 1) << l;
+    m
+}
+
+/// [`mask_of`] for a kernel that also gives a result per lane: `lane(l)` is (the
+/// result, the flag); each group of 8 results is stored after its lanes were read
+/// (so the group vectorises even where the compiler cannot rule out that `out`
+/// overlaps a source).
+#[inline(always)]
+pub(super) fn mask_and_results<P: Pack>(
+    pk: P,
+    out: &mut VReg,
+    mut lane: impl FnMut(usize) -> (u32, bool),
+) -> u64 {
+    let mut m = 0u64;
+    for c in 0..WAVE_SIZE / 8 {
+        let mut f = [0u32; 8];
+        let mut v = [0u32; 8];
+        for i in 0..8 {
+            let (r, flag) = lane(8 * c + i);
+            v[i] = r;
+            f[i] = 0u32.wrapping_sub(u32::from(flag));
+        }
+        out[8 * c..8 * c + 8].copy_from_slice(&v);
+        m |= u64::from(pk.pack8(&f)) << (8 * c);
     }
-    u64::from(lo) | u64::from(hi) << 32
+    m
 }
 
 /// A lane mask as one dword per lane, all ones where the lane's bit is set: 32-bit
@@ -218,94 +309,87 @@ pub(super) fn lane_masks(m: u64) -> [u32; WAVE_SIZE] {
 }
 
 #[inline(always)]
-pub(super) fn add_co_body<A: Lanes, B: Lanes>(
+pub(super) fn add_co_body<A: Lanes, B: Lanes, P: Pack>(
     a: A,
     b: B,
     cin: u64,
     clamp: bool,
     out: &mut VReg,
+    pk: P,
 ) -> u64 {
     // 32-bit lanes throughout (they vectorise 8 to a register): without a carry-in
     // the sum carried out exactly when it wrapped below an addend; with one, when it
     // wrapped to at most the addend (a + b + 1 ≡ a needs b = 2^32 − 1).
-    let mut carry = [0u32; WAVE_SIZE];
     if cin == 0 {
-        for l in 0..WAVE_SIZE {
+        mask_and_results(pk, out, |l| {
             let s = a.at(l).wrapping_add(b.at(l));
             let c = s < a.at(l);
-            carry[l] = u32::from(c);
-            out[l] = if clamp && c { u32::MAX } else { s };
-        }
+            (if clamp && c { u32::MAX } else { s }, c)
+        })
     } else {
         let on = lane_masks(cin);
-        for l in 0..WAVE_SIZE {
+        mask_and_results(pk, out, |l| {
             let x = a.at(l);
             let s = x.wrapping_add(b.at(l)).wrapping_add(on[l] & 1);
             let c = (s < x) | ((s == x) & (on[l] != 0));
-            carry[l] = u32::from(c);
-            out[l] = if clamp && c { u32::MAX } else { s };
-        }
+            (if clamp && c { u32::MAX } else { s }, c)
+        })
     }
-    pack_mask(&carry)
 }
 
 #[inline(always)]
-pub(super) fn sub_co_body<A: Lanes, B: Lanes>(
+pub(super) fn sub_co_body<A: Lanes, B: Lanes, P: Pack>(
     a: A,
     b: B,
     cin: u64,
     clamp: bool,
     out: &mut VReg,
+    pk: P,
 ) -> u64 {
     // The difference borrowed exactly when the subtrahend (plus borrow-in) exceeds
     // the minuend: a < b, or a = b with a borrow-in.
-    let mut borrow = [0u32; WAVE_SIZE];
     if cin == 0 {
-        for l in 0..WAVE_SIZE {
-            let n = a.at(l) < b.at(l);
-            borrow[l] = u32::from(n);
-            out[l] = if clamp && n {
-                0
-            } else {
-                a.at(l).wrapping_sub(b.at(l))
-            };
-        }
+        mask_and_results(pk, out, |l| {
+            let (x, y) = (a.at(l), b.at(l));
+            let n = x < y;
+            (if clamp && n { 0 } else { x.wrapping_sub(y) }, n)
+        })
     } else {
         let on = lane_masks(cin);
-        for l in 0..WAVE_SIZE {
+        mask_and_results(pk, out, |l| {
             let (x, y) = (a.at(l), b.at(l));
             let n = (x < y) | ((x == y) & (on[l] != 0));
-            borrow[l] = u32::from(n);
             let d = x.wrapping_sub(y).wrapping_sub(on[l] & 1);
-            out[l] = if clamp && n { 0 } else { d };
-        }
+            (if clamp && n { 0 } else { d }, n)
+        })
     }
-    pack_mask(&borrow)
 }
 
 #[inline(always)]
-pub(super) fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
-    let mut f = [0u32; WAVE_SIZE];
+pub(super) fn cmp_body<A: Lanes, B: Lanes, P: Pack>(
+    a: A,
+    b: B,
+    signed: bool,
+    c: u32,
+    pk: P,
+) -> u64 {
     // The sign bit flipped makes an unsigned compare order signed values.
     let bias = if signed { 0x8000_0000u32 } else { 0 };
     macro_rules! each {
         ($op:tt) => {
-            for l in 0..WAVE_SIZE {
-                f[l] = u32::from((a.at(l) ^ bias) $op (b.at(l) ^ bias));
-            }
+            mask_of(pk, |l| (a.at(l) ^ bias) $op (b.at(l) ^ bias))
         };
     }
     match c {
-        0 => return 0,
+        0 => 0,
         1 => each!(<),
         2 => each!(==),
         3 => each!(<=),
         4 => each!(>),
         5 => each!(!=),
         6 => each!(>=),
-        _ => return u64::MAX,
+        _ => u64::MAX,
     }
-    pack_mask(&f)
 }
 
 /// The mask of lanes where the 64-bit integers `ah:al` and `bh:bl` (high and
@@ -314,37 +398,37 @@ pub(super) fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> 
 /// compares (the high dwords decide unless equal, then the low dwords, unsigned), so
 /// that AVX2 keeps 8 lanes to a register instead of widening them to 64 bits.
 #[inline(always)]
-pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes>(
+#[allow(clippy::too_many_arguments)] // four dwords, the condition, the packer
+pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes, P: Pack>(
     al: A,
     ah: B,
     bl: C,
     bh: D,
     signed: bool,
     c: u32,
+    pk: P,
 ) -> u64 {
     // The sign bit flipped makes an unsigned compare order signed values.
     let bias = if signed { 0x8000_0000u32 } else { 0 };
-    let mut f = [0u32; WAVE_SIZE];
     macro_rules! each {
         (|$xh:ident, $yh:ident, $xl:ident, $yl:ident| $e:expr) => {
-            for l in 0..WAVE_SIZE {
+            mask_of(pk, |l| {
                 let ($xh, $yh) = (ah.at(l) ^ bias, bh.at(l) ^ bias);
                 let ($xl, $yl) = (al.at(l), bl.at(l));
-                f[l] = u32::from($e);
-            }
+                $e
+            })
         };
     }
     match c {
-        0 => return 0,
+        0 => 0,
         1 => each!(|xh, yh, xl, yl| (xh < yh) | ((xh == yh) & (xl < yl))),
         2 => each!(|xh, yh, xl, yl| (xh == yh) & (xl == yl)),
         3 => each!(|xh, yh, xl, yl| (xh < yh) | ((xh == yh) & (xl <= yl))),
         4 => each!(|xh, yh, xl, yl| (xh > yh) | ((xh == yh) & (xl > yl))),
         5 => each!(|xh, yh, xl, yl| (xh != yh) | (xl != yl)),
         6 => each!(|xh, yh, xl, yl| (xh > yh) | ((xh == yh) & (xl >= yl))),
-        _ => return u64::MAX,
+        _ => u64::MAX,
     }
-    pack_mask(&f)
 }
 
 /// `add_co_body` compiled with AVX2.
@@ -354,7 +438,8 @@ pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn add_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
-    add_co_body(a, b, cin, clamp, out)
+    // SAFETY: this function runs only on hosts with AVX2 (its contract).
+    add_co_body(a, b, cin, clamp, out, unsafe { Avx2::new_unchecked() })
 }
 
 /// `sub_co_body` compiled with AVX2.
@@ -364,7 +449,8 @@ unsafe fn add_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out:
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn sub_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
-    sub_co_body(a, b, cin, clamp, out)
+    // SAFETY: this function runs only on hosts with AVX2 (its contract).
+    sub_co_body(a, b, cin, clamp, out, unsafe { Avx2::new_unchecked() })
 }
 
 /// `cmp_body` compiled with AVX2.
@@ -374,7 +460,8 @@ unsafe fn sub_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out:
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn cmp_x86<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
-    cmp_body(a, b, signed, c)
+    // SAFETY: this function runs only on hosts with AVX2 (its contract).
+    cmp_body(a, b, signed, c, unsafe { Avx2::new_unchecked() })
 }
 
 /// `out = a + b + carry-in` (32-bit, CLAMP saturating) in every lane; returns the
@@ -385,7 +472,7 @@ pub(crate) fn add_co(a: Src<'_>, b: Src<'_>, cin: u64, clamp: bool, out: &mut VR
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         return unsafe { with_lanes!(add_co_x86(a, b; cin, clamp, out)) };
     }
-    with_lanes!(add_co_body(a, b; cin, clamp, out))
+    with_lanes!(add_co_body(a, b; cin, clamp, out, Portable))
 }
 
 /// `out = a − b − borrow-in` (32-bit, CLAMP saturating at 0) in every lane; returns
@@ -396,7 +483,7 @@ pub(crate) fn sub_co(a: Src<'_>, b: Src<'_>, cin: u64, clamp: bool, out: &mut VR
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         return unsafe { with_lanes!(sub_co_x86(a, b; cin, clamp, out)) };
     }
-    with_lanes!(sub_co_body(a, b; cin, clamp, out))
+    with_lanes!(sub_co_body(a, b; cin, clamp, out, Portable))
 }
 
 /// The mask of lanes where `a c b` holds for 32-bit integers (`signed` or not),
@@ -407,7 +494,7 @@ pub(crate) fn cmp_u32(a: Src<'_>, b: Src<'_>, signed: bool, c: u32) -> u64 {
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         return unsafe { with_lanes!(cmp_x86(a, b; signed, c)) };
     }
-    with_lanes!(cmp_body(a, b; signed, c))
+    with_lanes!(cmp_body(a, b; signed, c, Portable))
 }
 
 /// The mask of lanes where `ah:al c bh:bl` holds for 64-bit integers
@@ -420,7 +507,7 @@ pub(crate) fn cmp_u64(
     signed: bool,
     c: u32,
 ) -> u64 {
-    with_lanes!(cmp64_body(al, ah, bl, bh; signed, c))
+    with_lanes!(cmp64_body(al, ah, bl, bh; signed, c, Portable))
 }
 
 /// Rewrites the NaN lanes of a two-operand result by the VALU NaN rule.
@@ -529,6 +616,30 @@ mod tests {
         assert_eq!(t[0], out[0]);
         assert_eq!(s[2], 0x7FC0_0000);
         assert_eq!(f32::from_bits(s[0]), x * x);
+    }
+
+    /// Both packers give bit l for an all-ones flag in lane l, in either half.
+    #[test]
+    fn packers_agree() {
+        let mut x = 0x9E37_79B9u32;
+        for _ in 0..200 {
+            let mut f = [0u32; WAVE_SIZE];
+            let mut want = 0u64;
+            for l in 0..WAVE_SIZE {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                if x >> 31 == 1 {
+                    f[l] = u32::MAX;
+                    want |= 1 << l;
+                }
+            }
+            assert_eq!(mask_of(Portable, |l| f[l] != 0), want);
+            #[cfg(target_arch = "x86_64")]
+            if host_avx2() {
+                // SAFETY: the host has AVX2 (checked just above).
+                let pk = unsafe { Avx2::new_unchecked() };
+                assert_eq!(mask_of(pk, |l| f[l] != 0), want);
+            }
+        }
     }
 
     /// Carries, borrows and compares against per-lane u64 / i64 arithmetic.
