@@ -488,6 +488,67 @@ fn pair<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: [PlanSrc; 2], buf: &'a mut VR
     }
 }
 
+/// A 64-bit f64 source of a lane kernel: a register pair (low, high dwords) or one
+/// value.
+trait F64s: Copy {
+    /// The values of lanes 8k..8k+8, in `pk`'s `join8` order.
+    fn chunk<P: Pack>(self, pk: P, k: usize) -> [f64; 8];
+}
+
+impl F64s for (&VReg, &VReg) {
+    #[inline(always)]
+    fn chunk<P: Pack>(self, pk: P, k: usize) -> [f64; 8] {
+        let (l, h) = (self.0.as_chunks::<8>().0, self.1.as_chunks::<8>().0);
+        match (l.get(k), h.get(k)) {
+            (Some(l), Some(h)) => pk.join8(l, h),
+            _ => [0.0; 8],
+        }
+    }
+}
+
+impl F64s for f64 {
+    #[inline(always)]
+    fn chunk<P: Pack>(self, _pk: P, _k: usize) -> [f64; 8] {
+        [self; 8]
+    }
+}
+
+/// `hi:lo = f(a, b, c)` per lane for f64 sources; whether any result is a NaN.
+#[inline(always)]
+fn f64_lanes<P: Pack, A: F64s, B: F64s, C: F64s>(
+    pk: P,
+    a: A,
+    b: B,
+    c: C,
+    lo: &mut VReg,
+    hi: &mut VReg,
+    f: impl Fn(f64, f64, f64) -> f64,
+) -> bool {
+    let mut nan = false;
+    let (los, _) = lo.as_chunks_mut::<8>();
+    let (his, _) = hi.as_chunks_mut::<8>();
+    for (k, (lo8, hi8)) in los.iter_mut().zip(his.iter_mut()).enumerate() {
+        let (x, y, z) = (a.chunk(pk, k), b.chunk(pk, k), c.chunk(pk, k));
+        let mut r = [0f64; 8];
+        for i in 0..8 {
+            r[i] = f(x[i], y[i], z[i]);
+            nan |= r[i].is_nan();
+        }
+        (*lo8, *hi8) = pk.split8(r);
+    }
+    nan
+}
+
+/// The f64 value of lane `l` of a 64-bit source.
+#[inline(always)]
+fn f64_at(s: Pair<'_>, l: usize) -> f64 {
+    let (lo, hi) = match s {
+        Pair::Regs(a, b) => (a[l], b[l]),
+        Pair::Uniform(a, b) => (a, b),
+    };
+    f64::from_bits(u64::from(lo) | u64::from(hi) << 32)
+}
+
 /// `cmp64_body` with each 64-bit source read in place or as one value.
 #[inline(always)]
 fn cmp64<P: Pack>(a: Pair<'_>, b: Pair<'_>, signed: bool, cond: u32, pk: P) -> u64 {
@@ -866,7 +927,7 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
             )
         };
         let vg = &vg;
-        let [b0, b1, b2, b3, c0, c1] = &mut **bufs;
+        let [b0, b1, b2, b3, ..] = &mut **bufs;
         match kind {
             Kind::Mov => match src(vg, sgpr, p.src[0][0]) {
                 Src::Reg(r) => *lo = *r,
@@ -976,51 +1037,67 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
                 wide_out = true;
             }
             Kind::F64(op) => {
-                let (al, ah) = (
-                    get(vg, sgpr, p.src[0][0], b0),
-                    get(vg, sgpr, p.src[0][1], b1),
-                );
-                let (bl, bh) = (
-                    get(vg, sgpr, p.src[1][0], b2),
-                    get(vg, sgpr, p.src[1][1], b3),
-                );
-                let (cl, ch) = if op == F64Op::Fma {
-                    (
-                        get(vg, sgpr, p.src[2][0], c0),
-                        get(vg, sgpr, p.src[2][1], c1),
-                    )
+                let a = pair(vg, sgpr, p.src[0], b0);
+                let b = pair(vg, sgpr, p.src[1], b1);
+                let c = if op == F64Op::Fma {
+                    pair(vg, sgpr, p.src[2], b2)
                 } else {
-                    (&*c0, &*c1)
+                    Pair::Uniform(0, 0)
                 };
-                let f = |l: usize, x: &VReg, y: &VReg| {
-                    f64::from_bits(u64::from(x[l]) | u64::from(y[l]) << 32)
-                };
-                let mut nan = false;
-                macro_rules! each {
-                    ($e:expr) => {
-                        for l in 0..WAVE_SIZE {
-                            let r: f64 = $e(f(l, al, ah), f(l, bl, bh), l);
-                            nan |= r.is_nan();
-                            let bits = r.to_bits();
-                            lo[l] = bits as u32;
-                            hi[l] = (bits >> 32) as u32;
+                // Each source kind (registers or one value) fixed per call, so that
+                // every 8-lane group is one join, one operation and one split.
+                macro_rules! by_kind {
+                    ($s:expr, |$x:ident| $e:expr) => {
+                        match $s {
+                            Pair::Regs(l, h) => {
+                                let $x = (l, h);
+                                $e
+                            }
+                            Pair::Uniform(l, h) => {
+                                let $x = f64::from_bits(u64::from(l) | u64::from(h) << 32);
+                                $e
+                            }
                         }
                     };
                 }
-                match op {
-                    F64Op::Add => each!(|a: f64, b: f64, _l| a + b),
-                    F64Op::Mul => each!(|a: f64, b: f64, _l| a * b),
-                    F64Op::Fma => each!(|a: f64, b: f64, l| a.mul_add(b, f(l, cl, ch))),
-                }
+                let nan = match op {
+                    F64Op::Add => by_kind!(a, |x| by_kind!(b, |y| f64_lanes(
+                        pk,
+                        x,
+                        y,
+                        0.0,
+                        lo,
+                        hi,
+                        |x, y, _| x + y
+                    ))),
+                    F64Op::Mul => by_kind!(a, |x| by_kind!(b, |y| f64_lanes(
+                        pk,
+                        x,
+                        y,
+                        0.0,
+                        lo,
+                        hi,
+                        |x, y, _| x * y
+                    ))),
+                    F64Op::Fma => by_kind!(a, |x| by_kind!(b, |y| by_kind!(c, |z| f64_lanes(
+                        pk,
+                        x,
+                        y,
+                        z,
+                        lo,
+                        hi,
+                        |x: f64, y, z| x.mul_add(y, z)
+                    )))),
+                };
                 if nan {
                     // The VALU's NaN: the first NaN operand quieted, else the default.
                     for l in 0..WAVE_SIZE {
                         let r = f64::from_bits(u64::from(lo[l]) | u64::from(hi[l]) << 32);
                         if r.is_nan() {
-                            let (a, b) = (f(l, al, ah), f(l, bl, bh));
+                            let (x, y) = (f64_at(a, l), f64_at(b, l));
                             let q = match op {
-                                F64Op::Fma => nan_of(r, &[a, b, f(l, cl, ch)]),
-                                _ => nan_of(r, &[a, b]),
+                                F64Op::Fma => nan_of(r, &[x, y, f64_at(c, l)]),
+                                _ => nan_of(r, &[x, y]),
                             };
                             lo[l] = q.to_bits() as u32;
                             hi[l] = (q.to_bits() >> 32) as u32;

@@ -186,11 +186,17 @@ pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
     }
 }
 
-/// How a lane kernel packs the flags of 8 lanes (each 0, or all ones) into 8 bits
-/// of a lane mask.
+/// The host's vector idioms for lane kernels, 8 lanes at a time: packing flags into
+/// lane-mask bits, and joining the two dwords of 64-bit lanes (which the register
+/// file keeps in two registers) into f64 values and back.
 pub(super) trait Pack: Copy {
     /// Bit i set where `flags[i]` is all ones.
     fn pack8(self, flags: &[u32; 8]) -> u8;
+    /// The f64 values `hi[i]:lo[i]` of 8 lanes, in an order of the packer's choice
+    /// that [`split8`](Pack::split8) undoes (lane-wise arithmetic does not see it).
+    fn join8(self, lo: &[u32; 8], hi: &[u32; 8]) -> [f64; 8];
+    /// The low and high dwords, in lane order, of 8 values in `join8`'s order.
+    fn split8(self, r: [f64; 8]) -> ([u32; 8], [u32; 8]);
 }
 
 /// Packing by shifts and ORs, for any host.
@@ -205,6 +211,25 @@ impl Pack for Portable {
             b |= (flags[i] & 1) << i;
         }
         b as u8
+    }
+
+    #[inline(always)]
+    fn join8(self, lo: &[u32; 8], hi: &[u32; 8]) -> [f64; 8] {
+        let mut r = [0f64; 8];
+        for i in 0..8 {
+            r[i] = f64::from_bits(u64::from(lo[i]) | u64::from(hi[i]) << 32);
+        }
+        r
+    }
+
+    #[inline(always)]
+    fn split8(self, r: [f64; 8]) -> ([u32; 8], [u32; 8]) {
+        let (mut lo, mut hi) = ([0u32; 8], [0u32; 8]);
+        for i in 0..8 {
+            lo[i] = r[i].to_bits() as u32;
+            hi[i] = (r[i].to_bits() >> 32) as u32;
+        }
+        (lo, hi)
     }
 }
 
@@ -248,6 +273,43 @@ impl Pack for Avx2 {
             ))
         };
         bits as u8
+    }
+
+    /// Lanes in the order 0, 1, 4, 5, 2, 3, 6, 7 (VPUNPCKLDQ / VPUNPCKHDQ interleave
+    /// within each 128-bit half), where widening each dword to 64 bits and merging
+    /// takes twice the instructions.
+    #[inline(always)]
+    fn join8(self, lo: &[u32; 8], hi: &[u32; 8]) -> [f64; 8] {
+        use std::arch::x86_64::{
+            __m256i, _mm256_loadu_si256, _mm256_unpackhi_epi32, _mm256_unpacklo_epi32,
+        };
+        // SAFETY: an `Avx2` value exists only on hosts with AVX2 (`new_unchecked`);
+        // each load reads the 32 bytes of an 8-dword array; the result reinterprets
+        // 64 bytes of plain data.
+        unsafe {
+            let l = _mm256_loadu_si256(lo.as_ptr().cast());
+            let h = _mm256_loadu_si256(hi.as_ptr().cast());
+            std::mem::transmute::<[__m256i; 2], [f64; 8]>([
+                _mm256_unpacklo_epi32(l, h),
+                _mm256_unpackhi_epi32(l, h),
+            ])
+        }
+    }
+
+    /// VSHUFPS picks the low and the high dwords of both halves, which puts the
+    /// lanes of `join8`'s order back in lane order.
+    #[inline(always)]
+    fn split8(self, r: [f64; 8]) -> ([u32; 8], [u32; 8]) {
+        use std::arch::x86_64::{__m256, _mm256_shuffle_ps};
+        // SAFETY: an `Avx2` value exists only on hosts with AVX2 (`new_unchecked`);
+        // the transmutes reinterpret plain data of equal sizes.
+        unsafe {
+            let [a, b] = std::mem::transmute::<[f64; 8], [__m256; 2]>(r);
+            (
+                std::mem::transmute::<__m256, [u32; 8]>(_mm256_shuffle_ps::<0x88>(a, b)),
+                std::mem::transmute::<__m256, [u32; 8]>(_mm256_shuffle_ps::<0xDD>(a, b)),
+            )
+        }
     }
 }
 
