@@ -1,13 +1,24 @@
 //! Pre-resolved integer VALU instructions: the hot integer forms (moves, selects,
 //! 32-bit arithmetic and logic, carries, 64-bit shifts and multiply-adds, integer
-//! compares) in their e32 / e64 encodings without modifiers, with every operand
-//! resolved at decode time to a register-file index or a constant.
+//! compares, f64 add/mul/fma) in their e32 / e64 encodings without modifiers, and
+//! `v_pk_mov_b32`, with every operand resolved at decode time to a register-file
+//! index or a constant.
 //!
-//! A plan computes exactly what the general path (`ops::exec`, `cmp::exec`) computes
-//! for the same instruction; the unit test below checks that for every planned op and
-//! operand kind. Instructions with ABS/NEG/CLAMP/OMOD/OP_SEL, DPP or SDWA, or an
-//! operand that depends on wave state other than registers (apertures, `src_vccz`,
-//! ...) get no plan and keep the general path.
+//! A plan computes exactly what the general path (`ops::exec`, `cmp::exec`,
+//! `vop3p::exec`) computes for the same instruction; the unit tests below check that
+//! for every planned op and operand kind, EXEC pattern and runner (AVX2 and portable).
+//! Instructions with ABS/NEG/CLAMP/OMOD/OP_SEL, DPP or SDWA, or an operand that
+//! depends on wave state other than registers (apertures, `src_vccz`, ...) get no
+//! plan and keep the general path.
+//!
+//! Execution: one runner per kind (`run_body::<C>`), compiled for AVX2 where the host
+//! has it. A scalar or constant source is taken by the lane loops as a value (the
+//! register/value choice is made once per execution, outside the loops); lane masks
+//! (carry-in, `v_cndmask` select, EXEC) are expanded to lanes from their 32-bit
+//! halves; carries, borrows and compares are packed into masks 8 lanes at a time
+//! (VMOVMSKPS with AVX2); results go straight into the destination when every lane
+//! is active and no source reads it, else through scratch lanes and a write under
+//! EXEC.
 
 #![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
 
@@ -618,9 +629,15 @@ fn map2<A: Lanes, B: Lanes>(out: &mut VReg, a: A, b: B, f: impl Fn(u32, u32) -> 
 
 /// `out[l] = f(a[l], b[l], c[l])`.
 #[inline(always)]
-fn map3(out: &mut VReg, a: &VReg, b: &VReg, c: &VReg, f: impl Fn(u32, u32, u32) -> u32) {
+fn map3<A: Lanes, B: Lanes, C: Lanes>(
+    out: &mut VReg,
+    a: A,
+    b: B,
+    c: C,
+    f: impl Fn(u32, u32, u32) -> u32,
+) {
     for l in 0..WAVE_SIZE {
-        out[l] = f(a[l], b[l], c[l]);
+        out[l] = f(a.at(l), b.at(l), c.at(l));
     }
 }
 
@@ -652,7 +669,7 @@ fn bin<A: Lanes, B: Lanes>(a: A, b: B, op: Bin, out: &mut VReg) {
 }
 
 #[inline(always)]
-fn tri(op: Tri, out: &mut VReg, a: &VReg, b: &VReg, c: &VReg) {
+fn tri<A: Lanes, B: Lanes, C: Lanes>(a: A, b: B, c: C, op: Tri, out: &mut VReg) {
     match op {
         Tri::BfeU => map3(out, a, b, c, |a, b, c| bfe32(a, b & 31, c & 31, false)),
         Tri::BfeI => map3(out, a, b, c, |a, b, c| bfe32(a, b & 31, c & 31, true)),
@@ -951,13 +968,21 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
                 let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
                 with_lanes!(bin(a, b; op, lo));
             }
-            Kind::Tri(op) => tri(
-                op,
-                lo,
-                get(vg, sgpr, p.src[0][0], b0),
-                get(vg, sgpr, p.src[1][0], b1),
-                get(vg, sgpr, p.src[2][0], b2),
-            ),
+            Kind::Tri(op) => match src(vg, sgpr, p.src[2][0]) {
+                // The usual third source is a constant (shift, field width, mask):
+                // the first two are read in place or as values.
+                Src::Splat(c) => {
+                    let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                    with_lanes!(tri(a, b; c, op, lo));
+                }
+                Src::Reg(c) => tri(
+                    get(vg, sgpr, p.src[0][0], b0),
+                    get(vg, sgpr, p.src[1][0], b1),
+                    c,
+                    op,
+                    lo,
+                ),
+            },
             Kind::Add { cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
                 let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
