@@ -550,6 +550,55 @@ fn f64_lanes<P: Pack, A: F64s, B: F64s, C: F64s>(
     nan
 }
 
+/// `hi:lo = a·b + ch:cl` per lane (`v_mad_u64_u32`, or `v_mad_i64_i32` when
+/// `signed`), 8 lanes at a time (results stored after the group's lanes are read, so
+/// the group vectorises); returns the lanes whose 64-bit addition overflowed (a
+/// 32×32-bit product fits 64 bits, so that is when the exact sum does not).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // four sources, signedness, two results, packer
+fn mad64<A: Lanes, B: Lanes, L: Lanes, H: Lanes, P: Pack>(
+    a: A,
+    b: B,
+    cl: L,
+    ch: H,
+    signed: bool,
+    lo: &mut VReg,
+    hi: &mut VReg,
+    pk: P,
+) -> u64 {
+    let mut m = 0u64;
+    let (los, _) = lo.as_chunks_mut::<8>();
+    let (his, _) = hi.as_chunks_mut::<8>();
+    for (k, (lo8, hi8)) in los.iter_mut().zip(his.iter_mut()).enumerate() {
+        let (mut vl, mut vh, mut f) = ([0u32; 8], [0u32; 8], [0u32; 8]);
+        let c = |l: usize| u64::from(cl.at(l)) | u64::from(ch.at(l)) << 32;
+        // The signedness chosen outside the lane loop (one form per loop).
+        if signed {
+            for i in 0..8 {
+                let l = 8 * k + i;
+                let prod = i64::from(a.at(l) as i32) * i64::from(b.at(l) as i32);
+                let v = prod.wrapping_add(c(l) as i64);
+                // Signed overflow: both addends' signs differ from the sum's.
+                let o = ((prod ^ v) & ((c(l) as i64) ^ v)) < 0;
+                (vl[i], vh[i]) = (v as u32, (v as u64 >> 32) as u32);
+                f[i] = 0u32.wrapping_sub(u32::from(o));
+            }
+        } else {
+            for i in 0..8 {
+                let l = 8 * k + i;
+                let v = (u64::from(a.at(l)) * u64::from(b.at(l))).wrapping_add(c(l));
+                // Unsigned overflow: the sum wrapped below an addend.
+                let o = v < c(l);
+                (vl[i], vh[i]) = (v as u32, (v >> 32) as u32);
+                f[i] = 0u32.wrapping_sub(u32::from(o));
+            }
+        }
+        (*lo8, *hi8) = (vl, vh);
+        m |= u64::from(pk.pack8(&f)) << (8 * k);
+    }
+    m
+}
+
 /// The f64 value of lane `l` of a 64-bit source.
 #[inline(always)]
 fn f64_at(s: Pair<'_>, l: usize) -> f64 {
@@ -944,7 +993,7 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
             )
         };
         let vg = &vg;
-        let [b0, b1, b2, b3, ..] = &mut **bufs;
+        let [b0, b1, b2, ..] = &mut **bufs;
         match kind {
             Kind::Mov => match src(vg, sgpr, p.src[0][0]) {
                 Src::Reg(r) => *lo = *r,
@@ -1035,29 +1084,13 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
                 wide_out = true;
             }
             Kind::Mad64 { signed } => {
-                let (a, b) = (
-                    get(vg, sgpr, p.src[0][0], b0),
-                    get(vg, sgpr, p.src[1][0], b1),
-                );
-                let (cl, ch) = (
-                    get(vg, sgpr, p.src[2][0], b2),
-                    get(vg, sgpr, p.src[2][1], b3),
-                );
-                // A 32x32-bit product fits 64 bits: the 128-bit sum overflows 64 bits
-                // exactly when the 64-bit addition does.
-                let m = simd::mask_of(pk, |l| {
-                    let c = u64::from(cl[l]) | u64::from(ch[l]) << 32;
-                    let (v, o) = if signed {
-                        let prod = i64::from(a[l] as i32) * i64::from(b[l] as i32);
-                        let (v, o) = prod.overflowing_add(c as i64);
-                        (v as u64, o)
-                    } else {
-                        (u64::from(a[l]) * u64::from(b[l])).overflowing_add(c)
-                    };
-                    lo[l] = v as u32;
-                    hi[l] = (v >> 32) as u32;
-                    o
-                });
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                let m = match pair(vg, sgpr, p.src[2], b2) {
+                    Pair::Regs(cl, ch) => with_lanes!(mad64(a, b; cl, ch, signed, lo, hi, pk)),
+                    Pair::Uniform(cl, ch) => {
+                        with_lanes!(mad64(a, b; cl, ch, signed, lo, hi, pk))
+                    }
+                };
                 mask_out = Some(m & exec);
                 wide_out = true;
             }
