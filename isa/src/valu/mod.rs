@@ -40,7 +40,7 @@ pub(crate) use vop3p::PkPlan;
 pub(crate) enum Plan {
     /// `v_pk_add_f32` / `v_pk_mul_f32` / `v_pk_fma_f32`.
     PkF32(PkPlan),
-    /// The hot integer VALU forms (see `plan`).
+    /// The hot integer VALU forms and `v_pk_mov_b32` (see `plan`).
     Int(plan::IntPlan),
 }
 
@@ -48,7 +48,9 @@ impl Plan {
     /// The plan of `inst`, if its form has one.
     pub(crate) fn of(inst: &Instruction) -> Option<Plan> {
         match inst {
-            Instruction::Vop3p(i) => PkPlan::of(i).map(Plan::PkF32),
+            Instruction::Vop3p(i) => PkPlan::of(i)
+                .map(Plan::PkF32)
+                .or_else(|| plan::IntPlan::of_vop3p(i).map(Plan::Int)),
             Instruction::Valu(i) => plan::IntPlan::of(i).map(Plan::Int),
             _ => None,
         }
@@ -196,9 +198,9 @@ impl Wave {
                     *dst = *vals;
                 } else {
                     // A select per lane, without branches (vectorises to blends).
+                    let on = simd::lane_masks(mask);
                     for l in 0..WAVE_SIZE {
-                        let on = 0u32.wrapping_sub((mask >> l) as u32 & 1);
-                        dst[l] = (vals[l] & on) | (dst[l] & !on);
+                        dst[l] = (vals[l] & on[l]) | (dst[l] & !on[l]);
                     }
                 }
             }

@@ -1,25 +1,41 @@
 //! Pre-resolved integer VALU instructions: the hot integer forms (moves, selects,
 //! 32-bit arithmetic and logic, carries, 64-bit shifts and multiply-adds, integer
-//! compares) in their e32 / e64 encodings without modifiers, with every operand
-//! resolved at decode time to a register-file index or a constant.
+//! compares, f64 add/mul/fma) in their e32 / e64 encodings without modifiers, and
+//! `v_pk_mov_b32`, with every operand resolved at decode time to a register-file
+//! index or a constant.
 //!
-//! A plan computes exactly what the general path (`ops::exec`, `cmp::exec`) computes
-//! for the same instruction; the unit test below checks that for every planned op and
-//! operand kind. Instructions with ABS/NEG/CLAMP/OMOD/OP_SEL, DPP or SDWA, or an
-//! operand that depends on wave state other than registers (apertures, `src_vccz`,
-//! ...) get no plan and keep the general path.
+//! A plan computes exactly what the general path (`ops::exec`, `cmp::exec`,
+//! `vop3p::exec`) computes for the same instruction; the unit tests below check that
+//! for every planned op and operand kind, EXEC pattern and runner (AVX2 and portable).
+//! Instructions with ABS/NEG/CLAMP/OMOD/OP_SEL, DPP or SDWA, or an operand that
+//! depends on wave state other than registers (apertures, `src_vccz`, ...) get no
+//! plan and keep the general path.
+//!
+//! Execution: one runner per kind (`run_body::<C>`), compiled for AVX2 where the host
+//! has it. A scalar or constant source is taken by the lane loops as a value (the
+//! register/value choice is made once per execution, outside the loops); lane masks
+//! (carry-in, `v_cndmask` select, EXEC) are expanded to lanes from their 32-bit
+//! halves; carries, borrows and compares are packed into masks 8 lanes at a time
+//! (VMOVMSKPS with AVX2); results go straight into the destination when every lane
+//! is active and no source reads it, else through scratch lanes and a write under
+//! EXEC.
 
 #![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
 
-use crate::generated::opcodes::VopOp as O;
-use crate::inst::{Valu, ValuEncoding};
+use crate::generated::opcodes::{Vop3pOp, VopOp as O};
+use crate::inst::{Valu, ValuEncoding, Vop3p};
 use crate::operand::{code, Operand};
 use crate::wave::{VReg, Wave, AGPR_BASE, WAVE_SIZE};
 
 use super::fp::{nan_of, FpMode};
 use super::ops::bfe32;
-use super::simd;
-use super::vop3p::PlanSrc;
+#[cfg(target_arch = "x86_64")]
+use super::simd::Avx2;
+use super::simd::{
+    self, add_co_body, cmp_body, lane_masks, sub_co_body, with_lanes, Lanes, Pack, Portable,
+};
+use super::vop3p::{pk_dword, PlanSrc};
+use super::Src;
 
 /// A 32-bit operation of two sources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +84,9 @@ enum Tri {
 enum Kind {
     /// `v_mov_b32`.
     Mov,
+    /// `v_pk_mov_b32` (VOP3P): the destination's low dword from src0, its high dword
+    /// from src1, each source already the dword OP_SEL picks.
+    PkMov,
     /// `v_cndmask_b32`: src1 where the mask (src2) is set, else src0.
     Cndmask,
     Bin(Bin),
@@ -357,9 +376,34 @@ impl IntPlan {
             };
             (dst, sdst)
         };
+        Some(IntPlan::new(kind, dst, sdst, src))
+    }
+
+    /// The plan of a `v_pk_mov_b32` (any OP_SEL, OP_SEL_HI, NEG, CLAMP: the general
+    /// path reads only OP_SEL) whose two sources resolve and whose destination is a
+    /// vector register pair.
+    pub(crate) fn of_vop3p(i: &Vop3p) -> Option<IntPlan> {
+        if i.op != Vop3pOp::VPkMovB32 {
+            return None;
+        }
+        let dst = match i.vdst? {
+            Operand::Vgpr { index, .. } => u16::from(index),
+            Operand::Agpr { index, .. } => (AGPR_BASE + usize::from(index)) as u16,
+            _ => return None,
+        };
+        let mut src = [[PlanSrc::Imm(0); 2]; 3];
+        for k in 0..2 {
+            src[k][0] = pk_dword(i.src[k].as_ref()?, (i.op_sel >> k) & 1)?;
+        }
+        Some(IntPlan::new(Kind::PkMov, dst, None, src))
+    }
+
+    /// A plan of `kind` with its resolved operands; works out the result width and
+    /// whether the result can be computed in place.
+    fn new(kind: Kind, dst: u16, sdst: Option<(u8, u8)>, src: [[PlanSrc; 2]; 3]) -> IntPlan {
         let width: u8 = match kind {
             Kind::Cmp32 { .. } | Kind::Cmp64 { .. } => 0,
-            Kind::Shift64(_) | Kind::Mad64 { .. } | Kind::F64(_) => 2,
+            Kind::Shift64(_) | Kind::Mad64 { .. } | Kind::F64(_) | Kind::PkMov => 2,
             _ => 1,
         };
         let d = usize::from(dst);
@@ -367,7 +411,7 @@ impl IntPlan {
             matches!(*s, PlanSrc::Vreg(r) if (d..d + usize::from(width)).contains(&usize::from(r)))
         });
         let direct = width > 0 && !reads_dst && d + usize::from(width) <= 2 * AGPR_BASE;
-        Some(IntPlan {
+        IntPlan {
             kind,
             run: runner(code(kind)),
             dst,
@@ -375,7 +419,7 @@ impl IntPlan {
             src,
             width,
             direct,
-        })
+        }
     }
 }
 
@@ -417,6 +461,202 @@ fn get<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: PlanSrc, buf: &'a mut VReg) ->
     buf
 }
 
+/// A planned source dword for the whole wave as a lane kernel takes it: a register
+/// of the file read in place, or its one value (no lanes written).
+#[inline(always)]
+fn src<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: PlanSrc) -> Src<'a> {
+    match s {
+        PlanSrc::Vreg(r) => match vgpr.get(usize::from(r)) {
+            Some(v) => Src::Reg(v),
+            None => Src::Splat(0),
+        },
+        PlanSrc::Sreg(c) => Src::Splat(sgpr[usize::from(c) & 127]),
+        PlanSrc::Imm(v) => Src::Splat(v),
+    }
+}
+
+/// The two dwords of a 64-bit planned source: both registers, both values, or (a
+/// register pair running past the file) registers with `buf` holding the value.
+#[derive(Clone, Copy)]
+enum Pair<'a> {
+    Regs(&'a VReg, &'a VReg),
+    Uniform(u32, u32),
+}
+
+#[inline(always)]
+fn pair<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: [PlanSrc; 2], buf: &'a mut VReg) -> Pair<'a> {
+    match (src(vgpr, sgpr, s[0]), src(vgpr, sgpr, s[1])) {
+        (Src::Reg(l), Src::Reg(h)) => Pair::Regs(l, h),
+        (Src::Splat(l), Src::Splat(h)) => Pair::Uniform(l, h),
+        (Src::Reg(l), Src::Splat(h)) => {
+            *buf = [h; WAVE_SIZE];
+            Pair::Regs(l, buf)
+        }
+        (Src::Splat(l), Src::Reg(h)) => {
+            *buf = [l; WAVE_SIZE];
+            Pair::Regs(buf, h)
+        }
+    }
+}
+
+/// A 64-bit f64 source of a lane kernel: a register pair (low, high dwords) or one
+/// value.
+trait F64s: Copy {
+    /// The values of lanes 8k..8k+8, in `pk`'s `join8` order.
+    fn chunk<P: Pack>(self, pk: P, k: usize) -> [f64; 8];
+}
+
+impl F64s for (&VReg, &VReg) {
+    #[inline(always)]
+    fn chunk<P: Pack>(self, pk: P, k: usize) -> [f64; 8] {
+        let (l, h) = (self.0.as_chunks::<8>().0, self.1.as_chunks::<8>().0);
+        match (l.get(k), h.get(k)) {
+            (Some(l), Some(h)) => pk.join8(l, h),
+            _ => [0.0; 8],
+        }
+    }
+}
+
+impl F64s for f64 {
+    #[inline(always)]
+    fn chunk<P: Pack>(self, _pk: P, _k: usize) -> [f64; 8] {
+        [self; 8]
+    }
+}
+
+/// `hi:lo = f(a, b, c)` per lane for f64 sources; whether any result is a NaN.
+#[inline(always)]
+fn f64_lanes<P: Pack, A: F64s, B: F64s, C: F64s>(
+    pk: P,
+    a: A,
+    b: B,
+    c: C,
+    lo: &mut VReg,
+    hi: &mut VReg,
+    f: impl Fn(f64, f64, f64) -> f64,
+) -> bool {
+    let mut nan = false;
+    let (los, _) = lo.as_chunks_mut::<8>();
+    let (his, _) = hi.as_chunks_mut::<8>();
+    for (k, (lo8, hi8)) in los.iter_mut().zip(his.iter_mut()).enumerate() {
+        let (x, y, z) = (a.chunk(pk, k), b.chunk(pk, k), c.chunk(pk, k));
+        let mut r = [0f64; 8];
+        for i in 0..8 {
+            r[i] = f(x[i], y[i], z[i]);
+            nan |= r[i].is_nan();
+        }
+        (*lo8, *hi8) = pk.split8(r);
+    }
+    nan
+}
+
+/// `hi:lo = a·b + ch:cl` per lane (`v_mad_u64_u32`, or `v_mad_i64_i32` when
+/// `signed`), 8 lanes at a time (results stored after the group's lanes are read, so
+/// the group vectorises); returns the lanes whose 64-bit addition overflowed (a
+/// 32×32-bit product fits 64 bits, so that is when the exact sum does not).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // four sources, signedness, two results, packer
+fn mad64<A: Lanes, B: Lanes, L: Lanes, H: Lanes, P: Pack>(
+    a: A,
+    b: B,
+    cl: L,
+    ch: H,
+    signed: bool,
+    lo: &mut VReg,
+    hi: &mut VReg,
+    pk: P,
+) -> u64 {
+    let mut m = 0u64;
+    let (los, _) = lo.as_chunks_mut::<8>();
+    let (his, _) = hi.as_chunks_mut::<8>();
+    for (k, (lo8, hi8)) in los.iter_mut().zip(his.iter_mut()).enumerate() {
+        let (mut vl, mut vh, mut f) = ([0u32; 8], [0u32; 8], [0u32; 8]);
+        let c = |l: usize| u64::from(cl.at(l)) | u64::from(ch.at(l)) << 32;
+        // The signedness chosen outside the lane loop (one form per loop).
+        if signed {
+            for i in 0..8 {
+                let l = 8 * k + i;
+                let prod = i64::from(a.at(l) as i32) * i64::from(b.at(l) as i32);
+                let v = prod.wrapping_add(c(l) as i64);
+                // Signed overflow: both addends' signs differ from the sum's.
+                let o = ((prod ^ v) & ((c(l) as i64) ^ v)) < 0;
+                (vl[i], vh[i]) = (v as u32, (v as u64 >> 32) as u32);
+                f[i] = 0u32.wrapping_sub(u32::from(o));
+            }
+        } else {
+            for i in 0..8 {
+                let l = 8 * k + i;
+                let v = (u64::from(a.at(l)) * u64::from(b.at(l))).wrapping_add(c(l));
+                // Unsigned overflow: the sum wrapped below an addend.
+                let o = v < c(l);
+                (vl[i], vh[i]) = (v as u32, (v >> 32) as u32);
+                f[i] = 0u32.wrapping_sub(u32::from(o));
+            }
+        }
+        (*lo8, *hi8) = (vl, vh);
+        m |= u64::from(pk.pack8(&f)) << (8 * k);
+    }
+    m
+}
+
+/// The f64 value of lane `l` of a 64-bit source.
+#[inline(always)]
+fn f64_at(s: Pair<'_>, l: usize) -> f64 {
+    let (lo, hi) = match s {
+        Pair::Regs(a, b) => (a[l], b[l]),
+        Pair::Uniform(a, b) => (a, b),
+    };
+    f64::from_bits(u64::from(lo) | u64::from(hi) << 32)
+}
+
+/// `cmp64_body` with each 64-bit source read in place or as one value.
+#[inline(always)]
+fn cmp64<P: Pack>(a: Pair<'_>, b: Pair<'_>, signed: bool, cond: u32, pk: P) -> u64 {
+    use simd::cmp64_body as f;
+    match (a, b) {
+        (Pair::Regs(al, ah), Pair::Regs(bl, bh)) => f(al, ah, bl, bh, signed, cond, pk),
+        (Pair::Regs(al, ah), Pair::Uniform(bl, bh)) => f(al, ah, bl, bh, signed, cond, pk),
+        (Pair::Uniform(al, ah), Pair::Regs(bl, bh)) => f(al, ah, bl, bh, signed, cond, pk),
+        (Pair::Uniform(al, ah), Pair::Uniform(bl, bh)) => f(al, ah, bl, bh, signed, cond, pk),
+    }
+}
+
+/// `out = mask ? b : a` per lane (`v_cndmask_b32`).
+#[inline(always)]
+fn cndmask<A: Lanes, B: Lanes>(a: A, b: B, m: u64, out: &mut VReg) {
+    let on = lane_masks(m);
+    for l in 0..WAVE_SIZE {
+        out[l] = (b.at(l) & on[l]) | (a.at(l) & !on[l]);
+    }
+}
+
+/// `v_lshlrev_b64` (`k` 0), `v_lshrrev_b64` (1), `v_ashrrev_i64` (2) of the 64-bit
+/// lanes `vh:vl` by one amount `n` (0..=63) for all lanes, in 32-bit lanes: the
+/// range of `n` (0, below 32, 32 and above) is chosen once, so that no lane is
+/// widened to 64 bits.
+#[inline(always)]
+fn shift64_by<L: Lanes, H: Lanes>(vl: L, vh: H, k: u8, n: u32, lo: &mut VReg, hi: &mut VReg) {
+    macro_rules! each {
+        (|$l:ident, $h:ident| $rl:expr, $rh:expr) => {
+            for i in 0..WAVE_SIZE {
+                let ($l, $h) = (vl.at(i), vh.at(i));
+                lo[i] = $rl;
+                hi[i] = $rh;
+            }
+        };
+    }
+    let m = n.wrapping_sub(32) & 31;
+    match (k, n) {
+        (_, 0) => each!(|l, h| l, h),
+        (0, 1..=31) => each!(|l, h| l << n, (h << n) | (l >> (32 - n))),
+        (0, _) => each!(|l, _h| 0, l << m),
+        (1, 1..=31) => each!(|l, h| (l >> n) | (h << (32 - n)), h >> n),
+        (1, _) => each!(|_l, h| h >> m, 0),
+        (_, 1..=31) => each!(|l, h| (l >> n) | (h << (32 - n)), ((h as i32) >> n) as u32),
+        (_, _) => each!(|_l, h| ((h as i32) >> m) as u32, ((h as i32) >> 31) as u32),
+    }
+}
+
 /// A planned 64-bit scalar (lane mask).
 #[inline(always)]
 fn get_mask(sgpr: &[u32; 128], s: [PlanSrc; 2]) -> u64 {
@@ -430,22 +670,28 @@ fn get_mask(sgpr: &[u32; 128], s: [PlanSrc; 2]) -> u64 {
 
 /// `out[l] = f(a[l], b[l])`.
 #[inline(always)]
-fn map2(out: &mut VReg, a: &VReg, b: &VReg, f: impl Fn(u32, u32) -> u32) {
+fn map2<A: Lanes, B: Lanes>(out: &mut VReg, a: A, b: B, f: impl Fn(u32, u32) -> u32) {
     for l in 0..WAVE_SIZE {
-        out[l] = f(a[l], b[l]);
+        out[l] = f(a.at(l), b.at(l));
     }
 }
 
 /// `out[l] = f(a[l], b[l], c[l])`.
 #[inline(always)]
-fn map3(out: &mut VReg, a: &VReg, b: &VReg, c: &VReg, f: impl Fn(u32, u32, u32) -> u32) {
+fn map3<A: Lanes, B: Lanes, C: Lanes>(
+    out: &mut VReg,
+    a: A,
+    b: B,
+    c: C,
+    f: impl Fn(u32, u32, u32) -> u32,
+) {
     for l in 0..WAVE_SIZE {
-        out[l] = f(a[l], b[l], c[l]);
+        out[l] = f(a.at(l), b.at(l), c.at(l));
     }
 }
 
 #[inline(always)]
-fn bin(op: Bin, out: &mut VReg, a: &VReg, b: &VReg) {
+fn bin<A: Lanes, B: Lanes>(a: A, b: B, op: Bin, out: &mut VReg) {
     match op {
         Bin::And => map2(out, a, b, |a, b| a & b),
         Bin::Or => map2(out, a, b, |a, b| a | b),
@@ -472,7 +718,7 @@ fn bin(op: Bin, out: &mut VReg, a: &VReg, b: &VReg) {
 }
 
 #[inline(always)]
-fn tri(op: Tri, out: &mut VReg, a: &VReg, b: &VReg, c: &VReg) {
+fn tri<A: Lanes, B: Lanes, C: Lanes>(a: A, b: B, c: C, op: Tri, out: &mut VReg) {
     match op {
         Tri::BfeU => map3(out, a, b, c, |a, b, c| bfe32(a, b & 31, c & 31, false)),
         Tri::BfeI => map3(out, a, b, c, |a, b, c| bfe32(a, b & 31, c & 31, true)),
@@ -503,17 +749,23 @@ fn tri(op: Tri, out: &mut VReg, a: &VReg, b: &VReg, c: &VReg) {
     }
 }
 
-/// Writes `vals` to vector-file register `r` in the lanes of `exec` (nothing past
-/// the file), as `Wave::vwrite`.
+/// Writes `vals[k]` to vector-file register `r + k` in the lanes of `exec` (nothing
+/// past the file), as `Wave::vwrite`; the lane selects are expanded once.
 #[inline(always)]
-fn write(vgpr: &mut [VReg], r: usize, vals: &VReg, exec: u64) {
-    if let Some(dst) = vgpr.get_mut(r) {
-        if exec == u64::MAX {
-            *dst = *vals;
-        } else {
-            for l in 0..WAVE_SIZE {
-                let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
-                dst[l] = (vals[l] & on) | (dst[l] & !on);
+fn write(vgpr: &mut [VReg], r: usize, vals: &[VReg], exec: u64) {
+    if exec == u64::MAX {
+        for (k, v) in vals.iter().enumerate() {
+            if let Some(dst) = vgpr.get_mut(r + k) {
+                *dst = *v;
+            }
+        }
+    } else {
+        let on = lane_masks(exec);
+        for (k, v) in vals.iter().enumerate() {
+            if let Some(dst) = vgpr.get_mut(r + k) {
+                for l in 0..WAVE_SIZE {
+                    dst[l] = (v[l] & on[l]) | (dst[l] & !on[l]);
+                }
             }
         }
     }
@@ -549,6 +801,7 @@ fn code(k: Kind) -> u8 {
         Kind::Shift64(k) => 38 + k.min(2),
         Kind::Mad64 { .. } => 41,
         Kind::F64(op) => 42 + op as u8,
+        Kind::PkMov => 45,
     }
 }
 
@@ -591,8 +844,8 @@ const TRIS: [Tri; 17] = [
 ];
 const F64S: [F64Op; 3] = [F64Op::Add, F64Op::Mul, F64Op::Fma];
 
-/// `k` with its variant and operation fixed by the code `C` where the code determines
-/// them (so that `run_body::<C>` keeps one arm); the other fields stay `k`'s.
+/// `k` with its variant (and operation, where the code determines it) fixed by the
+/// code `C`, so that `run_body::<C>` keeps one arm.
 #[inline(always)]
 fn specialise<const C: u8>(k: Kind) -> Kind {
     match C {
@@ -602,6 +855,39 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
         17..=33 => Kind::Tri(TRIS[(C - 17) as usize]),
         38..=40 => Kind::Shift64(C - 38),
         42..=44 => Kind::F64(F64S[(C - 42) as usize]),
+        // The codes below fix the variant; its fields (carry-in, operand order,
+        // condition, signedness) stay `k`'s. The variant must be fixed here, or the
+        // runner would hold (and dispatch over) every arm of `run_body`.
+        34 => Kind::Add {
+            cin: matches!(k, Kind::Add { cin: true }),
+        },
+        35 => match k {
+            Kind::Sub { rev, cin } => Kind::Sub { rev, cin },
+            _ => Kind::Sub {
+                rev: false,
+                cin: false,
+            },
+        },
+        36 => match k {
+            Kind::Cmp32 { signed, cond, cmpx } => Kind::Cmp32 { signed, cond, cmpx },
+            _ => Kind::Cmp32 {
+                signed: false,
+                cond: 0,
+                cmpx: false,
+            },
+        },
+        37 => match k {
+            Kind::Cmp64 { signed, cond, cmpx } => Kind::Cmp64 { signed, cond, cmpx },
+            _ => Kind::Cmp64 {
+                signed: false,
+                cond: 0,
+                cmpx: false,
+            },
+        },
+        41 => Kind::Mad64 {
+            signed: matches!(k, Kind::Mad64 { signed: true }),
+        },
+        45 => Kind::PkMov,
         _ => k,
     }
 }
@@ -610,7 +896,7 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
 macro_rules! runners {
     ($f:ident) => {
         runners!(@ $f; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
-            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44)
+            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45)
     };
     (@ $f:ident; $($c:literal)*) => {
         [$($f::<$c> as Runner),*]
@@ -619,11 +905,11 @@ macro_rules! runners {
 
 /// The runner of a code for this host.
 fn runner(code: u8) -> Runner {
-    let c = usize::from(code).min(44);
+    let c = usize::from(code).min(45);
     #[cfg(target_arch = "x86_64")]
     {
-        const FMA: [Runner; 45] = runners!(run_fma);
-        const AVX2: [Runner; 45] = runners!(run_avx2);
+        const FMA: [Runner; 46] = runners!(run_fma);
+        const AVX2: [Runner; 46] = runners!(run_avx2);
         if simd::host_fma() {
             return FMA[c];
         }
@@ -631,16 +917,18 @@ fn runner(code: u8) -> Runner {
             return AVX2[c];
         }
     }
-    const PLAIN: [Runner; 45] = runners!(run_plain);
     PLAIN[c]
 }
+
+/// The runners for hosts without AVX2, by code.
+const PLAIN: [Runner; 46] = runners!(run_plain);
 
 /// `run_body` for hosts without AVX2.
 ///
 /// # Safety
 /// None required (an `unsafe fn` only to share the runner type).
 unsafe fn run_plain<const C: u8>(w: &mut Wave, p: &IntPlan) {
-    run_body::<C>(w, p);
+    run_body::<C, _>(w, p, Portable);
 }
 
 /// `run_body` compiled with AVX2 and FMA (8-lane integer loops, fused f64 FMA).
@@ -650,7 +938,8 @@ unsafe fn run_plain<const C: u8>(w: &mut Wave, p: &IntPlan) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn run_fma<const C: u8>(w: &mut Wave, p: &IntPlan) {
-    run_body::<C>(w, p);
+    // SAFETY: this runner runs only on hosts with AVX2 (its contract).
+    run_body::<C, _>(w, p, unsafe { Avx2::new_unchecked() });
 }
 
 /// `run_body` compiled with AVX2 (its lane loops become 8-lane vector code).
@@ -660,11 +949,12 @@ unsafe fn run_fma<const C: u8>(w: &mut Wave, p: &IntPlan) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn run_avx2<const C: u8>(w: &mut Wave, p: &IntPlan) {
-    run_body::<C>(w, p);
+    // SAFETY: this runner runs only on hosts with AVX2 (its contract).
+    run_body::<C, _>(w, p, unsafe { Avx2::new_unchecked() });
 }
 
 #[inline(always)]
-fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
+fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
     let kind = specialise::<C>(p.kind);
     let exec = w.exec();
     let (vgpr, sgpr, tmp, bufs) = (&mut w.vgpr, &w.sgpr, &mut w.tmp, &mut w.splat);
@@ -703,165 +993,169 @@ fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
             )
         };
         let vg = &vg;
-        let [b0, b1, b2, b3, c0, c1] = &mut **bufs;
+        let [b0, b1, b2, ..] = &mut **bufs;
         match kind {
-            Kind::Mov => *lo = *get(vg, sgpr, p.src[0][0], b0),
+            Kind::Mov => match src(vg, sgpr, p.src[0][0]) {
+                Src::Reg(r) => *lo = *r,
+                Src::Splat(v) => *lo = [v; WAVE_SIZE],
+            },
+            Kind::PkMov => {
+                for (out, s) in [(&mut *lo, p.src[0][0]), (&mut *hi, p.src[1][0])] {
+                    match src(vg, sgpr, s) {
+                        Src::Reg(r) => *out = *r,
+                        Src::Splat(v) => *out = [v; WAVE_SIZE],
+                    }
+                }
+                wide_out = true;
+            }
             Kind::Cndmask => {
                 let m = get_mask(sgpr, p.src[2]);
-                let (a, b) = (
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                with_lanes!(cndmask(a, b; m, lo));
+            }
+            Kind::Bin(op) => {
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                with_lanes!(bin(a, b; op, lo));
+            }
+            Kind::Tri(op) => match src(vg, sgpr, p.src[2][0]) {
+                // The usual third source is a constant (shift, field width, mask):
+                // the first two are read in place or as values.
+                Src::Splat(c) => {
+                    let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                    with_lanes!(tri(a, b; c, op, lo));
+                }
+                Src::Reg(c) => tri(
                     get(vg, sgpr, p.src[0][0], b0),
                     get(vg, sgpr, p.src[1][0], b1),
-                );
-                for l in 0..WAVE_SIZE {
-                    let on = 0u32.wrapping_sub((m >> l) as u32 & 1);
-                    lo[l] = (b[l] & on) | (a[l] & !on);
-                }
-            }
-            Kind::Bin(op) => bin(
-                op,
-                lo,
-                get(vg, sgpr, p.src[0][0], b0),
-                get(vg, sgpr, p.src[1][0], b1),
-            ),
-            Kind::Tri(op) => tri(
-                op,
-                lo,
-                get(vg, sgpr, p.src[0][0], b0),
-                get(vg, sgpr, p.src[1][0], b1),
-                get(vg, sgpr, p.src[2][0], b2),
-            ),
+                    c,
+                    op,
+                    lo,
+                ),
+            },
             Kind::Add { cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
-                let (a, b) = (
-                    get(vg, sgpr, p.src[0][0], b0),
-                    get(vg, sgpr, p.src[1][0], b1),
-                );
-                mask_out = Some(simd::add_co_body(a, b, c, false, lo) & exec);
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                mask_out = Some(with_lanes!(add_co_body(a, b; c, false, lo, pk)) & exec);
             }
             Kind::Sub { rev, cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
-                let (a, b) = (
-                    get(vg, sgpr, p.src[0][0], b0),
-                    get(vg, sgpr, p.src[1][0], b1),
-                );
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
                 let (a, b) = if rev { (b, a) } else { (a, b) };
-                mask_out = Some(simd::sub_co_body(a, b, c, false, lo) & exec);
+                mask_out = Some(with_lanes!(sub_co_body(a, b; c, false, lo, pk)) & exec);
             }
             Kind::Cmp32 { signed, cond, .. } => {
-                let (a, b) = (
-                    get(vg, sgpr, p.src[0][0], b0),
-                    get(vg, sgpr, p.src[1][0], b1),
-                );
-                mask_out = Some(simd::cmp_body(a, b, signed, u32::from(cond)) & exec);
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                mask_out = Some(with_lanes!(cmp_body(a, b; signed, u32::from(cond), pk)) & exec);
             }
             Kind::Cmp64 { signed, cond, .. } => {
-                let m = simd::cmp64_body(
-                    get(vg, sgpr, p.src[0][0], b0),
-                    get(vg, sgpr, p.src[0][1], b1),
-                    get(vg, sgpr, p.src[1][0], b2),
-                    get(vg, sgpr, p.src[1][1], b3),
-                    signed,
-                    u32::from(cond),
-                );
-                mask_out = Some(m & exec);
+                let a = pair(vg, sgpr, p.src[0], b0);
+                let b = pair(vg, sgpr, p.src[1], b1);
+                mask_out = Some(cmp64(a, b, signed, u32::from(cond), pk) & exec);
             }
             Kind::Shift64(k) => {
-                let sh = get(vg, sgpr, p.src[0][0], b0);
-                let (vl, vh) = (
-                    get(vg, sgpr, p.src[1][0], b1),
-                    get(vg, sgpr, p.src[1][1], b2),
-                );
-                let v = |l: usize| u64::from(vl[l]) | u64::from(vh[l]) << 32;
-                macro_rules! each {
-                    ($f:expr) => {
-                        for l in 0..WAVE_SIZE {
-                            let r: u64 = $f(v(l), u64::from(sh[l] & 63));
-                            lo[l] = r as u32;
-                            hi[l] = (r >> 32) as u32;
+                match src(vg, sgpr, p.src[0][0]) {
+                    // One shift amount for the wave (the usual case: a constant).
+                    Src::Splat(n) => match pair(vg, sgpr, p.src[1], b1) {
+                        Pair::Regs(vl, vh) => shift64_by(vl, vh, k, n & 63, lo, hi),
+                        Pair::Uniform(vl, vh) => shift64_by(vl, vh, k, n & 63, lo, hi),
+                    },
+                    Src::Reg(sh) => {
+                        let (vl, vh) = (
+                            get(vg, sgpr, p.src[1][0], b1),
+                            get(vg, sgpr, p.src[1][1], b2),
+                        );
+                        let v = |l: usize| u64::from(vl[l]) | u64::from(vh[l]) << 32;
+                        macro_rules! each {
+                            ($f:expr) => {
+                                for l in 0..WAVE_SIZE {
+                                    let r: u64 = $f(v(l), u64::from(sh[l] & 63));
+                                    lo[l] = r as u32;
+                                    hi[l] = (r >> 32) as u32;
+                                }
+                            };
                         }
-                    };
-                }
-                match k {
-                    0 => each!(|x: u64, n: u64| x << n),
-                    1 => each!(|x: u64, n: u64| x >> n),
-                    _ => each!(|x: u64, n: u64| ((x as i64) >> n) as u64),
+                        match k {
+                            0 => each!(|x: u64, n: u64| x << n),
+                            1 => each!(|x: u64, n: u64| x >> n),
+                            _ => each!(|x: u64, n: u64| ((x as i64) >> n) as u64),
+                        }
+                    }
                 }
                 wide_out = true;
             }
             Kind::Mad64 { signed } => {
-                let (a, b) = (
-                    get(vg, sgpr, p.src[0][0], b0),
-                    get(vg, sgpr, p.src[1][0], b1),
-                );
-                let (cl, ch) = (
-                    get(vg, sgpr, p.src[2][0], b2),
-                    get(vg, sgpr, p.src[2][1], b3),
-                );
-                let mut flags = [0u32; WAVE_SIZE];
-                // A 32x32-bit product fits 64 bits: the 128-bit sum overflows 64 bits
-                // exactly when the 64-bit addition does.
-                for l in 0..WAVE_SIZE {
-                    let c = u64::from(cl[l]) | u64::from(ch[l]) << 32;
-                    let (v, o) = if signed {
-                        let prod = i64::from(a[l] as i32) * i64::from(b[l] as i32);
-                        let (v, o) = prod.overflowing_add(c as i64);
-                        (v as u64, o)
-                    } else {
-                        (u64::from(a[l]) * u64::from(b[l])).overflowing_add(c)
-                    };
-                    lo[l] = v as u32;
-                    hi[l] = (v >> 32) as u32;
-                    flags[l] = u32::from(o);
-                }
-                mask_out = Some(simd::pack_mask(&flags) & exec);
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                let m = match pair(vg, sgpr, p.src[2], b2) {
+                    Pair::Regs(cl, ch) => with_lanes!(mad64(a, b; cl, ch, signed, lo, hi, pk)),
+                    Pair::Uniform(cl, ch) => {
+                        with_lanes!(mad64(a, b; cl, ch, signed, lo, hi, pk))
+                    }
+                };
+                mask_out = Some(m & exec);
                 wide_out = true;
             }
             Kind::F64(op) => {
-                let (al, ah) = (
-                    get(vg, sgpr, p.src[0][0], b0),
-                    get(vg, sgpr, p.src[0][1], b1),
-                );
-                let (bl, bh) = (
-                    get(vg, sgpr, p.src[1][0], b2),
-                    get(vg, sgpr, p.src[1][1], b3),
-                );
-                let (cl, ch) = if op == F64Op::Fma {
-                    (
-                        get(vg, sgpr, p.src[2][0], c0),
-                        get(vg, sgpr, p.src[2][1], c1),
-                    )
+                let a = pair(vg, sgpr, p.src[0], b0);
+                let b = pair(vg, sgpr, p.src[1], b1);
+                let c = if op == F64Op::Fma {
+                    pair(vg, sgpr, p.src[2], b2)
                 } else {
-                    (&*c0, &*c1)
+                    Pair::Uniform(0, 0)
                 };
-                let f = |l: usize, x: &VReg, y: &VReg| {
-                    f64::from_bits(u64::from(x[l]) | u64::from(y[l]) << 32)
-                };
-                let mut nan = false;
-                macro_rules! each {
-                    ($e:expr) => {
-                        for l in 0..WAVE_SIZE {
-                            let r: f64 = $e(f(l, al, ah), f(l, bl, bh), l);
-                            nan |= r.is_nan();
-                            let bits = r.to_bits();
-                            lo[l] = bits as u32;
-                            hi[l] = (bits >> 32) as u32;
+                // Each source kind (registers or one value) fixed per call, so that
+                // every 8-lane group is one join, one operation and one split.
+                macro_rules! by_kind {
+                    ($s:expr, |$x:ident| $e:expr) => {
+                        match $s {
+                            Pair::Regs(l, h) => {
+                                let $x = (l, h);
+                                $e
+                            }
+                            Pair::Uniform(l, h) => {
+                                let $x = f64::from_bits(u64::from(l) | u64::from(h) << 32);
+                                $e
+                            }
                         }
                     };
                 }
-                match op {
-                    F64Op::Add => each!(|a: f64, b: f64, _l| a + b),
-                    F64Op::Mul => each!(|a: f64, b: f64, _l| a * b),
-                    F64Op::Fma => each!(|a: f64, b: f64, l| a.mul_add(b, f(l, cl, ch))),
-                }
+                let nan = match op {
+                    F64Op::Add => by_kind!(a, |x| by_kind!(b, |y| f64_lanes(
+                        pk,
+                        x,
+                        y,
+                        0.0,
+                        lo,
+                        hi,
+                        |x, y, _| x + y
+                    ))),
+                    F64Op::Mul => by_kind!(a, |x| by_kind!(b, |y| f64_lanes(
+                        pk,
+                        x,
+                        y,
+                        0.0,
+                        lo,
+                        hi,
+                        |x, y, _| x * y
+                    ))),
+                    F64Op::Fma => by_kind!(a, |x| by_kind!(b, |y| by_kind!(c, |z| f64_lanes(
+                        pk,
+                        x,
+                        y,
+                        z,
+                        lo,
+                        hi,
+                        |x: f64, y, z| x.mul_add(y, z)
+                    )))),
+                };
                 if nan {
                     // The VALU's NaN: the first NaN operand quieted, else the default.
                     for l in 0..WAVE_SIZE {
                         let r = f64::from_bits(u64::from(lo[l]) | u64::from(hi[l]) << 32);
                         if r.is_nan() {
-                            let (a, b) = (f(l, al, ah), f(l, bl, bh));
+                            let (x, y) = (f64_at(a, l), f64_at(b, l));
                             let q = match op {
-                                F64Op::Fma => nan_of(r, &[a, b, f(l, cl, ch)]),
-                                _ => nan_of(r, &[a, b]),
+                                F64Op::Fma => nan_of(r, &[x, y, f64_at(c, l)]),
+                                _ => nan_of(r, &[x, y]),
                             };
                             lo[l] = q.to_bits() as u32;
                             hi[l] = (q.to_bits() >> 32) as u32;
@@ -873,11 +1167,7 @@ fn run_body<const C: u8>(w: &mut Wave, p: &IntPlan) {
         }
     }
     if p.width > 0 && !direct {
-        let [lo, hi] = &**tmp;
-        write(vgpr, d, lo, exec);
-        if wide_out {
-            write(vgpr, d + 1, hi, exec);
-        }
+        write(vgpr, d, &tmp[..if wide_out { 2 } else { 1 }], exec);
     }
     if let (Some(m), Some((c, n))) = (mask_out, p.sdst) {
         w.write_sreg(c, n, m);
@@ -989,8 +1279,11 @@ mod tests {
         let all: Vec<O> = ops.into_iter().chain(compares).collect();
         assert!(all.len() > 52 + 40, "{}", all.len());
         // Source operand sets: registers, AGPRs, scalars (incl. null, vcc, exec),
-        // inline constants of both signs, literals of both signs.
-        let sets: [[Operand; 3]; 7] = [
+        // inline constants of both signs, literals of both signs; every pairing of a
+        // register and a uniform value in src0 and src1; equal sources (the borrow
+        // edge a = b) and an all-ones addend (the carry edge a + 2^32 − 1 + 1), with
+        // carry-in masks from SGPRs; a 64-bit pair running past the vector file.
+        let sets: [[Operand; 3]; 10] = [
             [v(2, 2), v(4, 2), v(6, 2)],
             [s(4, 2), v(9, 2), s(106, 2)],
             [v(3, 2), lit(0x8000_0007), v(1, 2)],
@@ -998,6 +1291,18 @@ mod tests {
             [lit(31), s(125, 2), c(7)],
             [a(1, 2), c(3), lit(0xFFFF_FFF0)],
             [s(10, 1), s(11, 1), v(12, 2)],
+            [v(5, 2), v(5, 2), s(40, 2)],
+            [v(6, 2), c(u64::MAX), s(41, 2)],
+            [a(255, 2), s(8, 2), s(42, 2)],
+        ];
+        // Full, empty, one half, scattered.
+        let execs = [
+            u64::MAX,
+            0x0FF0_F00F_1234_8001,
+            0xFFFF_FFFF_0000_0000,
+            0x0000_0000_FFFF_FFFF,
+            0x8000_0001_0000_0001,
+            0,
         ];
         let mut h = Harness::new(0);
         let mut checked = 0;
@@ -1013,22 +1318,29 @@ mod tests {
                 &[0x0F0]
             };
             for (k, set) in sets.iter().enumerate() {
-                for (enc, &mode) in [ValuEncoding::E32, ValuEncoding::Vop3]
+                for (enc, &mode, &exec) in [ValuEncoding::E32, ValuEncoding::Vop3]
                     .into_iter()
                     .flat_map(|e| modes.iter().map(move |m| (e, m)))
+                    .flat_map(|(e, m)| execs.iter().map(move |x| (e, m, x)))
                 {
-                    let exec = if k % 2 == 0 {
-                        u64::MAX
-                    } else {
-                        0x0FF0_F00F_1234_8001
-                    };
                     let vdst = if compare {
                         Some(if k % 3 == 0 { Operand::VCC } else { s(20, 2) })
                     } else if k == 3 {
                         Some(a(7, 2))
+                    } else if k == 9 {
+                        // The last register of the file (a pair's high dword is
+                        // dropped).
+                        Some(a(255, 2))
                     } else {
                         // Sometimes the destination is a source.
-                        Some(v(if k == 2 { 3 } else { 20 }, 2))
+                        Some(v(
+                            match k {
+                                2 => 3,
+                                7 => 5,
+                                _ => 20,
+                            },
+                            2,
+                        ))
                     };
                     let i = Valu {
                         op,
@@ -1061,6 +1373,18 @@ mod tests {
                     general.mode = mode;
                     planned.mode = mode;
                     let ran = run_int_plan(&mut planned, &plan);
+                    // The runner for hosts without AVX2 computes the same.
+                    let mut plain = filled(exec);
+                    plain.mode = mode;
+                    let p2 = IntPlan {
+                        run: PLAIN[usize::from(code(plan.kind))],
+                        ..plan.clone()
+                    };
+                    assert_eq!(run_int_plan(&mut plain, &p2), ran);
+                    assert!(
+                        plain.vgpr == planned.vgpr && plain.sgpr == planned.sgpr,
+                        "{i:?}"
+                    );
                     assert_eq!(ran, mode == 0x0F0, "{i:?} mode {mode:#x}");
                     if !ran {
                         let untouched = filled(exec);
@@ -1075,7 +1399,7 @@ mod tests {
                 }
             }
         }
-        assert!(checked > 1000, "{checked}");
+        assert!(checked > 10_000, "{checked}");
         // Forms the plan does not take.
         let mut i = Valu {
             op: O::VAddU32,
@@ -1097,5 +1421,164 @@ mod tests {
             count: 1,
         });
         assert!(IntPlan::of(&i).is_none());
+    }
+
+    /// `v_pk_mov_b32` planned computes what the general path does for every OP_SEL
+    /// (and OP_SEL_HI, NEG, CLAMP, which it ignores), every operand kind (VGPR and
+    /// AGPR pairs, a pair past the file, SGPR pairs and single SGPRs, null, EXEC,
+    /// inline constants, literals), destinations that overlap a source (dword swaps)
+    /// and EXEC patterns.
+    #[test]
+    fn pk_mov_plan_agrees_with_the_general_path() {
+        use crate::inst::Vop3p;
+        let a = |i: u8, n: u8| Operand::Agpr { index: i, count: n };
+        let c = |code: u8| Operand::Const {
+            code,
+            value: crate::operand::inline_constant(u16::from(code), 2).unwrap_or(0),
+        };
+        let sources = [
+            v(2, 2),
+            v(3, 2),
+            a(255, 2),
+            a(0, 2),
+            s(4, 2),
+            s(5, 1),
+            s(124, 2),
+            s(125, 2),
+            s(126, 2),
+            s(127, 2),
+            c(193),
+            c(242),
+            c(128),
+            lit(0x1234_5678),
+        ];
+        let dsts = [v(2, 2), v(3, 2), v(20, 2), a(255, 2), a(0, 2)];
+        let execs = [u64::MAX, 0x0FF0_F00F_1234_8001, 0xFFFF_FFFF_0000_0000, 0];
+        let mut h = Harness::new(0);
+        let mut checked = 0;
+        for (k0, s0) in sources.iter().enumerate() {
+            for (k1, s1) in sources.iter().enumerate() {
+                for op_sel in 0..4u8 {
+                    let n = k0 + 3 * k1 + usize::from(op_sel);
+                    let i = Vop3p {
+                        op: Vop3pOp::VPkMovB32,
+                        vdst: Some(dsts[n % dsts.len()]),
+                        src: [Some(*s0), Some(*s1), None],
+                        op_sel,
+                        op_sel_hi: (n % 4) as u8,
+                        neg_lo: (n % 3) as u8,
+                        neg_hi: (n % 5) as u8 & 3,
+                        clamp: n % 2 == 1,
+                        mai: None,
+                    };
+                    let plan = IntPlan::of_vop3p(&i).expect("planned");
+                    let exec = execs[n % execs.len()];
+                    let mut general = filled(exec);
+                    let mut planned = filled(exec);
+                    assert!(run_int_plan(&mut planned, &plan));
+                    h.exec(&mut general, &Instruction::Vop3p(i.clone()))
+                        .unwrap_or_else(|e| panic!("{i:?}: {e}"));
+                    assert!(general.vgpr == planned.vgpr, "{i:?}");
+                    assert_eq!(general.sgpr, planned.sgpr, "{i:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 14 * 14 * 4);
+        // Unresolvable operands, other opcodes and non-vector destinations keep the
+        // general path.
+        let mut i = Vop3p {
+            op: Vop3pOp::VPkMovB32,
+            vdst: Some(v(0, 2)),
+            src: [
+                Some(v(0, 2)),
+                Some(Operand::Special {
+                    code: code::SHARED_BASE,
+                    count: 2,
+                }),
+                None,
+            ],
+            op_sel: 0b10,
+            op_sel_hi: 0b11,
+            neg_lo: 0,
+            neg_hi: 0,
+            clamp: false,
+            mai: None,
+        };
+        assert!(IntPlan::of_vop3p(&i).is_none());
+        i.src[1] = Some(v(4, 2));
+        assert!(IntPlan::of_vop3p(&i).is_some());
+        i.src[1] = None;
+        assert!(IntPlan::of_vop3p(&i).is_none());
+        i.src[1] = Some(v(4, 2));
+        i.vdst = Some(s(0, 2));
+        assert!(IntPlan::of_vop3p(&i).is_none());
+        i.vdst = Some(v(0, 2));
+        i.op = Vop3pOp::VPkAddF32;
+        assert!(IntPlan::of_vop3p(&i).is_none());
+    }
+
+    /// The 64-bit shifts by one amount for the wave take every range of the amount
+    /// (0, 1–31, 32, 33–63, amounts above 63 masked), vector and uniform values,
+    /// a destination that is the value, and partial EXEC, as the general path does.
+    #[test]
+    fn uniform_64_bit_shifts_agree_with_the_general_path() {
+        let c = |code: u8| Operand::Const {
+            code,
+            value: crate::operand::inline_constant(u16::from(code), 1).unwrap_or(0),
+        };
+        // 0, 1, 31, 32, 33, 63 (bit-masked from 64 + 63), 64 + 5, 2^32 − 32.
+        let amounts = [
+            c(128),
+            c(129),
+            lit(31),
+            lit(32),
+            lit(33),
+            lit(127),
+            lit(69),
+            lit(0xFFFF_FFE0),
+            s(6, 1),
+        ];
+        let values = [v(2, 2), s(4, 2), v(7, 2)];
+        let mut h = Harness::new(0);
+        let mut checked = 0;
+        for op in [O::VLshlrevB64, O::VLshrrevB64, O::VAshrrevI64] {
+            for amount in amounts {
+                for value in values {
+                    for (dst, exec) in [(2u8, u64::MAX), (20, u64::MAX), (2, 0xF0F0_0000_FFFF_0001)]
+                    {
+                        let i = Valu {
+                            op,
+                            encoding: ValuEncoding::Vop3,
+                            vdst: Some(v(dst, 2)),
+                            sdst: None,
+                            src: [Some(amount), Some(value), None],
+                            abs: 0,
+                            neg: 0,
+                            clamp: false,
+                            omod: 0,
+                            op_sel: 0,
+                        };
+                        let plan = IntPlan::of(&i).expect("planned");
+                        let mut general = filled(exec);
+                        let mut planned = filled(exec);
+                        // Sign bits both ways in the value registers.
+                        for w in [&mut general, &mut planned] {
+                            w.sgpr[6] = 40;
+                            w.sgpr[5] = 0x8000_0F00;
+                            for l in 0..WAVE_SIZE {
+                                w.vgpr[3][l] ^= (l as u32 & 1) << 31;
+                            }
+                        }
+                        assert!(run_int_plan(&mut planned, &plan));
+                        h.exec(&mut general, &Instruction::Valu(i.clone()))
+                            .unwrap_or_else(|e| panic!("{i:?}: {e}"));
+                        assert!(general.vgpr == planned.vgpr, "{i:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 3 * 9 * 3 * 3);
     }
 }

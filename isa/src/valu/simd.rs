@@ -152,6 +152,7 @@ macro_rules! with_lanes {
         }
     };
 }
+pub(super) use with_lanes;
 
 /// `out = a·b + c` in every lane, rounded once (VALU NaN rules).
 pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
@@ -185,145 +186,311 @@ pub(crate) fn fma_lanes(a: Src<'_>, b: Src<'_>, c: Src<'_>, out: &mut VReg) {
     }
 }
 
-/// A lane mask from one 0/1 flag per lane, as two 32-lane OR reductions of shifted
-/// bits (with AVX2: a variable shift and an OR per 8 lanes, then one reduction).
+/// The host's vector idioms for lane kernels, 8 lanes at a time: packing flags into
+/// lane-mask bits, and joining the two dwords of 64-bit lanes (which the register
+/// file keeps in two registers) into f64 values and back.
+pub(super) trait Pack: Copy {
+    /// Bit i set where `flags[i]` is all ones.
+    fn pack8(self, flags: &[u32; 8]) -> u8;
+    /// The f64 values `hi[i]:lo[i]` of 8 lanes, in an order of the packer's choice
+    /// that [`split8`](Pack::split8) undoes (lane-wise arithmetic does not see it).
+    fn join8(self, lo: &[u32; 8], hi: &[u32; 8]) -> [f64; 8];
+    /// The low and high dwords, in lane order, of 8 values in `join8`'s order.
+    fn split8(self, r: [f64; 8]) -> ([u32; 8], [u32; 8]);
+}
+
+/// Packing by shifts and ORs, for any host.
+#[derive(Clone, Copy)]
+pub(super) struct Portable;
+
+impl Pack for Portable {
+    #[inline(always)]
+    fn pack8(self, flags: &[u32; 8]) -> u8 {
+        let mut b = 0u32;
+        for i in 0..8 {
+            b |= (flags[i] & 1) << i;
+        }
+        b as u8
+    }
+
+    #[inline(always)]
+    fn join8(self, lo: &[u32; 8], hi: &[u32; 8]) -> [f64; 8] {
+        let mut r = [0f64; 8];
+        for i in 0..8 {
+            r[i] = f64::from_bits(u64::from(lo[i]) | u64::from(hi[i]) << 32);
+        }
+        r
+    }
+
+    #[inline(always)]
+    fn split8(self, r: [f64; 8]) -> ([u32; 8], [u32; 8]) {
+        let (mut lo, mut hi) = ([0u32; 8], [0u32; 8]);
+        for i in 0..8 {
+            lo[i] = r[i].to_bits() as u32;
+            hi[i] = (r[i].to_bits() >> 32) as u32;
+        }
+        (lo, hi)
+    }
+}
+
+/// Packing with AVX's VMOVMSKPS (the sign bits of 8 lanes in one instruction, from
+/// the register the lane compare left them in). A value is the proof that the host
+/// has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(super) struct Avx2(());
+
+#[cfg(target_arch = "x86_64")]
+impl Avx2 {
+    /// The proof, without checking.
+    ///
+    /// # Safety
+    /// The host must have AVX2 (callers are themselves code that runs only then).
+    #[inline(always)]
+    pub(super) unsafe fn new_unchecked() -> Avx2 {
+        Avx2(())
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Pack for Avx2 {
+    #[inline(always)]
+    fn pack8(self, f: &[u32; 8]) -> u8 {
+        use std::arch::x86_64::{_mm256_movemask_ps, _mm256_setr_ps};
+        let x = |i: usize| f32::from_bits(f[i]);
+        // SAFETY: an `Avx2` value exists only on hosts with AVX2 (`new_unchecked`),
+        // which these AVX instructions need.
+        let bits = unsafe {
+            _mm256_movemask_ps(_mm256_setr_ps(
+                x(0),
+                x(1),
+                x(2),
+                x(3),
+                x(4),
+                x(5),
+                x(6),
+                x(7),
+            ))
+        };
+        bits as u8
+    }
+
+    /// Lanes in the order 0, 1, 4, 5, 2, 3, 6, 7 (VPUNPCKLDQ / VPUNPCKHDQ interleave
+    /// within each 128-bit half), where widening each dword to 64 bits and merging
+    /// takes twice the instructions.
+    #[inline(always)]
+    fn join8(self, lo: &[u32; 8], hi: &[u32; 8]) -> [f64; 8] {
+        use std::arch::x86_64::{
+            __m256i, _mm256_loadu_si256, _mm256_unpackhi_epi32, _mm256_unpacklo_epi32,
+        };
+        // SAFETY: an `Avx2` value exists only on hosts with AVX2 (`new_unchecked`);
+        // each load reads the 32 bytes of an 8-dword array; the result reinterprets
+        // 64 bytes of plain data.
+        unsafe {
+            let l = _mm256_loadu_si256(lo.as_ptr().cast());
+            let h = _mm256_loadu_si256(hi.as_ptr().cast());
+            std::mem::transmute::<[__m256i; 2], [f64; 8]>([
+                _mm256_unpacklo_epi32(l, h),
+                _mm256_unpackhi_epi32(l, h),
+            ])
+        }
+    }
+
+    /// VSHUFPS picks the low and the high dwords of both halves, which puts the
+    /// lanes of `join8`'s order back in lane order.
+    #[inline(always)]
+    fn split8(self, r: [f64; 8]) -> ([u32; 8], [u32; 8]) {
+        use std::arch::x86_64::{__m256, _mm256_shuffle_ps};
+        // SAFETY: an `Avx2` value exists only on hosts with AVX2 (`new_unchecked`);
+        // the transmutes reinterpret plain data of equal sizes.
+        unsafe {
+            let [a, b] = std::mem::transmute::<[f64; 8], [__m256; 2]>(r);
+            (
+                std::mem::transmute::<__m256, [u32; 8]>(_mm256_shuffle_ps::<0x88>(a, b)),
+                std::mem::transmute::<__m256, [u32; 8]>(_mm256_shuffle_ps::<0xDD>(a, b)),
+            )
+        }
+    }
+}
+
+/// The lane mask of `flag(l)` over the wave, 8 lanes at a time (each group's flags
+/// stay in one AVX2 register up to the packing); `flag` may also write lane l's
+/// result.
 #[inline(always)]
-pub(super) fn pack_mask(flags: &[u32; WAVE_SIZE]) -> u64 {
-    let mut lo = 0u32;
-    let mut hi = 0u32;
-    for l in 0..32 {
-        lo |= (flags[l] & 1) << l;
+pub(super) fn mask_of<P: Pack>(pk: P, mut flag: impl FnMut(usize) -> bool) -> u64 {
+    let mut m = 0u64;
+    for c in 0..WAVE_SIZE / 8 {
+        let mut f = [0u32; 8];
+        for i in 0..8 {
+            f[i] = 0u32.wrapping_sub(u32::from(flag(8 * c + i)));
+        }
+        m |= u64::from(pk.pack8(&f)) << (8 * c);
     }
-    for l in 0..32 {
-        hi |= (flags[32 + l] & 1) << l;
+    m
+}
+
+/// [`mask_of`] for a kernel that also gives a result per lane: `lane(l)` is (the
+/// result, the flag); each group of 8 results is stored after its lanes were read
+/// (so the group vectorises even where the compiler cannot rule out that `out`
+/// overlaps a source).
+#[inline(always)]
+pub(super) fn mask_and_results<P: Pack>(
+    pk: P,
+    out: &mut VReg,
+    mut lane: impl FnMut(usize) -> (u32, bool),
+) -> u64 {
+    let mut m = 0u64;
+    for c in 0..WAVE_SIZE / 8 {
+        let mut f = [0u32; 8];
+        let mut v = [0u32; 8];
+        for i in 0..8 {
+            let (r, flag) = lane(8 * c + i);
+            v[i] = r;
+            f[i] = 0u32.wrapping_sub(u32::from(flag));
+        }
+        out[8 * c..8 * c + 8].copy_from_slice(&v);
+        m |= u64::from(pk.pack8(&f)) << (8 * c);
     }
-    u64::from(lo) | u64::from(hi) << 32
+    m
+}
+
+/// A lane mask as one dword per lane, all ones where the lane's bit is set: 32-bit
+/// shifts of each half (8 lanes to an AVX2 register, where shifting the 64-bit mask
+/// per lane would widen every lane to 64 bits and pack the results back).
+#[inline(always)]
+pub(super) fn lane_masks(m: u64) -> [u32; WAVE_SIZE] {
+    let mut on = [0u32; WAVE_SIZE];
+    let (lo, hi) = (m as u32, (m >> 32) as u32);
+    for i in 0..32 {
+        on[i] = 0u32.wrapping_sub((lo >> i) & 1);
+    }
+    for i in 0..32 {
+        on[32 + i] = 0u32.wrapping_sub((hi >> i) & 1);
+    }
+    on
 }
 
 #[inline(always)]
-pub(super) fn add_co_body<A: Lanes, B: Lanes>(
+pub(super) fn add_co_body<A: Lanes, B: Lanes, P: Pack>(
     a: A,
     b: B,
     cin: u64,
     clamp: bool,
     out: &mut VReg,
+    pk: P,
 ) -> u64 {
-    // 32-bit lanes throughout (they vectorise 8 to a register): the sum carried out
-    // exactly when it wrapped below an addend.
-    let mut carry = [0u32; WAVE_SIZE];
+    // 32-bit lanes throughout (they vectorise 8 to a register): without a carry-in
+    // the sum carried out exactly when it wrapped below an addend; with one, when it
+    // wrapped to at most the addend (a + b + 1 ≡ a needs b = 2^32 − 1).
     if cin == 0 {
-        for l in 0..WAVE_SIZE {
+        mask_and_results(pk, out, |l| {
             let s = a.at(l).wrapping_add(b.at(l));
             let c = s < a.at(l);
-            carry[l] = u32::from(c);
-            out[l] = if clamp && c { u32::MAX } else { s };
-        }
+            (if clamp && c { u32::MAX } else { s }, c)
+        })
     } else {
-        for l in 0..WAVE_SIZE {
-            let s1 = a.at(l).wrapping_add(b.at(l));
-            let ci = ((cin >> l) & 1) as u32;
-            let s = s1.wrapping_add(ci);
-            let c = s1 < a.at(l) || s < s1;
-            carry[l] = u32::from(c);
-            out[l] = if clamp && c { u32::MAX } else { s };
-        }
+        let on = lane_masks(cin);
+        mask_and_results(pk, out, |l| {
+            let x = a.at(l);
+            let s = x.wrapping_add(b.at(l)).wrapping_add(on[l] & 1);
+            let c = (s < x) | ((s == x) & (on[l] != 0));
+            (if clamp && c { u32::MAX } else { s }, c)
+        })
     }
-    pack_mask(&carry)
 }
 
 #[inline(always)]
-pub(super) fn sub_co_body<A: Lanes, B: Lanes>(
+pub(super) fn sub_co_body<A: Lanes, B: Lanes, P: Pack>(
     a: A,
     b: B,
     cin: u64,
     clamp: bool,
     out: &mut VReg,
+    pk: P,
 ) -> u64 {
     // The difference borrowed exactly when the subtrahend (plus borrow-in) exceeds
-    // the minuend.
-    let mut borrow = [0u32; WAVE_SIZE];
+    // the minuend: a < b, or a = b with a borrow-in.
     if cin == 0 {
-        for l in 0..WAVE_SIZE {
-            let n = a.at(l) < b.at(l);
-            borrow[l] = u32::from(n);
-            out[l] = if clamp && n {
-                0
-            } else {
-                a.at(l).wrapping_sub(b.at(l))
-            };
-        }
+        mask_and_results(pk, out, |l| {
+            let (x, y) = (a.at(l), b.at(l));
+            let n = x < y;
+            (if clamp && n { 0 } else { x.wrapping_sub(y) }, n)
+        })
     } else {
-        for l in 0..WAVE_SIZE {
-            let d1 = a.at(l).wrapping_sub(b.at(l));
-            let bi = ((cin >> l) & 1) as u32;
-            let n = a.at(l) < b.at(l) || d1 < bi;
-            borrow[l] = u32::from(n);
-            out[l] = if clamp && n { 0 } else { d1.wrapping_sub(bi) };
-        }
+        let on = lane_masks(cin);
+        mask_and_results(pk, out, |l| {
+            let (x, y) = (a.at(l), b.at(l));
+            let n = (x < y) | ((x == y) & (on[l] != 0));
+            let d = x.wrapping_sub(y).wrapping_sub(on[l] & 1);
+            (if clamp && n { 0 } else { d }, n)
+        })
     }
-    pack_mask(&borrow)
 }
 
 #[inline(always)]
-pub(super) fn cmp_body<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
-    let mut f = [0u32; WAVE_SIZE];
+pub(super) fn cmp_body<A: Lanes, B: Lanes, P: Pack>(
+    a: A,
+    b: B,
+    signed: bool,
+    c: u32,
+    pk: P,
+) -> u64 {
     // The sign bit flipped makes an unsigned compare order signed values.
     let bias = if signed { 0x8000_0000u32 } else { 0 };
     macro_rules! each {
         ($op:tt) => {
-            for l in 0..WAVE_SIZE {
-                f[l] = u32::from((a.at(l) ^ bias) $op (b.at(l) ^ bias));
-            }
+            mask_of(pk, |l| (a.at(l) ^ bias) $op (b.at(l) ^ bias))
         };
     }
     match c {
-        0 => return 0,
+        0 => 0,
         1 => each!(<),
         2 => each!(==),
         3 => each!(<=),
         4 => each!(>),
         5 => each!(!=),
         6 => each!(>=),
-        _ => return u64::MAX,
+        _ => u64::MAX,
     }
-    pack_mask(&f)
 }
 
 /// The mask of lanes where the 64-bit integers `ah:al` and `bh:bl` (high and
 /// low dwords) satisfy condition `c` (`signed` or not), conditions numbered as
-/// [`cmp_u32`]; the operands are read in place.
+/// [`cmp_u32`]; the operands are read in place. The compare is made of 32-bit lane
+/// compares (the high dwords decide unless equal, then the low dwords, unsigned), so
+/// that AVX2 keeps 8 lanes to a register instead of widening them to 64 bits.
 #[inline(always)]
-pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes>(
+#[allow(clippy::too_many_arguments)] // four dwords, the condition, the packer
+pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes, P: Pack>(
     al: A,
     ah: B,
     bl: C,
     bh: D,
     signed: bool,
     c: u32,
+    pk: P,
 ) -> u64 {
-    let x = |l: usize| u64::from(al.at(l)) | u64::from(ah.at(l)) << 32;
-    let y = |l: usize| u64::from(bl.at(l)) | u64::from(bh.at(l)) << 32;
     // The sign bit flipped makes an unsigned compare order signed values.
-    let bias = if signed { 1u64 << 63 } else { 0 };
-    let mut f = [0u32; WAVE_SIZE];
+    let bias = if signed { 0x8000_0000u32 } else { 0 };
     macro_rules! each {
-        ($op:tt) => {
-            for l in 0..WAVE_SIZE {
-                f[l] = u32::from((x(l) ^ bias) $op (y(l) ^ bias));
-            }
+        (|$xh:ident, $yh:ident, $xl:ident, $yl:ident| $e:expr) => {
+            mask_of(pk, |l| {
+                let ($xh, $yh) = (ah.at(l) ^ bias, bh.at(l) ^ bias);
+                let ($xl, $yl) = (al.at(l), bl.at(l));
+                $e
+            })
         };
     }
     match c {
-        0 => return 0,
-        1 => each!(<),
-        2 => each!(==),
-        3 => each!(<=),
-        4 => each!(>),
-        5 => each!(!=),
-        6 => each!(>=),
-        _ => return u64::MAX,
+        0 => 0,
+        1 => each!(|xh, yh, xl, yl| (xh < yh) | ((xh == yh) & (xl < yl))),
+        2 => each!(|xh, yh, xl, yl| (xh == yh) & (xl == yl)),
+        3 => each!(|xh, yh, xl, yl| (xh < yh) | ((xh == yh) & (xl <= yl))),
+        4 => each!(|xh, yh, xl, yl| (xh > yh) | ((xh == yh) & (xl > yl))),
+        5 => each!(|xh, yh, xl, yl| (xh != yh) | (xl != yl)),
+        6 => each!(|xh, yh, xl, yl| (xh > yh) | ((xh == yh) & (xl >= yl))),
+        _ => u64::MAX,
     }
-    pack_mask(&f)
 }
 
 /// `add_co_body` compiled with AVX2.
@@ -333,7 +500,8 @@ pub(super) fn cmp64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn add_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
-    add_co_body(a, b, cin, clamp, out)
+    // SAFETY: this function runs only on hosts with AVX2 (its contract).
+    add_co_body(a, b, cin, clamp, out, unsafe { Avx2::new_unchecked() })
 }
 
 /// `sub_co_body` compiled with AVX2.
@@ -343,7 +511,8 @@ unsafe fn add_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out:
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn sub_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out: &mut VReg) -> u64 {
-    sub_co_body(a, b, cin, clamp, out)
+    // SAFETY: this function runs only on hosts with AVX2 (its contract).
+    sub_co_body(a, b, cin, clamp, out, unsafe { Avx2::new_unchecked() })
 }
 
 /// `cmp_body` compiled with AVX2.
@@ -353,7 +522,8 @@ unsafe fn sub_co_x86<A: Lanes, B: Lanes>(a: A, b: B, cin: u64, clamp: bool, out:
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn cmp_x86<A: Lanes, B: Lanes>(a: A, b: B, signed: bool, c: u32) -> u64 {
-    cmp_body(a, b, signed, c)
+    // SAFETY: this function runs only on hosts with AVX2 (its contract).
+    cmp_body(a, b, signed, c, unsafe { Avx2::new_unchecked() })
 }
 
 /// `out = a + b + carry-in` (32-bit, CLAMP saturating) in every lane; returns the
@@ -364,7 +534,7 @@ pub(crate) fn add_co(a: Src<'_>, b: Src<'_>, cin: u64, clamp: bool, out: &mut VR
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         return unsafe { with_lanes!(add_co_x86(a, b; cin, clamp, out)) };
     }
-    with_lanes!(add_co_body(a, b; cin, clamp, out))
+    with_lanes!(add_co_body(a, b; cin, clamp, out, Portable))
 }
 
 /// `out = a − b − borrow-in` (32-bit, CLAMP saturating at 0) in every lane; returns
@@ -375,7 +545,7 @@ pub(crate) fn sub_co(a: Src<'_>, b: Src<'_>, cin: u64, clamp: bool, out: &mut VR
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         return unsafe { with_lanes!(sub_co_x86(a, b; cin, clamp, out)) };
     }
-    with_lanes!(sub_co_body(a, b; cin, clamp, out))
+    with_lanes!(sub_co_body(a, b; cin, clamp, out, Portable))
 }
 
 /// The mask of lanes where `a c b` holds for 32-bit integers (`signed` or not),
@@ -386,7 +556,7 @@ pub(crate) fn cmp_u32(a: Src<'_>, b: Src<'_>, signed: bool, c: u32) -> u64 {
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         return unsafe { with_lanes!(cmp_x86(a, b; signed, c)) };
     }
-    with_lanes!(cmp_body(a, b; signed, c))
+    with_lanes!(cmp_body(a, b; signed, c, Portable))
 }
 
 /// The mask of lanes where `ah:al c bh:bl` holds for 64-bit integers
@@ -399,7 +569,7 @@ pub(crate) fn cmp_u64(
     signed: bool,
     c: u32,
 ) -> u64 {
-    with_lanes!(cmp64_body(al, ah, bl, bh; signed, c))
+    with_lanes!(cmp64_body(al, ah, bl, bh; signed, c, Portable))
 }
 
 /// Rewrites the NaN lanes of a two-operand result by the VALU NaN rule.
@@ -510,6 +680,30 @@ mod tests {
         assert_eq!(f32::from_bits(s[0]), x * x);
     }
 
+    /// Both packers give bit l for an all-ones flag in lane l, in either half.
+    #[test]
+    fn packers_agree() {
+        let mut x = 0x9E37_79B9u32;
+        for _ in 0..200 {
+            let mut f = [0u32; WAVE_SIZE];
+            let mut want = 0u64;
+            for l in 0..WAVE_SIZE {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                if x >> 31 == 1 {
+                    f[l] = u32::MAX;
+                    want |= 1 << l;
+                }
+            }
+            assert_eq!(mask_of(Portable, |l| f[l] != 0), want);
+            #[cfg(target_arch = "x86_64")]
+            if host_avx2() {
+                // SAFETY: the host has AVX2 (checked just above).
+                let pk = unsafe { Avx2::new_unchecked() };
+                assert_eq!(mask_of(pk, |l| f[l] != 0), want);
+            }
+        }
+    }
+
     /// Carries, borrows and compares against per-lane u64 / i64 arithmetic.
     #[test]
     fn integer_lanes_match_wide_arithmetic() {
@@ -540,6 +734,104 @@ mod tests {
                 let t = i64::from(a[l]) - i64::from(b[3]) - ci as i64;
                 assert_eq!((borrow >> l) & 1 == 1, t < 0);
                 assert_eq!(d[l], if clamp && t < 0 { 0 } else { t as u32 });
+            }
+        }
+        // Edge values in every pairing (a = b, a + b = 2^32 − 1, 2^32, sign
+        // boundaries), each with and without a carry/borrow-in, in both lane halves.
+        let edges = [
+            0u32,
+            1,
+            2,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0x8000_0001,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        let mut ea = [0u32; WAVE_SIZE];
+        let mut eb = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            ea[l] = edges[l % 8];
+            eb[l] = edges[(l / 8) % 8];
+        }
+        for cin in [0u64, u64::MAX, 0xAAAA_AAAA_5555_5555, 0x0000_0001_8000_0000] {
+            for l0 in [0usize, 1] {
+                // Lane l takes edge pair l, shifted by one lane to meet the other
+                // carry-in bit.
+                let (x, y) = if l0 == 0 { (ea, eb) } else { (eb, ea) };
+                let mut r = [0u32; WAVE_SIZE];
+                let carry = add_co(Src::Reg(&x), Src::Reg(&y), cin, false, &mut r);
+                let mut d = [0u32; WAVE_SIZE];
+                let borrow = sub_co(Src::Reg(&x), Src::Reg(&y), cin, false, &mut d);
+                for l in 0..WAVE_SIZE {
+                    let ci = (cin >> l) & 1;
+                    let s = u64::from(x[l]) + u64::from(y[l]) + ci;
+                    assert_eq!((carry >> l) & 1, s >> 32, "{:#x}+{:#x}+{ci}", x[l], y[l]);
+                    assert_eq!(r[l], s as u32);
+                    let t = i64::from(x[l]) - i64::from(y[l]) - ci as i64;
+                    assert_eq!(
+                        (borrow >> l) & 1 == 1,
+                        t < 0,
+                        "{:#x}-{:#x}-{ci}",
+                        x[l],
+                        y[l]
+                    );
+                    assert_eq!(d[l], t as u32);
+                }
+            }
+        }
+        // 64-bit compares: high dwords equal, differing, at the sign boundary.
+        let his = [0u32, 1, 0x7FFF_FFFF, 0x8000_0000, u32::MAX];
+        let mut xl = [0u32; WAVE_SIZE];
+        let mut xh = [0u32; WAVE_SIZE];
+        let mut yl = [0u32; WAVE_SIZE];
+        let mut yh = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            xl[l] = edges[l % 8];
+            yl[l] = edges[(l / 8) % 8];
+            xh[l] = his[l % 5];
+            yh[l] = his[(l / 3) % 5];
+        }
+        for c in 0..8 {
+            for signed in [false, true] {
+                let m = cmp_u64(
+                    Src::Reg(&xl),
+                    Src::Reg(&xh),
+                    Src::Reg(&yl),
+                    Src::Splat(yh[9]),
+                    signed,
+                    c,
+                );
+                let m2 = cmp_u64(
+                    Src::Reg(&xl),
+                    Src::Reg(&xh),
+                    Src::Reg(&yl),
+                    Src::Reg(&yh),
+                    signed,
+                    c,
+                );
+                for l in 0..WAVE_SIZE {
+                    for (mask, bh) in [(m, yh[9]), (m2, yh[l])] {
+                        let p = u64::from(xl[l]) | u64::from(xh[l]) << 32;
+                        let q = u64::from(yl[l]) | u64::from(bh) << 32;
+                        let (p, q) = if signed {
+                            (i128::from(p as i64), i128::from(q as i64))
+                        } else {
+                            (i128::from(p), i128::from(q))
+                        };
+                        let want = match c {
+                            0 => false,
+                            1 => p < q,
+                            2 => p == q,
+                            3 => p <= q,
+                            4 => p > q,
+                            5 => p != q,
+                            6 => p >= q,
+                            _ => true,
+                        };
+                        assert_eq!((mask >> l) & 1 == 1, want, "c {c} s {signed} {p:#x} {q:#x}");
+                    }
+                }
             }
         }
         for c in 0..8 {

@@ -146,6 +146,32 @@ pub(super) enum PlanSrc {
     Imm(u32),
 }
 
+/// Dword `dw` (0 or 1) of a VOP3P source as the packed-f32 ops (`pk_src`) and
+/// `v_pk_mov_b32` (`raw`) read it: an inline constant is its 32-bit pattern in both
+/// dwords; `None` for operands whose value is not in the register files.
+pub(super) fn pk_dword(op: &Operand, dw: u8) -> Option<PlanSrc> {
+    Some(match *op {
+        Operand::Const { code, .. } => {
+            PlanSrc::Imm(inline_constant(u16::from(code), 1).unwrap_or(0) as u32)
+        }
+        Operand::Vgpr { index, .. } => PlanSrc::Vreg(u16::from(index) + u16::from(dw)),
+        Operand::Agpr { index, .. } => {
+            PlanSrc::Vreg((AGPR_BASE + usize::from(index)) as u16 + u16::from(dw))
+        }
+        Operand::Sreg { code, count } => {
+            let c = usize::from(code) + usize::from(dw);
+            let readable = c < 128 && c != usize::from(code::NULL) && (dw == 0 || count >= 2);
+            if readable {
+                PlanSrc::Sreg(c as u8)
+            } else {
+                PlanSrc::Imm(0)
+            }
+        }
+        Operand::Literal { value, .. } => PlanSrc::Imm(if dw == 0 { value } else { 0 }),
+        Operand::Special { .. } => return None,
+    })
+}
+
 /// A packed-f32 VOP3P instruction with OP_SEL/OP_SEL_HI already applied: the dword
 /// every source gives each half, resolved to a register index or constant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,34 +203,11 @@ impl PkPlan {
             Operand::Agpr { index, .. } => (AGPR_BASE + usize::from(index)) as u16,
             _ => return None,
         };
-        // Dword `dw` of an operand, as `pk_src` reads it.
-        let resolve = |op: &Operand, dw: u8| -> Option<PlanSrc> {
-            Some(match *op {
-                Operand::Const { code, .. } => {
-                    PlanSrc::Imm(inline_constant(u16::from(code), 1).unwrap_or(0) as u32)
-                }
-                Operand::Vgpr { index, .. } => PlanSrc::Vreg(u16::from(index) + u16::from(dw)),
-                Operand::Agpr { index, .. } => {
-                    PlanSrc::Vreg((AGPR_BASE + usize::from(index)) as u16 + u16::from(dw))
-                }
-                Operand::Sreg { code, count } => {
-                    let c = code + dw;
-                    let readable = c < 128 && c != code::NULL && (dw == 0 || count >= 2);
-                    if readable {
-                        PlanSrc::Sreg(c)
-                    } else {
-                        PlanSrc::Imm(0)
-                    }
-                }
-                Operand::Literal { value, .. } => PlanSrc::Imm(if dw == 0 { value } else { 0 }),
-                Operand::Special { .. } => return None,
-            })
-        };
         let mut src = [[PlanSrc::Imm(0); 3]; 2];
         for (h, bits) in [i.op_sel, i.op_sel_hi].into_iter().enumerate() {
             for k in 0..n {
                 if let Some(op) = &i.src[k] {
-                    src[h][k] = resolve(op, (bits >> k) & 1)?;
+                    src[h][k] = pk_dword(op, (bits >> k) & 1)?;
                 }
             }
         }
@@ -268,10 +271,9 @@ pub(super) fn run_pk_plan(w: &mut Wave, p: &PkPlan) -> bool {
             if exec == u64::MAX {
                 *dst = *o;
             } else {
+                let on = simd::lane_masks(exec);
                 for l in 0..WAVE_SIZE {
-                    if (exec >> l) & 1 == 1 {
-                        dst[l] = o[l];
-                    }
+                    dst[l] = (o[l] & on[l]) | (dst[l] & !on[l]);
                 }
             }
         }
