@@ -229,9 +229,13 @@ impl Wave {
                         pc: e.pc,
                     });
                 }
-                let flow = match &e.plan {
-                    Some(p) if self.run_plan(p, ctx) => Ok(Flow::Next),
-                    _ => self.step(&e.inst, e.pc, e.next, ctx),
+                let flow = if let Some(s) = &e.scalar {
+                    Ok(self.run_scalar(s))
+                } else {
+                    match &e.plan {
+                        Some(p) if self.run_plan(p, ctx) => Ok(Flow::Next),
+                        _ => self.step(&e.inst, e.pc, e.next, ctx),
+                    }
                 };
                 if trace {
                     self.trace_line(&e.inst, e.pc, flow.as_ref().err());
