@@ -954,8 +954,23 @@ impl Dst {
     }
 }
 
+/// What a planned scalar instruction does to control flow: a byte (returned in a
+/// register), which [`ScalarPlan::flow`] turns into the [`Flow`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum ScalarFlow {
+    /// Falls through.
+    Next,
+    /// Jumps to the plan's target.
+    Jump,
+    /// Ends the wave (`s_endpgm`).
+    Ended,
+    /// Waits at the workgroup barrier (`s_barrier`).
+    Barrier,
+}
+
 /// The executor of one planned scalar form.
-type ScalarExec = fn(&mut Wave, &ScalarPlan) -> Flow;
+type ScalarExec = fn(&mut Wave, &ScalarPlan) -> ScalarFlow;
 
 /// A scalar instruction pre-resolved when its block is decoded (see
 /// [`ScalarPlan::of`]): operands as scalar-file indices or constants, branch targets
@@ -989,7 +1004,7 @@ macro_rules! sop2_execs {
                             w.scc = s;
                         }
                     }
-                    Flow::Next
+                    ScalarFlow::Next
                 }),)*
                 _ => None,
             }
@@ -1050,7 +1065,7 @@ macro_rules! sopc_execs {
                     if let Some(scc) = sopc_result(SopcOp::$op, a, b) {
                         w.scc = scc;
                     }
-                    Flow::Next
+                    ScalarFlow::Next
                 }),)*
                 _ => None,
             }
@@ -1092,7 +1107,7 @@ macro_rules! saveexec_execs {
                     p.d.set(w, old);
                     w.set_exec(new);
                     w.scc = new != 0;
-                    Flow::Next
+                    ScalarFlow::Next
                 }),)*
                 _ => None,
             }
@@ -1147,7 +1162,7 @@ impl ScalarPlan {
                 let run: ScalarExec = match i.op {
                     Sop1Op::SMovB32 | Sop1Op::SMovB64 => |w, p| {
                         p.d.set(w, p.a.get(w));
-                        Flow::Next
+                        ScalarFlow::Next
                     },
                     op => saveexec_exec(op)?,
                 };
@@ -1158,7 +1173,7 @@ impl ScalarPlan {
                 let simm = i.simm16 as i16 as i32 as u32;
                 let run: ScalarExec = |w, p| {
                     p.d.set(w, p.a.get(w));
-                    Flow::Next
+                    ScalarFlow::Next
                 };
                 Some(plan(run, Src::K(u64::from(simm)), none, d))
             }
@@ -1178,19 +1193,19 @@ impl ScalarPlan {
                     | O::SCbranchCdbgsys
                     | O::SCbranchCdbguser
                     | O::SCbranchCdbgsysOrUser
-                    | O::SCbranchCdbgsysAndUser => |_, _| Flow::Next,
-                    O::SEndpgm => |_, _| Flow::Exit(WaveExit::Ended),
+                    | O::SCbranchCdbgsysAndUser => |_, _| ScalarFlow::Next,
+                    O::SEndpgm => |_, _| ScalarFlow::Ended,
                     O::SBarrier => |_, _| {
                         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-                        Flow::Exit(WaveExit::Barrier)
+                        ScalarFlow::Barrier
                     },
-                    O::SBranch => |_, p| Flow::Jump(p.target),
-                    O::SCbranchScc0 => |w, p| taken(!w.scc, p),
-                    O::SCbranchScc1 => |w, p| taken(w.scc, p),
-                    O::SCbranchVccz => |w, p| taken(w.vcc() == 0, p),
-                    O::SCbranchVccnz => |w, p| taken(w.vcc() != 0, p),
-                    O::SCbranchExecz => |w, p| taken(w.exec() == 0, p),
-                    O::SCbranchExecnz => |w, p| taken(w.exec() != 0, p),
+                    O::SBranch => |_, _| ScalarFlow::Jump,
+                    O::SCbranchScc0 => |w, _| taken(!w.scc),
+                    O::SCbranchScc1 => |w, _| taken(w.scc),
+                    O::SCbranchVccz => |w, _| taken(w.vcc() == 0),
+                    O::SCbranchVccnz => |w, _| taken(w.vcc() != 0),
+                    O::SCbranchExecz => |w, _| taken(w.exec() == 0),
+                    O::SCbranchExecnz => |w, _| taken(w.exec() != 0),
                     _ => return None,
                 };
                 let mut p = plan(run, none, none, nowhere);
@@ -1204,18 +1219,31 @@ impl ScalarPlan {
 
 /// A planned conditional branch's flow.
 #[inline(always)]
-fn taken(cond: bool, p: &ScalarPlan) -> Flow {
+fn taken(cond: bool) -> ScalarFlow {
     if cond {
-        Flow::Jump(p.target)
+        ScalarFlow::Jump
     } else {
-        Flow::Next
+        ScalarFlow::Next
+    }
+}
+
+impl ScalarPlan {
+    /// The [`Flow`] of an executed plan.
+    #[inline(always)]
+    pub(crate) fn flow(&self, f: ScalarFlow) -> Flow {
+        match f {
+            ScalarFlow::Next => Flow::Next,
+            ScalarFlow::Jump => Flow::Jump(self.target),
+            ScalarFlow::Ended => Flow::Exit(WaveExit::Ended),
+            ScalarFlow::Barrier => Flow::Exit(WaveExit::Barrier),
+        }
     }
 }
 
 impl Wave {
     /// Executes a scalar plan (see [`ScalarPlan`]).
     #[inline(always)]
-    pub(crate) fn run_scalar(&mut self, p: &ScalarPlan) -> Flow {
+    pub(crate) fn run_scalar(&mut self, p: &ScalarPlan) -> ScalarFlow {
         (p.run)(self, p)
     }
 }
@@ -1730,7 +1758,7 @@ mod plan_tests {
         };
         let want = h.exec(&mut general, inst);
         let got = planned.run_scalar(&plan);
-        assert_eq!(want, Ok(got), "{inst}");
+        assert_eq!(want, Ok(plan.flow(got)), "{inst}");
         assert_eq!(general.sgpr, planned.sgpr, "{inst}");
         assert_eq!(general.scc, planned.scc, "{inst}");
         true
