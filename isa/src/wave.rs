@@ -10,7 +10,10 @@
 //! yields and the trace remain per instruction.
 //! Hot instruction forms also carry a plan resolved at decode time (register-file
 //! indices and constants instead of operands, see `valu::Plan`), which the loop runs
-//! instead of the general executor when the wave's MODE allows it.
+//! instead of the general executor when the wave's MODE allows it. Hot scalar forms
+//! (SOP2/SOPC arithmetic and compares, moves, `s_*_saveexec_b64`, `s_waitcnt`/`s_nop`,
+//! branches, `s_barrier`, `s_endpgm`) carry a `salu::ScalarPlan`, always run instead
+//! of `Wave::step`; `step` itself only dispatches, every format out of line.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
