@@ -16,6 +16,7 @@ use crate::error::{DecodeError, Fault};
 use crate::generated::opcodes::{Sop1Op, SopkOp, SoppOp};
 use crate::inst::Instruction;
 use crate::memory::{read_region_dwords, MemoryRegion};
+use crate::salu::ScalarPlan;
 use crate::valu::Plan;
 
 /// Dwords per lazily allocated page of block slots.
@@ -27,6 +28,9 @@ pub(crate) const BLOCK_CAP: usize = 128;
 
 /// One decoded instruction of a block.
 pub(crate) struct Entry {
+    /// The pre-resolved scalar plan, for the scalar forms that have one (run instead
+    /// of `Wave::step`).
+    pub(crate) scalar: Option<ScalarPlan>,
     /// The pre-resolved execution plan, for the forms that have one.
     pub(crate) plan: Option<Plan>,
     /// Byte address of the instruction.
@@ -223,6 +227,7 @@ impl Program {
                     let next = at + 4 * dwords as u64;
                     let last = ends_block(&inst);
                     entries.push(Entry {
+                        scalar: ScalarPlan::of(&inst, next),
                         plan: Plan::of(&inst),
                         pc: at,
                         next,

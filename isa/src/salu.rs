@@ -1,11 +1,11 @@
 //! Scalar ALU (SOP1, SOP2, SOPC, SOPK) and scalar memory (SMEM) execution.
 
 use crate::error::Fault;
-use crate::generated::opcodes::{SmemOp, Sop1Op, Sop2Op, SopcOp, SopkOp};
+use crate::generated::opcodes::{SmemOp, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp};
 use crate::inst::{Instruction, Smem, Sop1, Sop2, Sopc, Sopk};
-use crate::operand::Operand;
+use crate::operand::{code, Operand};
 use crate::vmem::Rmw;
-use crate::wave::{unsupported, Flow, Wave, WaveContext};
+use crate::wave::{unsupported, Flow, Wave, WaveContext, WaveExit};
 
 fn bfe_u64(v: u64, off: u32, width: u32) -> u64 {
     if width == 0 {
@@ -34,131 +34,14 @@ impl Wave {
         pc: u64,
         ctx: &WaveContext<'_>,
     ) -> Result<(), Fault> {
-        use Sop2Op as O;
         let a = self.read_scalar(&i.ssrc0, ctx);
         let b = self.read_scalar(&i.ssrc1, ctx);
-        let (a32, b32) = (a as u32, b as u32);
-        let scc_in = self.scc;
-        // (result, new SCC or None to keep)
-        let (r, scc): (u64, Option<bool>) = match i.op {
-            O::SAddU32 => {
-                let (r, c) = a32.overflowing_add(b32);
-                (u64::from(r), Some(c))
-            }
-            O::SSubU32 => {
-                let (r, c) = a32.overflowing_sub(b32);
-                (u64::from(r), Some(c))
-            }
-            O::SAddI32 => {
-                let (r, o) = (a32 as i32).overflowing_add(b32 as i32);
-                (u64::from(r as u32), Some(o))
-            }
-            O::SSubI32 => {
-                let (r, o) = (a32 as i32).overflowing_sub(b32 as i32);
-                (u64::from(r as u32), Some(o))
-            }
-            O::SAddcU32 => {
-                let s = u64::from(a32) + u64::from(b32) + u64::from(scc_in);
-                (s & 0xFFFF_FFFF, Some(s >> 32 != 0))
-            }
-            O::SSubbU32 => {
-                let borrow = u64::from(b32) + u64::from(scc_in) > u64::from(a32);
-                (
-                    u64::from(a32.wrapping_sub(b32).wrapping_sub(u32::from(scc_in))),
-                    Some(borrow),
-                )
-            }
-            O::SMinI32 => {
-                let c = (a32 as i32) < (b32 as i32);
-                (u64::from(if c { a32 } else { b32 }), Some(c))
-            }
-            O::SMinU32 => {
-                let c = a32 < b32;
-                (u64::from(if c { a32 } else { b32 }), Some(c))
-            }
-            O::SMaxI32 => {
-                let c = (a32 as i32) > (b32 as i32);
-                (u64::from(if c { a32 } else { b32 }), Some(c))
-            }
-            O::SMaxU32 => {
-                let c = a32 > b32;
-                (u64::from(if c { a32 } else { b32 }), Some(c))
-            }
-            O::SCselectB32 | O::SCselectB64 => (if scc_in { a } else { b }, None),
-            O::SAndB32 | O::SAndB64 => nz(a & b),
-            O::SOrB32 | O::SOrB64 => nz(a | b),
-            O::SXorB32 | O::SXorB64 => nz(a ^ b),
-            O::SAndn2B32 | O::SAndn2B64 => nz(a & !b),
-            O::SOrn2B32 | O::SOrn2B64 => nz(a | !b),
-            O::SNandB32 | O::SNandB64 => nz(!(a & b)),
-            O::SNorB32 | O::SNorB64 => nz(!(a | b)),
-            O::SXnorB32 | O::SXnorB64 => nz(!(a ^ b)),
-            O::SLshlB32 => nz(u64::from(a32 << (b32 & 31))),
-            O::SLshlB64 => nz(a << (b32 & 63)),
-            O::SLshrB32 => nz(u64::from(a32 >> (b32 & 31))),
-            O::SLshrB64 => nz(a >> (b32 & 63)),
-            O::SAshrI32 => nz(u64::from(((a32 as i32) >> (b32 & 31)) as u32)),
-            O::SAshrI64 => nz(((a as i64) >> (b32 & 63)) as u64),
-            O::SBfmB32 => (
-                u64::from(((1u64 << (a32 & 31)) as u32).wrapping_sub(1) << (b32 & 31)),
-                None,
-            ),
-            O::SBfmB64 => (((1u64 << (a32 & 63)).wrapping_sub(1)) << (b32 & 63), None),
-            O::SMulI32 => (
-                u64::from((a32 as i32).wrapping_mul(b32 as i32) as u32),
-                None,
-            ),
-            O::SMulHiU32 => ((u64::from(a32) * u64::from(b32)) >> 32, None),
-            O::SMulHiI32 => (
-                u64::from(((i64::from(a32 as i32) * i64::from(b32 as i32)) >> 32) as u32),
-                None,
-            ),
-            O::SBfeU32 => {
-                nz(bfe_u64(u64::from(a32), b32 & 31, (b32 >> 16) & 0x7F).min(0xFFFF_FFFF))
-            }
-            O::SBfeI32 => {
-                let w = (b32 >> 16) & 0x7F;
-                let f = bfe_u64(u64::from(a32), b32 & 31, w.min(32));
-                let v = if w == 0 {
-                    0
-                } else {
-                    sext_field(f, w.min(32)) as i32 as u32
-                };
-                nz(u64::from(v))
-            }
-            O::SBfeU64 => nz(bfe_u64(a, b32 & 63, (b32 >> 16) & 0x7F)),
-            O::SBfeI64 => {
-                let w = (b32 >> 16) & 0x7F;
-                let f = bfe_u64(a, b32 & 63, w);
-                nz(if w == 0 {
-                    0
-                } else {
-                    sext_field(f, w.min(64)) as u64
-                })
-            }
-            O::SAbsdiffI32 => nz(u64::from(
-                (a32 as i32).wrapping_sub(b32 as i32).unsigned_abs(),
-            )),
-            O::SLshl1AddU32 | O::SLshl2AddU32 | O::SLshl3AddU32 | O::SLshl4AddU32 => {
-                let sh = match i.op {
-                    O::SLshl1AddU32 => 1,
-                    O::SLshl2AddU32 => 2,
-                    O::SLshl3AddU32 => 3,
-                    _ => 4,
-                };
-                let s = (u64::from(a32) << sh) + u64::from(b32);
-                (s & 0xFFFF_FFFF, Some(s >> 32 != 0))
-            }
-            O::SPackLlB32B16 => (u64::from((a32 & 0xFFFF) | (b32 & 0xFFFF) << 16), None),
-            O::SPackLhB32B16 => (u64::from((a32 & 0xFFFF) | (b32 & 0xFFFF_0000)), None),
-            O::SPackHhB32B16 => (u64::from((a32 >> 16) | (b32 & 0xFFFF_0000)), None),
-            _ => {
-                return Err(unsupported(
-                    &Instruction::Sop2(i.clone()),
-                    pc,
-                    "this SOP2 instruction is not executed yet",
-                ))
-            }
+        let Some((r, scc)) = sop2_result(i.op, a, b, self.scc) else {
+            return Err(unsupported(
+                &Instruction::Sop2(i.clone()),
+                pc,
+                "this SOP2 instruction is not executed yet",
+            ));
         };
         self.write_scalar(&i.sdst, r);
         if let Some(s) = scc {
@@ -186,15 +69,6 @@ impl Wave {
             if let Some(d) = dst.as_ref() {
                 w.write_scalar(d, v);
             }
-        };
-        let saveexec = |w: &mut Wave, f: fn(u64, u64) -> u64| {
-            let old = w.exec();
-            let new = f(a, old);
-            if let Some(d) = dst.as_ref() {
-                w.write_scalar(d, old);
-            }
-            w.set_exec(new);
-            w.scc = new != 0;
         };
         match i.op {
             O::SMovB32 | O::SMovB64 => write(self, a),
@@ -331,16 +205,24 @@ impl Wave {
                 write(self, next);
                 return Ok(Flow::Jump(a));
             }
-            O::SAndSaveexecB64 => saveexec(self, |s, e| s & e),
-            O::SOrSaveexecB64 => saveexec(self, |s, e| s | e),
-            O::SXorSaveexecB64 => saveexec(self, |s, e| s ^ e),
-            O::SAndn2SaveexecB64 => saveexec(self, |s, e| s & !e),
-            O::SOrn2SaveexecB64 => saveexec(self, |s, e| s | !e),
-            O::SNandSaveexecB64 => saveexec(self, |s, e| !(s & e)),
-            O::SNorSaveexecB64 => saveexec(self, |s, e| !(s | e)),
-            O::SXnorSaveexecB64 => saveexec(self, |s, e| !(s ^ e)),
-            O::SAndn1SaveexecB64 => saveexec(self, |s, e| !s & e),
-            O::SOrn1SaveexecB64 => saveexec(self, |s, e| !s | e),
+            O::SAndSaveexecB64
+            | O::SOrSaveexecB64
+            | O::SXorSaveexecB64
+            | O::SAndn2SaveexecB64
+            | O::SOrn2SaveexecB64
+            | O::SNandSaveexecB64
+            | O::SNorSaveexecB64
+            | O::SXnorSaveexecB64
+            | O::SAndn1SaveexecB64
+            | O::SOrn1SaveexecB64 => {
+                // SDST receives the old EXEC before EXEC is written (so an SDST of
+                // exec ends with the new mask).
+                let old = self.exec();
+                let new = saveexec_result(i.op, a, old).unwrap_or(old);
+                write(self, old);
+                self.set_exec(new);
+                self.scc = new != 0;
+            }
             O::SAndn1WrexecB64 | O::SAndn2WrexecB64 => {
                 let e = self.exec();
                 let new = if i.op == O::SAndn1WrexecB64 {
@@ -396,36 +278,16 @@ impl Wave {
         pc: u64,
         ctx: &WaveContext<'_>,
     ) -> Result<(), Fault> {
-        use SopcOp as O;
         let a = self.read_scalar(&i.ssrc0, ctx);
         let b = self.read_scalar(&i.ssrc1, ctx);
-        let (a32, b32) = (a as u32, b as u32);
-        let (ai, bi) = (a32 as i32, b32 as i32);
-        self.scc = match i.op {
-            O::SCmpEqI32 | O::SCmpEqU32 => a32 == b32,
-            O::SCmpLgI32 | O::SCmpLgU32 => a32 != b32,
-            O::SCmpGtI32 => ai > bi,
-            O::SCmpGeI32 => ai >= bi,
-            O::SCmpLtI32 => ai < bi,
-            O::SCmpLeI32 => ai <= bi,
-            O::SCmpGtU32 => a32 > b32,
-            O::SCmpGeU32 => a32 >= b32,
-            O::SCmpLtU32 => a32 < b32,
-            O::SCmpLeU32 => a32 <= b32,
-            O::SBitcmp0B32 => (a32 >> (b32 & 31)) & 1 == 0,
-            O::SBitcmp1B32 => (a32 >> (b32 & 31)) & 1 == 1,
-            O::SBitcmp0B64 => (a >> (b32 & 63)) & 1 == 0,
-            O::SBitcmp1B64 => (a >> (b32 & 63)) & 1 == 1,
-            O::SCmpEqU64 => a == b,
-            O::SCmpLgU64 => a != b,
-            _ => {
-                return Err(unsupported(
-                    &Instruction::Sopc(i.clone()),
-                    pc,
-                    "this SOPC instruction is not executed yet",
-                ))
-            }
+        let Some(scc) = sopc_result(i.op, a, b) else {
+            return Err(unsupported(
+                &Instruction::Sopc(i.clone()),
+                pc,
+                "this SOPC instruction is not executed yet",
+            ));
         };
+        self.scc = scc;
         Ok(())
     }
 
@@ -799,6 +661,178 @@ impl Wave {
     }
 }
 
+/// The result of SOP2 `op` on the source values `a`, `b` (64-bit reads; 32-bit forms
+/// use the low dwords) with SCC `scc_in`: the value to write to SDST (at its width)
+/// and the new SCC (`None` keeps it); `None` for opcodes not executed. Shared by the
+/// general executor and the scalar plans (inlined with a constant `op` there).
+#[inline(always)]
+pub(crate) fn sop2_result(op: Sop2Op, a: u64, b: u64, scc_in: bool) -> Option<(u64, Option<bool>)> {
+    use Sop2Op as O;
+    let (a32, b32) = (a as u32, b as u32);
+    Some(match op {
+        O::SAddU32 => {
+            let (r, c) = a32.overflowing_add(b32);
+            (u64::from(r), Some(c))
+        }
+        O::SSubU32 => {
+            let (r, c) = a32.overflowing_sub(b32);
+            (u64::from(r), Some(c))
+        }
+        O::SAddI32 => {
+            let (r, o) = (a32 as i32).overflowing_add(b32 as i32);
+            (u64::from(r as u32), Some(o))
+        }
+        O::SSubI32 => {
+            let (r, o) = (a32 as i32).overflowing_sub(b32 as i32);
+            (u64::from(r as u32), Some(o))
+        }
+        O::SAddcU32 => {
+            let s = u64::from(a32) + u64::from(b32) + u64::from(scc_in);
+            (s & 0xFFFF_FFFF, Some(s >> 32 != 0))
+        }
+        O::SSubbU32 => {
+            let borrow = u64::from(b32) + u64::from(scc_in) > u64::from(a32);
+            (
+                u64::from(a32.wrapping_sub(b32).wrapping_sub(u32::from(scc_in))),
+                Some(borrow),
+            )
+        }
+        O::SMinI32 => {
+            let c = (a32 as i32) < (b32 as i32);
+            (u64::from(if c { a32 } else { b32 }), Some(c))
+        }
+        O::SMinU32 => {
+            let c = a32 < b32;
+            (u64::from(if c { a32 } else { b32 }), Some(c))
+        }
+        O::SMaxI32 => {
+            let c = (a32 as i32) > (b32 as i32);
+            (u64::from(if c { a32 } else { b32 }), Some(c))
+        }
+        O::SMaxU32 => {
+            let c = a32 > b32;
+            (u64::from(if c { a32 } else { b32 }), Some(c))
+        }
+        O::SCselectB32 | O::SCselectB64 => (if scc_in { a } else { b }, None),
+        O::SAndB32 | O::SAndB64 => nz(a & b),
+        O::SOrB32 | O::SOrB64 => nz(a | b),
+        O::SXorB32 | O::SXorB64 => nz(a ^ b),
+        O::SAndn2B32 | O::SAndn2B64 => nz(a & !b),
+        O::SOrn2B32 | O::SOrn2B64 => nz(a | !b),
+        O::SNandB32 | O::SNandB64 => nz(!(a & b)),
+        O::SNorB32 | O::SNorB64 => nz(!(a | b)),
+        O::SXnorB32 | O::SXnorB64 => nz(!(a ^ b)),
+        O::SLshlB32 => nz(u64::from(a32 << (b32 & 31))),
+        O::SLshlB64 => nz(a << (b32 & 63)),
+        O::SLshrB32 => nz(u64::from(a32 >> (b32 & 31))),
+        O::SLshrB64 => nz(a >> (b32 & 63)),
+        O::SAshrI32 => nz(u64::from(((a32 as i32) >> (b32 & 31)) as u32)),
+        O::SAshrI64 => nz(((a as i64) >> (b32 & 63)) as u64),
+        O::SBfmB32 => (
+            u64::from(((1u64 << (a32 & 31)) as u32).wrapping_sub(1) << (b32 & 31)),
+            None,
+        ),
+        O::SBfmB64 => (((1u64 << (a32 & 63)).wrapping_sub(1)) << (b32 & 63), None),
+        O::SMulI32 => (
+            u64::from((a32 as i32).wrapping_mul(b32 as i32) as u32),
+            None,
+        ),
+        O::SMulHiU32 => ((u64::from(a32) * u64::from(b32)) >> 32, None),
+        O::SMulHiI32 => (
+            u64::from(((i64::from(a32 as i32) * i64::from(b32 as i32)) >> 32) as u32),
+            None,
+        ),
+        O::SBfeU32 => nz(bfe_u64(u64::from(a32), b32 & 31, (b32 >> 16) & 0x7F).min(0xFFFF_FFFF)),
+        O::SBfeI32 => {
+            let w = (b32 >> 16) & 0x7F;
+            let f = bfe_u64(u64::from(a32), b32 & 31, w.min(32));
+            let v = if w == 0 {
+                0
+            } else {
+                sext_field(f, w.min(32)) as i32 as u32
+            };
+            nz(u64::from(v))
+        }
+        O::SBfeU64 => nz(bfe_u64(a, b32 & 63, (b32 >> 16) & 0x7F)),
+        O::SBfeI64 => {
+            let w = (b32 >> 16) & 0x7F;
+            let f = bfe_u64(a, b32 & 63, w);
+            nz(if w == 0 {
+                0
+            } else {
+                sext_field(f, w.min(64)) as u64
+            })
+        }
+        O::SAbsdiffI32 => nz(u64::from(
+            (a32 as i32).wrapping_sub(b32 as i32).unsigned_abs(),
+        )),
+        O::SLshl1AddU32 | O::SLshl2AddU32 | O::SLshl3AddU32 | O::SLshl4AddU32 => {
+            let sh = match op {
+                O::SLshl1AddU32 => 1,
+                O::SLshl2AddU32 => 2,
+                O::SLshl3AddU32 => 3,
+                _ => 4,
+            };
+            let s = (u64::from(a32) << sh) + u64::from(b32);
+            (s & 0xFFFF_FFFF, Some(s >> 32 != 0))
+        }
+        O::SPackLlB32B16 => (u64::from((a32 & 0xFFFF) | (b32 & 0xFFFF) << 16), None),
+        O::SPackLhB32B16 => (u64::from((a32 & 0xFFFF) | (b32 & 0xFFFF_0000)), None),
+        O::SPackHhB32B16 => (u64::from((a32 >> 16) | (b32 & 0xFFFF_0000)), None),
+        _ => return None,
+    })
+}
+
+/// The SCC that SOPC `op` sets for the source values `a`, `b` (64-bit reads; 32-bit
+/// forms use the low dwords); `None` for opcodes not executed. Shared by the general
+/// executor and the scalar plans.
+#[inline(always)]
+pub(crate) fn sopc_result(op: SopcOp, a: u64, b: u64) -> Option<bool> {
+    use SopcOp as O;
+    let (a32, b32) = (a as u32, b as u32);
+    let (ai, bi) = (a32 as i32, b32 as i32);
+    Some(match op {
+        O::SCmpEqI32 | O::SCmpEqU32 => a32 == b32,
+        O::SCmpLgI32 | O::SCmpLgU32 => a32 != b32,
+        O::SCmpGtI32 => ai > bi,
+        O::SCmpGeI32 => ai >= bi,
+        O::SCmpLtI32 => ai < bi,
+        O::SCmpLeI32 => ai <= bi,
+        O::SCmpGtU32 => a32 > b32,
+        O::SCmpGeU32 => a32 >= b32,
+        O::SCmpLtU32 => a32 < b32,
+        O::SCmpLeU32 => a32 <= b32,
+        O::SBitcmp0B32 => (a32 >> (b32 & 31)) & 1 == 0,
+        O::SBitcmp1B32 => (a32 >> (b32 & 31)) & 1 == 1,
+        O::SBitcmp0B64 => (a >> (b32 & 63)) & 1 == 0,
+        O::SBitcmp1B64 => (a >> (b32 & 63)) & 1 == 1,
+        O::SCmpEqU64 => a == b,
+        O::SCmpLgU64 => a != b,
+        _ => return None,
+    })
+}
+
+/// The new EXEC of the `s_*_saveexec_b64` opcode `op` for source `a` and EXEC `exec`;
+/// `None` for other opcodes. Shared by the general executor and the scalar plans.
+#[inline(always)]
+pub(crate) fn saveexec_result(op: Sop1Op, a: u64, exec: u64) -> Option<u64> {
+    use Sop1Op as O;
+    let (s, e) = (a, exec);
+    Some(match op {
+        O::SAndSaveexecB64 => s & e,
+        O::SOrSaveexecB64 => s | e,
+        O::SXorSaveexecB64 => s ^ e,
+        O::SAndn2SaveexecB64 => s & !e,
+        O::SOrn2SaveexecB64 => s | !e,
+        O::SNandSaveexecB64 => !(s & e),
+        O::SNorSaveexecB64 => !(s | e),
+        O::SXnorSaveexecB64 => !(s ^ e),
+        O::SAndn1SaveexecB64 => !s & e,
+        O::SOrn1SaveexecB64 => !s | e,
+        _ => return None,
+    })
+}
+
 fn nz(v: u64) -> (u64, Option<bool>) {
     (v, Some(v != 0))
 }
@@ -841,6 +875,376 @@ fn clock_ticks(real: bool) -> u64 {
         ns / 10
     } else {
         ns
+    }
+}
+
+/// A scalar source resolved when its block is decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Src {
+    /// One dword of the scalar file (an index below `null`).
+    R32(u8),
+    /// A pair of the scalar file: both indices below `null`, or `exec`.
+    R64(u8),
+    /// An inline constant or literal, as [`Wave::read_scalar`] reads it.
+    K(u64),
+}
+
+impl Src {
+    /// The plan of a source operand, if it is one of the forms above.
+    fn of(op: &Operand) -> Option<Self> {
+        match *op {
+            Operand::Sreg { code, count: 1 } if code < code::NULL => Some(Src::R32(code)),
+            Operand::Sreg { code, count: 2 } if code + 1 < code::NULL || code == code::EXEC_LO => {
+                Some(Src::R64(code))
+            }
+            Operand::Const { value, .. } => Some(Src::K(value)),
+            Operand::Literal { value, .. } => Some(Src::K(u64::from(value))),
+            _ => None,
+        }
+    }
+
+    /// The source's value (what `read_scalar` gives for its operand).
+    #[inline(always)]
+    fn get(self, w: &Wave) -> u64 {
+        match self {
+            Src::R32(c) => u64::from(w.sgpr[usize::from(c) & 127]),
+            Src::R64(c) => {
+                let c = usize::from(c);
+                u64::from(w.sgpr[c & 127]) | u64::from(w.sgpr[(c + 1) & 127]) << 32
+            }
+            Src::K(v) => v,
+        }
+    }
+}
+
+/// A scalar destination resolved when its block is decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dst {
+    /// One dword of the scalar file (any index but `null`).
+    D32(u8),
+    /// A pair of the scalar file: both indices below `null`, or `exec`.
+    D64(u8),
+}
+
+impl Dst {
+    /// The plan of a destination operand, if it is one of the forms above.
+    fn of(op: &Operand) -> Option<Self> {
+        match *op {
+            Operand::Sreg { code, count: 1 } if code < 128 && code != code::NULL => {
+                Some(Dst::D32(code))
+            }
+            Operand::Sreg { code, count: 2 } if code + 1 < code::NULL || code == code::EXEC_LO => {
+                Some(Dst::D64(code))
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes `v` as `write_scalar` does for the operand (low dword first).
+    #[inline(always)]
+    fn set(self, w: &mut Wave, v: u64) {
+        match self {
+            Dst::D32(c) => w.sgpr[usize::from(c) & 127] = v as u32,
+            Dst::D64(c) => {
+                let c = usize::from(c);
+                w.sgpr[c & 127] = v as u32;
+                w.sgpr[(c + 1) & 127] = (v >> 32) as u32;
+            }
+        }
+    }
+}
+
+/// What a planned scalar instruction does to control flow: a byte (returned in a
+/// register), which [`ScalarPlan::flow`] turns into the [`Flow`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum ScalarFlow {
+    /// Falls through.
+    Next,
+    /// Jumps to the plan's target.
+    Jump,
+    /// Ends the wave (`s_endpgm`).
+    Ended,
+    /// Waits at the workgroup barrier (`s_barrier`).
+    Barrier,
+}
+
+/// The executor of one planned scalar form.
+type ScalarExec = fn(&mut Wave, &ScalarPlan) -> ScalarFlow;
+
+/// A scalar instruction pre-resolved when its block is decoded (see
+/// [`ScalarPlan::of`]): operands as scalar-file indices or constants, branch targets
+/// as addresses, and one small executor per opcode, so that running it matches no
+/// operand kinds and no opcode. Its effects are exactly those of `Wave::step` on the
+/// instruction (registers, EXEC, SCC, control flow).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScalarPlan {
+    /// The executor of the form.
+    run: ScalarExec,
+    /// First source (unused forms: 0).
+    a: Src,
+    /// Second source (unused forms: 0).
+    b: Src,
+    /// Destination (unused forms: never written).
+    d: Dst,
+    /// Branch target (byte address) of planned branches.
+    target: u64,
+}
+
+/// SOP2 opcodes that get a plan: an executor each, the semantics of `sop2_result`.
+macro_rules! sop2_execs {
+    ($($op:ident),* $(,)?) => {
+        fn sop2_exec(op: Sop2Op) -> Option<ScalarExec> {
+            match op {
+                $(Sop2Op::$op => Some(|w: &mut Wave, p: &ScalarPlan| {
+                    let (a, b) = (p.a.get(w), p.b.get(w));
+                    if let Some((r, scc)) = sop2_result(Sop2Op::$op, a, b, w.scc) {
+                        p.d.set(w, r);
+                        if let Some(s) = scc {
+                            w.scc = s;
+                        }
+                    }
+                    ScalarFlow::Next
+                }),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+sop2_execs!(
+    SAddU32,
+    SSubU32,
+    SAddI32,
+    SSubI32,
+    SAddcU32,
+    SSubbU32,
+    SMinI32,
+    SMinU32,
+    SMaxI32,
+    SMaxU32,
+    SCselectB32,
+    SCselectB64,
+    SAndB32,
+    SAndB64,
+    SOrB32,
+    SOrB64,
+    SXorB32,
+    SXorB64,
+    SAndn2B32,
+    SAndn2B64,
+    SOrn2B32,
+    SOrn2B64,
+    SNandB64,
+    SNorB64,
+    SXnorB64,
+    SLshlB32,
+    SLshlB64,
+    SLshrB32,
+    SLshrB64,
+    SAshrI32,
+    SAshrI64,
+    SBfmB32,
+    SMulI32,
+    SMulHiU32,
+    SBfeU32,
+    SBfeI32,
+    SLshl1AddU32,
+    SLshl2AddU32,
+    SLshl3AddU32,
+    SLshl4AddU32,
+);
+
+/// SOPC opcodes that get a plan: an executor each, the semantics of `sopc_result`.
+macro_rules! sopc_execs {
+    ($($op:ident),* $(,)?) => {
+        fn sopc_exec(op: SopcOp) -> Option<ScalarExec> {
+            match op {
+                $(SopcOp::$op => Some(|w: &mut Wave, p: &ScalarPlan| {
+                    let (a, b) = (p.a.get(w), p.b.get(w));
+                    if let Some(scc) = sopc_result(SopcOp::$op, a, b) {
+                        w.scc = scc;
+                    }
+                    ScalarFlow::Next
+                }),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+sopc_execs!(
+    SCmpEqI32,
+    SCmpEqU32,
+    SCmpLgI32,
+    SCmpLgU32,
+    SCmpGtI32,
+    SCmpGeI32,
+    SCmpLtI32,
+    SCmpLeI32,
+    SCmpGtU32,
+    SCmpGeU32,
+    SCmpLtU32,
+    SCmpLeU32,
+    SBitcmp0B32,
+    SBitcmp1B32,
+    SBitcmp0B64,
+    SBitcmp1B64,
+    SCmpEqU64,
+    SCmpLgU64,
+);
+
+/// `s_*_saveexec_b64` opcodes that get a plan: the semantics of `saveexec_result`,
+/// in `exec_sop1`'s order (SDST gets the old EXEC, then EXEC and SCC the new mask).
+macro_rules! saveexec_execs {
+    ($($op:ident),* $(,)?) => {
+        fn saveexec_exec(op: Sop1Op) -> Option<ScalarExec> {
+            match op {
+                $(Sop1Op::$op => Some(|w: &mut Wave, p: &ScalarPlan| {
+                    let a = p.a.get(w);
+                    let old = w.exec();
+                    let new = saveexec_result(Sop1Op::$op, a, old).unwrap_or(old);
+                    p.d.set(w, old);
+                    w.set_exec(new);
+                    w.scc = new != 0;
+                    ScalarFlow::Next
+                }),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+saveexec_execs!(
+    SAndSaveexecB64,
+    SOrSaveexecB64,
+    SXorSaveexecB64,
+    SAndn2SaveexecB64,
+    SOrn2SaveexecB64,
+    SNandSaveexecB64,
+    SNorSaveexecB64,
+    SXnorSaveexecB64,
+    SAndn1SaveexecB64,
+    SOrn1SaveexecB64,
+);
+
+impl ScalarPlan {
+    /// The plan of `inst` (whose following instruction is at byte address `next`), if
+    /// it is a planned form with operands that resolve (scalar-file registers other
+    /// than `null` and half pairs, constants, literals). Everything else runs through
+    /// `Wave::step`.
+    pub(crate) fn of(inst: &Instruction, next: u64) -> Option<Self> {
+        let plan = |run: ScalarExec, a: Src, b: Src, d: Dst| ScalarPlan {
+            run,
+            a,
+            b,
+            d,
+            target: 0,
+        };
+        let none = Src::K(0);
+        let nowhere = Dst::D32(code::NULL);
+        match inst {
+            Instruction::Sop2(i) => Some(plan(
+                sop2_exec(i.op)?,
+                Src::of(&i.ssrc0)?,
+                Src::of(&i.ssrc1)?,
+                Dst::of(&i.sdst)?,
+            )),
+            Instruction::Sopc(i) => Some(plan(
+                sopc_exec(i.op)?,
+                Src::of(&i.ssrc0)?,
+                Src::of(&i.ssrc1)?,
+                nowhere,
+            )),
+            Instruction::Sop1(i) => {
+                let a = Src::of(i.ssrc0.as_ref()?)?;
+                let d = Dst::of(i.sdst.as_ref()?)?;
+                let run: ScalarExec = match i.op {
+                    Sop1Op::SMovB32 | Sop1Op::SMovB64 => |w, p| {
+                        p.d.set(w, p.a.get(w));
+                        ScalarFlow::Next
+                    },
+                    op => saveexec_exec(op)?,
+                };
+                Some(plan(run, a, none, d))
+            }
+            Instruction::Sopk(i) if i.op == SopkOp::SMovkI32 => {
+                let d = Dst::of(i.sdst.as_ref()?)?;
+                let simm = i.simm16 as i16 as i32 as u32;
+                let run: ScalarExec = |w, p| {
+                    p.d.set(w, p.a.get(w));
+                    ScalarFlow::Next
+                };
+                Some(plan(run, Src::K(u64::from(simm)), none, d))
+            }
+            Instruction::Sopp(i) => {
+                use SoppOp as O;
+                let run: ScalarExec = match i.op {
+                    O::SNop
+                    | O::SWaitcnt
+                    | O::SSetprio
+                    | O::SIcacheInv
+                    | O::SIncperflevel
+                    | O::SDecperflevel
+                    | O::STtracedata
+                    | O::SSendmsg
+                    | O::SWakeup
+                    | O::SSetkill
+                    | O::SCbranchCdbgsys
+                    | O::SCbranchCdbguser
+                    | O::SCbranchCdbgsysOrUser
+                    | O::SCbranchCdbgsysAndUser => |_, _| ScalarFlow::Next,
+                    O::SEndpgm => |_, _| ScalarFlow::Ended,
+                    O::SBarrier => |_, _| {
+                        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+                        ScalarFlow::Barrier
+                    },
+                    O::SBranch => |_, _| ScalarFlow::Jump,
+                    O::SCbranchScc0 => |w, _| taken(!w.scc),
+                    O::SCbranchScc1 => |w, _| taken(w.scc),
+                    O::SCbranchVccz => |w, _| taken(w.vcc() == 0),
+                    O::SCbranchVccnz => |w, _| taken(w.vcc() != 0),
+                    O::SCbranchExecz => |w, _| taken(w.exec() == 0),
+                    O::SCbranchExecnz => |w, _| taken(w.exec() != 0),
+                    _ => return None,
+                };
+                let mut p = plan(run, none, none, nowhere);
+                p.target = next.wrapping_add_signed(4 * i64::from(i.simm16 as i16));
+                Some(p)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A planned conditional branch's flow.
+#[inline(always)]
+fn taken(cond: bool) -> ScalarFlow {
+    if cond {
+        ScalarFlow::Jump
+    } else {
+        ScalarFlow::Next
+    }
+}
+
+impl ScalarPlan {
+    /// The [`Flow`] of an executed plan.
+    #[inline(always)]
+    pub(crate) fn flow(&self, f: ScalarFlow) -> Flow {
+        match f {
+            ScalarFlow::Next => Flow::Next,
+            ScalarFlow::Jump => Flow::Jump(self.target),
+            ScalarFlow::Ended => Flow::Exit(WaveExit::Ended),
+            ScalarFlow::Barrier => Flow::Exit(WaveExit::Barrier),
+        }
+    }
+}
+
+impl Wave {
+    /// Executes a scalar plan (see [`ScalarPlan`]).
+    #[inline(always)]
+    pub(crate) fn run_scalar(&mut self, p: &ScalarPlan) -> ScalarFlow {
+        (p.run)(self, p)
     }
 }
 
@@ -1221,5 +1625,293 @@ mod tests {
         });
         h.exec(&mut w, &st).unwrap();
         assert_eq!(crate::wave::testutil::read_u32(&r, 64), 0x5EED);
+    }
+}
+
+/// Scalar plans against the general executor (`Wave::step`): every opcode of every
+/// scalar format, over random register contents, SCC, EXEC/VCC/M0 and constant
+/// operands of both widths; a plan must leave the same scalar file, SCC and flow.
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+    use crate::inst::Sopp;
+    use crate::wave::testutil::{wave, Harness};
+
+    /// xorshift64* (a fixed seed: the test is deterministic).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        /// A value biased to the edges of carries, shifts and signs.
+        fn value(&mut self) -> u64 {
+            const EDGES: [u64; 10] = [
+                0,
+                1,
+                31,
+                32,
+                63,
+                0x7FFF_FFFF,
+                0x8000_0000,
+                0xFFFF_FFFF,
+                0xFFFF_FFFF_FFFF_FFFF,
+                0x8000_0000_0000_0000,
+            ];
+            match self.below(4) {
+                0 => EDGES[self.below(EDGES.len())],
+                1 => self.next() & 0x3F,
+                _ => self.next(),
+            }
+        }
+    }
+
+    /// A source operand: SGPRs, pairs, vcc, exec, m0, flat_scratch, ttmps, inline
+    /// constants (integers and float patterns), literals, and forms that take the
+    /// general path (null, the m0 pair, src_scc, src_execz).
+    fn source(r: &mut Rng) -> Operand {
+        let sreg = |code, count| Operand::Sreg { code, count };
+        match r.below(16) {
+            0 => sreg(r.below(102) as u8, 1),
+            1 => sreg(2 * r.below(51) as u8, 2),
+            2 => sreg(code::VCC_LO, 2),
+            3 => sreg(code::VCC_LO + r.below(2) as u8, 1),
+            4 => sreg(code::EXEC_LO, 2),
+            5 => sreg(code::EXEC_LO + r.below(2) as u8, 1),
+            6 => sreg(code::M0, 1),
+            7 => sreg(code::FLAT_SCRATCH_LO + 2 * r.below(3) as u8, 2),
+            8 => sreg(code::TTMP0 + r.below(16) as u8, 1),
+            9 => {
+                let int = r.below(81) as i64 - 16;
+                Operand::Const {
+                    code: 128,
+                    value: int as u64,
+                }
+            }
+            10 => Operand::Const {
+                code: 242,
+                value: [0x3F80_0000, 0x3FF0_0000_0000_0000, 0xBF00_0000][r.below(3)],
+            },
+            11 => Operand::Literal {
+                value: r.value() as u32,
+                count: 1 + r.below(2) as u8,
+            },
+            12 => sreg(code::NULL, 1 + r.below(2) as u8),
+            13 => sreg(code::M0, 2),
+            14 => Operand::Special {
+                code: [code::SCC, code::EXECZ, code::VCCZ][r.below(3)],
+                count: 1,
+            },
+            _ => sreg(r.below(102) as u8, 1 + r.below(2) as u8),
+        }
+    }
+
+    /// A destination operand (null and the m0 pair take the general path).
+    fn destination(r: &mut Rng) -> Operand {
+        let sreg = |code, count| Operand::Sreg { code, count };
+        match r.below(10) {
+            0 => sreg(r.below(102) as u8, 1),
+            1 => sreg(2 * r.below(51) as u8, 2),
+            2 => sreg(code::VCC_LO, 2),
+            3 => sreg(code::VCC_LO + r.below(2) as u8, 1),
+            4 => sreg(code::EXEC_LO, 2),
+            5 => sreg(code::EXEC_LO + r.below(2) as u8, 1),
+            6 => sreg(code::M0, 1),
+            7 => sreg(code::NULL, 1 + r.below(2) as u8),
+            8 => sreg(code::M0, 2),
+            _ => sreg(code::TTMP0 + r.below(16) as u8, 1 + r.below(2) as u8),
+        }
+    }
+
+    /// A wave with random scalar registers (EXEC and VCC sometimes zero) and SCC.
+    fn random_wave(r: &mut Rng) -> Wave {
+        let mut w = wave();
+        for x in w.sgpr.iter_mut() {
+            *x = r.value() as u32;
+        }
+        if r.below(4) == 0 {
+            w.set_exec(0);
+        }
+        if r.below(4) == 0 {
+            w.set_vcc(0);
+        }
+        w.scc = r.below(2) == 1;
+        w
+    }
+
+    /// Runs `inst` through the general path and through its plan (if any) on equal
+    /// random waves; asserts equal outcomes and returns whether a plan ran.
+    fn check(h: &mut Harness, r: &mut Rng, inst: &Instruction) -> bool {
+        let seed = r.next();
+        let mut general = random_wave(&mut Rng(seed | 1));
+        let mut planned = random_wave(&mut Rng(seed | 1));
+        let Some(plan) = ScalarPlan::of(inst, 0x1008) else {
+            return false;
+        };
+        let want = h.exec(&mut general, inst);
+        let got = planned.run_scalar(&plan);
+        assert_eq!(want, Ok(plan.flow(got)), "{inst}");
+        assert_eq!(general.sgpr, planned.sgpr, "{inst}");
+        assert_eq!(general.scc, planned.scc, "{inst}");
+        true
+    }
+
+    /// Runs `make` (an instruction from random operands) `n` times for each opcode;
+    /// returns the opcodes whose plan ran at least once.
+    fn sweep<O: Copy + std::fmt::Debug>(
+        ops: &[O],
+        n: usize,
+        mut make: impl FnMut(O, &mut Rng) -> Instruction,
+    ) -> Vec<String> {
+        let mut h = Harness::new(0);
+        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut planned = Vec::new();
+        for &op in ops {
+            let mut any = false;
+            for _ in 0..n {
+                let inst = make(op, &mut r);
+                any |= check(&mut h, &mut r, &inst);
+            }
+            if any {
+                planned.push(format!("{op:?}"));
+            }
+        }
+        planned
+    }
+
+    /// The forms LLVM 16's offload kernels execute most must have plans.
+    fn assert_planned(planned: &[String], hot: &[&str]) {
+        for h in hot {
+            assert!(
+                planned.iter().any(|p| p == h),
+                "{h} has no plan: {planned:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn sop2_plans_match_the_general_path() {
+        let planned = sweep(Sop2Op::ALL, 3000, |op, r| {
+            Instruction::Sop2(Sop2 {
+                op,
+                sdst: destination(r),
+                ssrc0: source(r),
+                ssrc1: source(r),
+            })
+        });
+        assert_planned(
+            &planned,
+            &[
+                "SAddU32",
+                "SAddcU32",
+                "SSubU32",
+                "SSubbU32",
+                "SOrB64",
+                "SAndB64",
+                "SAndn2B64",
+                "SXorB64",
+                "SCselectB32",
+                "SCselectB64",
+                "SMulI32",
+                "SLshlB64",
+                "SLshlB32",
+                "SLshrB32",
+                "SAshrI32",
+            ],
+        );
+    }
+
+    #[test]
+    fn sopc_plans_match_the_general_path() {
+        let planned = sweep(SopcOp::ALL, 2000, |op, r| {
+            Instruction::Sopc(Sopc {
+                op,
+                ssrc0: source(r),
+                ssrc1: source(r),
+            })
+        });
+        assert_planned(
+            &planned,
+            &[
+                "SCmpEqU32",
+                "SCmpLgU32",
+                "SCmpLtI32",
+                "SCmpGtU32",
+                "SCmpLgU64",
+            ],
+        );
+    }
+
+    #[test]
+    fn sop1_and_sopk_plans_match_the_general_path() {
+        let planned = sweep(Sop1Op::ALL, 2000, |op, r| {
+            Instruction::Sop1(Sop1 {
+                op,
+                sdst: Some(destination(r)),
+                ssrc0: Some(source(r)),
+            })
+        });
+        assert_planned(
+            &planned,
+            &[
+                "SMovB32",
+                "SMovB64",
+                "SAndSaveexecB64",
+                "SOrSaveexecB64",
+                "SAndn2SaveexecB64",
+            ],
+        );
+        // No plan may touch an absent operand.
+        for op in Sop1Op::ALL {
+            let inst = Instruction::Sop1(Sop1 {
+                op: *op,
+                sdst: None,
+                ssrc0: None,
+            });
+            assert!(ScalarPlan::of(&inst, 0).is_none(), "{op:?}");
+        }
+        let planned = sweep(SopkOp::ALL, 500, |op, r| {
+            Instruction::Sopk(Sopk {
+                op,
+                sdst: Some(destination(r)),
+                simm16: r.next() as u16,
+                literal: None,
+            })
+        });
+        assert_eq!(planned, ["SMovkI32"]);
+    }
+
+    #[test]
+    fn sopp_plans_match_the_general_path() {
+        let planned = sweep(SoppOp::ALL, 500, |op, r| {
+            Instruction::Sopp(Sopp {
+                op,
+                simm16: r.next() as u16,
+            })
+        });
+        assert_planned(
+            &planned,
+            &[
+                "SNop",
+                "SWaitcnt",
+                "SBranch",
+                "SCbranchScc0",
+                "SCbranchScc1",
+                "SCbranchVccz",
+                "SCbranchVccnz",
+                "SCbranchExecz",
+                "SCbranchExecnz",
+                "SBarrier",
+                "SEndpgm",
+            ],
+        );
     }
 }

@@ -10,7 +10,10 @@
 //! yields and the trace remain per instruction.
 //! Hot instruction forms also carry a plan resolved at decode time (register-file
 //! indices and constants instead of operands, see `valu::Plan`), which the loop runs
-//! instead of the general executor when the wave's MODE allows it.
+//! instead of the general executor when the wave's MODE allows it. Hot scalar forms
+//! (SOP2/SOPC arithmetic and compares, moves, `s_*_saveexec_b64`, `s_waitcnt`/`s_nop`,
+//! branches, `s_barrier`, `s_endpgm`) carry a `salu::ScalarPlan`, always run instead
+//! of `Wave::step`; `step` itself only dispatches, every format out of line.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -20,6 +23,7 @@ use crate::inst::Instruction;
 use crate::memory::{GlobalMemory, RegionCache};
 use crate::operand::{code, Operand};
 use crate::program::{Block, Program};
+use crate::salu::ScalarFlow;
 
 /// Lanes per wave.
 pub const WAVE_SIZE: usize = 64;
@@ -229,9 +233,24 @@ impl Wave {
                         pc: e.pc,
                     });
                 }
-                let flow = match &e.plan {
-                    Some(p) if self.run_plan(p, ctx) => Ok(Flow::Next),
-                    _ => self.step(&e.inst, e.pc, e.next, ctx),
+                // Planned instructions that fall through go straight to the next
+                // entry (unless traced).
+                let flow = if let Some(s) = &e.scalar {
+                    let f = self.run_scalar(s);
+                    if f == ScalarFlow::Next && !trace {
+                        continue;
+                    }
+                    Ok(s.flow(f))
+                } else {
+                    match &e.plan {
+                        Some(p) if self.run_plan(p, ctx) => {
+                            if !trace {
+                                continue;
+                            }
+                            Ok(Flow::Next)
+                        }
+                        _ => self.step(&e.inst, e.pc, e.next, ctx),
+                    }
                 };
                 if trace {
                     self.trace_line(&e.inst, e.pc, flow.as_ref().err());
@@ -277,19 +296,74 @@ impl Wave {
         next: u64,
         ctx: &mut WaveContext<'_>,
     ) -> Result<Flow, Fault> {
+        // Every arm calls out of line, so that this dispatch keeps a small frame (the
+        // executors' frames are paid only by the instructions that use them).
+        match inst {
+            Instruction::Valu(i) => self.step_valu(i, pc, ctx),
+            Instruction::Flat(i) => self.exec_flat(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Ds(i) => self.exec_ds(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Mubuf(i) => self.exec_mubuf(i, pc, ctx).map(|()| Flow::Next),
+            Instruction::Smem(i) => self.step_smem(i, pc, ctx),
+            Instruction::Vop3p(i) => self.step_vop3p(i, pc, ctx),
+            Instruction::Sopp(_)
+            | Instruction::Sop1(_)
+            | Instruction::Sop2(_)
+            | Instruction::Sopc(_)
+            | Instruction::Sopk(_) => self.step_scalar(inst, pc, next, ctx),
+            Instruction::Mtbuf(_) => Err(unsupported(inst, pc, "MTBUF is not executed yet")),
+        }
+    }
+
+    /// [`step`](Self::step) for VOP1/VOP2/VOPC/VOP3 (those without a usable plan).
+    #[inline(never)]
+    fn step_valu(
+        &mut self,
+        i: &crate::inst::Valu,
+        pc: u64,
+        ctx: &WaveContext<'_>,
+    ) -> Result<Flow, Fault> {
+        self.exec_valu(i, pc, ctx).map(|()| Flow::Next)
+    }
+
+    /// [`step`](Self::step) for VOP3P.
+    #[inline(never)]
+    fn step_vop3p(
+        &mut self,
+        i: &crate::inst::Vop3p,
+        pc: u64,
+        ctx: &WaveContext<'_>,
+    ) -> Result<Flow, Fault> {
+        self.exec_vop3p(i, pc, ctx).map(|()| Flow::Next)
+    }
+
+    /// [`step`](Self::step) for SMEM.
+    #[inline(never)]
+    fn step_smem(
+        &mut self,
+        i: &crate::inst::Smem,
+        pc: u64,
+        ctx: &mut WaveContext<'_>,
+    ) -> Result<Flow, Fault> {
+        self.exec_smem(i, pc, ctx).map(|()| Flow::Next)
+    }
+
+    /// [`step`](Self::step) for the scalar ALU and program control formats (the hot
+    /// forms normally run as scalar plans instead, see `salu::ScalarPlan`).
+    #[inline(never)]
+    fn step_scalar(
+        &mut self,
+        inst: &Instruction,
+        pc: u64,
+        next: u64,
+        ctx: &mut WaveContext<'_>,
+    ) -> Result<Flow, Fault> {
         match inst {
             Instruction::Sopp(i) => self.exec_sopp(i, pc, next),
             Instruction::Sop1(i) => self.exec_sop1(i, pc, next, ctx),
             Instruction::Sop2(i) => self.exec_sop2(i, pc, ctx).map(|()| Flow::Next),
             Instruction::Sopc(i) => self.exec_sopc(i, pc, ctx).map(|()| Flow::Next),
             Instruction::Sopk(i) => self.exec_sopk(i, pc, next, ctx),
-            Instruction::Smem(i) => self.exec_smem(i, pc, ctx).map(|()| Flow::Next),
-            Instruction::Valu(i) => self.exec_valu(i, pc, ctx).map(|()| Flow::Next),
-            Instruction::Vop3p(i) => self.exec_vop3p(i, pc, ctx).map(|()| Flow::Next),
-            Instruction::Ds(i) => self.exec_ds(i, pc, ctx).map(|()| Flow::Next),
-            Instruction::Flat(i) => self.exec_flat(i, pc, ctx).map(|()| Flow::Next),
-            Instruction::Mubuf(i) => self.exec_mubuf(i, pc, ctx).map(|()| Flow::Next),
-            Instruction::Mtbuf(_) => Err(unsupported(inst, pc, "MTBUF is not executed yet")),
+            _ => Err(unsupported(inst, pc, "not a scalar instruction")),
         }
     }
 
