@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use crate::decode::decode;
 use crate::error::{DecodeError, Fault};
-use crate::generated::opcodes::{Sop1Op, SopkOp, SoppOp};
+use crate::generated::opcodes::{Sop1Op, SopkOp};
 use crate::inst::Instruction;
 use crate::memory::{read_region_dwords, MemoryRegion};
 use crate::salu::ScalarPlan;
@@ -75,19 +75,7 @@ pub(crate) struct PageHint<'p> {
 /// Faults need no block end: a faulting entry stops the wave wherever it lies.
 pub(crate) fn ends_block(inst: &Instruction) -> bool {
     match inst {
-        Instruction::Sopp(i) => !matches!(
-            i.op,
-            SoppOp::SNop
-                | SoppOp::SWaitcnt
-                | SoppOp::SSetprio
-                | SoppOp::SIcacheInv
-                | SoppOp::SIncperflevel
-                | SoppOp::SDecperflevel
-                | SoppOp::STtracedata
-                | SoppOp::SSendmsg
-                | SoppOp::SWakeup
-                | SoppOp::SSetkill
-        ),
+        Instruction::Sopp(i) => !crate::wave::sopp_falls_through(i.op),
         Instruction::Sop1(i) => matches!(
             i.op,
             Sop1Op::SSetpcB64 | Sop1Op::SSwappcB64 | Sop1Op::SRfeB64 | Sop1Op::SCbranchJoin

@@ -371,18 +371,9 @@ impl Wave {
         let target = || next.wrapping_add_signed(4 * i64::from(i.simm16 as i16));
         let taken = |c: bool| if c { Flow::Jump(target()) } else { Flow::Next };
         Ok(match i.op {
+            op if sopp_falls_through(op) => Flow::Next,
             SoppOp::SEndpgm => Flow::Exit(WaveExit::Ended),
-            SoppOp::SNop
-            | SoppOp::SWaitcnt
-            | SoppOp::SSetprio
-            | SoppOp::SIcacheInv
-            | SoppOp::SIncperflevel
-            | SoppOp::SDecperflevel
-            | SoppOp::STtracedata => Flow::Next,
             SoppOp::SSleep => Flow::Exit(WaveExit::Yield),
-            // Messages (interrupt, GS, save-wave, ...) have no receiver here; waking
-            // sleeping waves and the kill flag (pixel shaders) change nothing.
-            SoppOp::SSendmsg | SoppOp::SWakeup | SoppOp::SSetkill => Flow::Next,
             // The message is dropped and the wave halts for good: it has ended.
             SoppOp::SSendmsghalt | SoppOp::SEndpgmSaved | SoppOp::SEndpgmOrderedPsDone => {
                 Flow::Exit(WaveExit::Ended)
@@ -610,6 +601,26 @@ pub(crate) fn unsupported(inst: &Instruction, pc: u64, reason: &str) -> Fault {
         mnemonic: inst.mnemonic().into_owned(),
         reason: reason.to_string(),
     }
+}
+
+/// Whether the SOPP instruction `op` always goes on to the next instruction with no
+/// effect here: the no-ops and hints, and the messages (interrupt, GS, save-wave,
+/// ...), wake-ups and the kill flag (pixel shaders), which have no receiver on this
+/// device. `exec_sopp` and the block builder (`program::ends_block`) both read it.
+pub(crate) fn sopp_falls_through(op: SoppOp) -> bool {
+    matches!(
+        op,
+        SoppOp::SNop
+            | SoppOp::SWaitcnt
+            | SoppOp::SSetprio
+            | SoppOp::SIcacheInv
+            | SoppOp::SIncperflevel
+            | SoppOp::SDecperflevel
+            | SoppOp::STtracedata
+            | SoppOp::SSendmsg
+            | SoppOp::SWakeup
+            | SoppOp::SSetkill
+    )
 }
 
 /// Scaffolding for the executor's unit tests: a global memory of host regions, a
