@@ -624,6 +624,20 @@ pub(crate) fn mul_lanes(a: Src<'_>, b: Src<'_>, out: &mut VReg) {
 mod tests {
     use super::*;
 
+    /// The oracle of compare condition `c` (numbered as `cmp_u32`) on `p` and `q`.
+    fn cond_holds<T: Ord>(c: u32, p: T, q: T) -> bool {
+        match c {
+            0 => false,
+            1 => p < q,
+            2 => p == q,
+            3 => p <= q,
+            4 => p > q,
+            5 => p != q,
+            6 => p >= q,
+            _ => true,
+        }
+    }
+
     /// Host reference: the exact product-sum rounded once, via f64 for operands whose
     /// product is exact in f64, checked against values built to need one rounding.
     #[test]
@@ -819,16 +833,7 @@ mod tests {
                         } else {
                             (i128::from(p), i128::from(q))
                         };
-                        let want = match c {
-                            0 => false,
-                            1 => p < q,
-                            2 => p == q,
-                            3 => p <= q,
-                            4 => p > q,
-                            5 => p != q,
-                            6 => p >= q,
-                            _ => true,
-                        };
+                        let want = cond_holds(c, p, q);
                         assert_eq!((mask >> l) & 1 == 1, want, "c {c} s {signed} {p:#x} {q:#x}");
                     }
                 }
@@ -843,16 +848,7 @@ mod tests {
                     } else {
                         (i64::from(a[l]), i64::from(b[l]))
                     };
-                    let want = match c {
-                        0 => false,
-                        1 => p < q,
-                        2 => p == q,
-                        3 => p <= q,
-                        4 => p > q,
-                        5 => p != q,
-                        6 => p >= q,
-                        _ => true,
-                    };
+                    let want = cond_holds(c, p, q);
                     assert_eq!((m >> l) & 1 == 1, want, "cond {c} signed {signed} lane {l}");
                 }
             }
