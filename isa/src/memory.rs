@@ -258,47 +258,62 @@ impl HostSpan<'_> {
         true
     }
 
-    /// Loads `n` consecutive qwords from byte offset `off`, one relaxed 64-bit atomic
-    /// each, giving qword k to `f(k, value)`; false, having read nothing, if the range
-    /// does not fit or the host address is not 8-aligned.
+    /// Loads 64 consecutive qwords from byte offset `off`, one relaxed 64-bit atomic
+    /// each, splitting qword k into `lo[k]` (bits 31:0) and `hi[k]` (bits 63:32): a
+    /// whole wave's 8-byte load into the two dword planes of a register pair. False,
+    /// having read nothing, if the range does not fit or the host address is not
+    /// 8-aligned.
     #[inline]
-    pub(crate) fn load_qwords(&self, off: usize, n: usize, mut f: impl FnMut(usize, u64)) -> bool {
-        if off.checked_add(8 * n).is_none_or(|end| end > self.len) {
+    pub(crate) fn load_qword_planes(
+        &self,
+        off: usize,
+        lo: &mut [u32; 64],
+        hi: &mut [u32; 64],
+    ) -> bool {
+        let Some(p) = self.qword_run(off) else {
             return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::simd::host_avx2() {
+            // SAFETY: host_avx2() checked the CPU; qword_run checked that p is 8-aligned
+            // and valid for 64 qwords.
+            unsafe { load_planes_avx2(p, lo, hi) };
+            return true;
         }
-        // SAFETY: off + 8n <= len, so the pointer stays in the checked span.
-        let p = unsafe { self.ptr.add(off) }.cast::<u64>();
-        if !p.is_aligned() {
-            return false;
-        }
-        for k in 0..n {
-            // SAFETY: p + k is 8-aligned and inside the span (k < n); the memory is only
-            // ever accessed atomically by the engine.
-            f(
-                k,
-                unsafe { AtomicU64::from_ptr(p.add(k)) }.load(Ordering::Relaxed),
-            );
-        }
+        // SAFETY: as above.
+        unsafe { load_planes_body(p, lo, hi) };
         true
     }
 
-    /// Stores `n` consecutive qwords `f(k)` at byte offset `off`, one relaxed 64-bit
-    /// atomic each; false, having written nothing, as [`load_qwords`](Self::load_qwords).
+    /// Stores 64 consecutive qwords `lo[k] | hi[k] << 32` at byte offset `off`, one
+    /// relaxed 64-bit atomic each; false, having written nothing, as
+    /// [`load_qword_planes`](Self::load_qword_planes).
     #[inline]
-    pub(crate) fn store_qwords(&self, off: usize, n: usize, f: impl Fn(usize) -> u64) -> bool {
-        if off.checked_add(8 * n).is_none_or(|end| end > self.len) {
+    pub(crate) fn store_qword_planes(&self, off: usize, lo: &[u32; 64], hi: &[u32; 64]) -> bool {
+        let Some(p) = self.qword_run(off) else {
             return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::simd::host_avx2() {
+            // SAFETY: as in load_qword_planes.
+            unsafe { store_planes_avx2(p, lo, hi) };
+            return true;
         }
-        // SAFETY: off + 8n <= len, so the pointer stays in the checked span.
-        let p = unsafe { self.ptr.add(off) }.cast::<u64>();
-        if !p.is_aligned() {
-            return false;
-        }
-        for k in 0..n {
-            // SAFETY: as in load_qwords.
-            unsafe { AtomicU64::from_ptr(p.add(k)) }.store(f(k), Ordering::Relaxed);
-        }
+        // SAFETY: as in load_qword_planes.
+        unsafe { store_planes_body(p, lo, hi) };
         true
+    }
+
+    /// The host address of 64 qwords at `off` if they fit in the span and it is
+    /// 8-aligned.
+    #[inline(always)]
+    fn qword_run(&self, off: usize) -> Option<*mut u64> {
+        if off.checked_add(8 * 64).is_none_or(|end| end > self.len) {
+            return None;
+        }
+        // SAFETY: off + 512 <= len, so the pointer stays in the checked span.
+        let p = unsafe { self.ptr.add(off) }.cast::<u64>();
+        p.is_aligned().then_some(p)
     }
 
     /// The 32-bit atomic at offset 0 (the span must be 4 bytes and 4-aligned:
@@ -315,6 +330,68 @@ impl HostSpan<'_> {
         // SAFETY: as in atomic_u32, with 8 bytes and 8-byte alignment checked.
         unsafe { AtomicU64::from_ptr(self.ptr.cast::<u64>()) }
     }
+}
+
+/// Loads 64 qwords at `p` (relaxed atomics) eight at a time, splitting each group
+/// into the low and high dword planes (plain register code, so it vectorises).
+///
+/// # Safety
+/// `p` must be 8-aligned and valid for 64 qwords of memory that is only ever
+/// accessed atomically while this runs.
+#[inline(always)]
+unsafe fn load_planes_body(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) {
+    for c in 0..8 {
+        let mut v = [0u64; 8];
+        for (j, x) in v.iter_mut().enumerate() {
+            // SAFETY: p + 8c + j < p + 64 is 8-aligned and valid (caller).
+            *x = unsafe { AtomicU64::from_ptr(p.add(8 * c + j)) }.load(Ordering::Relaxed);
+        }
+        for j in 0..8 {
+            lo[8 * c + j] = v[j] as u32;
+            hi[8 * c + j] = (v[j] >> 32) as u32;
+        }
+    }
+}
+
+/// Joins the dword planes eight lanes at a time and stores the 64 qwords at `p`
+/// (relaxed atomics).
+///
+/// # Safety
+/// As [`load_planes_body`].
+#[inline(always)]
+unsafe fn store_planes_body(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
+    for c in 0..8 {
+        let mut v = [0u64; 8];
+        for (j, x) in v.iter_mut().enumerate() {
+            *x = u64::from(lo[8 * c + j]) | u64::from(hi[8 * c + j]) << 32;
+        }
+        for (j, x) in v.iter().enumerate() {
+            // SAFETY: as in load_planes_body.
+            unsafe { AtomicU64::from_ptr(p.add(8 * c + j)) }.store(*x, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `load_planes_body` compiled with AVX2 (the split becomes shuffles).
+///
+/// # Safety
+/// The CPU must support AVX2; and as [`load_planes_body`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn load_planes_avx2(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) {
+    // SAFETY: forwarded from the caller.
+    unsafe { load_planes_body(p, lo, hi) }
+}
+
+/// `store_planes_body` compiled with AVX2 (the join becomes shuffles).
+///
+/// # Safety
+/// The CPU must support AVX2; and as [`load_planes_body`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn store_planes_avx2(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
+    // SAFETY: forwarded from the caller.
+    unsafe { store_planes_body(p, lo, hi) }
 }
 
 /// Reads `out.len()` bytes at `p` as the widest naturally aligned relaxed atomics
