@@ -1831,6 +1831,11 @@ impl Wave {
                     };
                     if uniform {
                         *d = [word(4 * k); WAVE_SIZE];
+                    } else if let Some(run) = src.get(4 * k..WAVE_SIZE * bytes) {
+                        // Dword k of every lane's element: one pass over the run.
+                        for (v, w) in d.iter_mut().zip(run.chunks(bytes)) {
+                            *v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                        }
                     } else {
                         for (l, v) in d.iter_mut().enumerate() {
                             *v = word(bytes * l + 4 * k);
@@ -1901,6 +1906,15 @@ impl Wave {
                 return;
             }
             if seq {
+                if let (4, Some(dst), Src::Reg(r)) =
+                    (bytes, lds.get_mut(base..base + WAVE_SIZE * 4), src[0])
+                {
+                    // One dword per lane from one register: a straight copy.
+                    for (d, v) in dst.chunks_exact_mut(4).zip(r.iter()) {
+                        d.copy_from_slice(&v.to_le_bytes());
+                    }
+                    return;
+                }
                 if let Some(dst) = lds.get_mut(base..base + WAVE_SIZE * bytes) {
                     for (l, lane) in dst.chunks_exact_mut(bytes).enumerate() {
                         for (k, d) in lane.chunks_exact_mut(4).enumerate() {
@@ -2002,8 +2016,11 @@ impl Wave {
         true
     }
 
-    // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
-    // only by the instructions that need it.
+    /// Executes a DS instruction: `ds_bpermute_b32` and the plain in-range loads and
+    /// stores here (small frame), everything else through the general path.
+    ///
+    /// # Errors
+    /// As the general path: LDS faults name the lane and the offset.
     #[inline(never)]
     pub(crate) fn exec_ds(
         &mut self,
@@ -2012,9 +2029,8 @@ impl Wave {
         ctx: &mut WaveContext<'_>,
     ) -> Result<(), Fault> {
         use DsOp as O;
-        let unsup = |why: &str| unsupported(&Instruction::Ds(i.clone()), pc, why);
         if i.gds {
-            return Err(unsup("GDS is not modelled"));
+            return self.exec_ds_general(i, pc, ctx);
         }
         let exec = self.exec();
         if i.op == O::DsBpermuteB32 {
@@ -2051,6 +2067,23 @@ impl Wave {
         if self.ds_fast(i, exec, &addr, ctx) {
             return Ok(());
         }
+        self.exec_ds_general(i, pc, ctx)
+    }
+
+    // Kept out of `exec_ds` so that its large stack frame (per-lane tables) is paid
+    // only by the instructions that need it.
+    #[inline(never)]
+    fn exec_ds_general(&mut self, i: &Ds, pc: u64, ctx: &mut WaveContext<'_>) -> Result<(), Fault> {
+        use DsOp as O;
+        let unsup = |why: &str| unsupported(&Instruction::Ds(i.clone()), pc, why);
+        if i.gds {
+            return Err(unsup("GDS is not modelled"));
+        }
+        let exec = self.exec();
+        let addr = match i.addr.as_ref() {
+            Some(a) => self.vread(a, 0, ctx),
+            None => [0; WAVE_SIZE],
+        };
         let off = u64::from(i.offset());
         let single = |l: usize| -> Option<Target> {
             ((exec >> l) & 1 == 1).then(|| Target::Lds(u64::from(addr[l]) + off))
