@@ -2509,6 +2509,154 @@ mod tests {
         assert_eq!(w.vgpr[6], before);
     }
 
+    /// `global_load/store_dword[x2] vD, v[0:1], off offset:o` with lane l's address
+    /// `base + l·step - o` in v[0:1].
+    fn pair_wave(base: u64, step: u64, offset: i32) -> Wave {
+        let mut w = wave();
+        for l in 0..WAVE_SIZE {
+            let a = (base + step * l as u64).wrapping_add_signed(-i64::from(offset));
+            w.vgpr[0][l] = a as u32;
+            w.vgpr[1][l] = (a >> 32) as u32;
+        }
+        w
+    }
+
+    fn global_pair(
+        op: FlatOp,
+        vdst: Option<Operand>,
+        data: Option<Operand>,
+        offset: i32,
+    ) -> Instruction {
+        Instruction::Flat(Flat {
+            op,
+            seg: Segment::Global,
+            vdst,
+            vaddr: Some(v(0, 2)),
+            data,
+            saddr: None,
+            offset,
+            glc: false,
+            slc: false,
+            scc: false,
+            lds: false,
+        })
+    }
+
+    /// The VGPR-pair address form of whole-wave dword and qword accesses (checked on
+    /// the address registers, 8-byte lanes split into and joined from dword planes):
+    /// full and partial EXEC, positive and negative offsets, host-misaligned bases and
+    /// swapped lanes (both fall back to the per-lane path) give the bytes the
+    /// definition gives, and inactive lanes keep their registers and memory; a range
+    /// running past the region faults naming the first lane outside it and its
+    /// address, leaving the registers as they were.
+    #[test]
+    fn pair_addressed_consecutive_lanes_match_the_definition() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(4096);
+        let init: Vec<u8> = (0..4096u32).map(|i| (i * 151 + 7) as u8).collect();
+        let le32 = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let partial = 0xF0F0_5555_0000_FFFFu64;
+        let cases: [(u64, u64, i32, u64, bool); 9] = [
+            // (bytes per lane, base offset, instruction offset, exec, swap lanes 5 and 9)
+            (8, 0, 0, u64::MAX, false),
+            (8, 16, -8, u64::MAX, false),
+            (8, 8, 24, u64::MAX, false),
+            (8, 4, 0, u64::MAX, false),
+            (8, 0, 0, partial, false),
+            (8, 0, 0, u64::MAX, true),
+            (4, 0, 0, u64::MAX, false),
+            (4, 2, 0, u64::MAX, false),
+            (4, 4, 4, partial, true),
+        ];
+        for (bytes, base_off, offset, exec, swap) in cases {
+            let what = format!("{bytes}@{base_off}+{offset} exec {exec:x} swap {swap}");
+            let (load, store) = if bytes == 4 {
+                (FlatOp::LoadDword, FlatOp::StoreDword)
+            } else {
+                (FlatOp::LoadDwordx2, FlatOp::StoreDwordx2)
+            };
+            let lane_at = |l: usize| {
+                let l = match (swap, l) {
+                    (true, 5) => 9,
+                    (true, 9) => 5,
+                    _ => l,
+                };
+                base_off as usize + l * bytes as usize
+            };
+            assert!(r.write_bytes(0, &init));
+            let mut w = pair_wave(r.device_base() + base_off, bytes, offset);
+            if swap {
+                for k in 0..2 {
+                    w.vgpr[k].swap(5, 9);
+                }
+            }
+            w.set_exec(exec);
+            for l in 0..WAVE_SIZE {
+                w.vgpr[6][l] = 0x5EED_0000 | l as u32;
+                w.vgpr[7][l] = 0x7EED_0000 | l as u32;
+            }
+            h.exec(&mut w, &global_pair(load, Some(v(6, 2)), None, offset))
+                .unwrap();
+            for l in 0..WAVE_SIZE {
+                let on = (exec >> l) & 1 == 1;
+                let at = lane_at(l);
+                let want6 = if on {
+                    le32(&init, at)
+                } else {
+                    0x5EED_0000 | l as u32
+                };
+                let want7 = if on && bytes == 8 {
+                    le32(&init, at + 4)
+                } else {
+                    0x7EED_0000 | l as u32
+                };
+                assert_eq!(w.vgpr[6][l], want6, "load lane {l} {what}");
+                assert_eq!(w.vgpr[7][l], want7, "load lane {l} {what}");
+            }
+            for l in 0..WAVE_SIZE {
+                w.vgpr[8][l] = (0x0103_0507 * l as u32) ^ 0xC0DE_0000;
+                w.vgpr[9][l] = !(l as u32) << 5;
+            }
+            h.exec(&mut w, &global_pair(store, None, Some(v(8, 2)), offset))
+                .unwrap();
+            let mut want = init.clone();
+            for l in 0..WAVE_SIZE {
+                if (exec >> l) & 1 == 1 {
+                    let at = lane_at(l);
+                    want[at..at + 4].copy_from_slice(&w.vgpr[8][l].to_le_bytes());
+                    if bytes == 8 {
+                        want[at + 4..at + 8].copy_from_slice(&w.vgpr[9][l].to_le_bytes());
+                    }
+                }
+            }
+            assert!(read(&r, 0, 4096) == want, "store {what}");
+        }
+        // 64 qwords from 16 bytes before the end: lane 2 is the first outside.
+        for store in [false, true] {
+            let mut w = pair_wave(r.device_base() + 4096 - 16, 8, 0);
+            let before = w.vgpr[6];
+            let inst = if store {
+                global_pair(FlatOp::StoreDwordx2, None, Some(v(8, 2)), 0)
+            } else {
+                global_pair(FlatOp::LoadDwordx2, Some(v(6, 2)), None, 0)
+            };
+            match h.exec(&mut w, &inst).unwrap_err() {
+                Fault::Memory {
+                    address,
+                    lane,
+                    write,
+                    ..
+                } => {
+                    assert_eq!(address, r.device_base() + 4096);
+                    assert_eq!(lane, Some(2));
+                    assert_eq!(write, store);
+                }
+                e => panic!("{e}"),
+            }
+            assert_eq!(w.vgpr[6], before);
+        }
+    }
+
     #[test]
     fn d16_loads_keep_the_other_half() {
         let mut h = Harness::new(0);
