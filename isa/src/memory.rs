@@ -258,47 +258,62 @@ impl HostSpan<'_> {
         true
     }
 
-    /// Loads `n` consecutive qwords from byte offset `off`, one relaxed 64-bit atomic
-    /// each, giving qword k to `f(k, value)`; false, having read nothing, if the range
-    /// does not fit or the host address is not 8-aligned.
+    /// Loads 64 consecutive qwords from byte offset `off`, one relaxed 64-bit atomic
+    /// each, splitting qword k into `lo[k]` (bits 31:0) and `hi[k]` (bits 63:32): a
+    /// whole wave's 8-byte load into the two dword planes of a register pair. False,
+    /// having read nothing, if the range does not fit or the host address is not
+    /// 8-aligned.
     #[inline]
-    pub(crate) fn load_qwords(&self, off: usize, n: usize, mut f: impl FnMut(usize, u64)) -> bool {
-        if off.checked_add(8 * n).is_none_or(|end| end > self.len) {
+    pub(crate) fn load_qword_planes(
+        &self,
+        off: usize,
+        lo: &mut [u32; 64],
+        hi: &mut [u32; 64],
+    ) -> bool {
+        let Some(p) = self.qword_run(off) else {
             return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::simd::host_avx2() {
+            // SAFETY: host_avx2() checked the CPU; qword_run checked that p is 8-aligned
+            // and valid for 64 qwords.
+            unsafe { load_planes_avx2(p, lo, hi) };
+            return true;
         }
-        // SAFETY: off + 8n <= len, so the pointer stays in the checked span.
-        let p = unsafe { self.ptr.add(off) }.cast::<u64>();
-        if !p.is_aligned() {
-            return false;
-        }
-        for k in 0..n {
-            // SAFETY: p + k is 8-aligned and inside the span (k < n); the memory is only
-            // ever accessed atomically by the engine.
-            f(
-                k,
-                unsafe { AtomicU64::from_ptr(p.add(k)) }.load(Ordering::Relaxed),
-            );
-        }
+        // SAFETY: as above.
+        unsafe { load_planes_body(p, lo, hi) };
         true
     }
 
-    /// Stores `n` consecutive qwords `f(k)` at byte offset `off`, one relaxed 64-bit
-    /// atomic each; false, having written nothing, as [`load_qwords`](Self::load_qwords).
+    /// Stores 64 consecutive qwords `lo[k] | hi[k] << 32` at byte offset `off`, one
+    /// relaxed 64-bit atomic each; false, having written nothing, as
+    /// [`load_qword_planes`](Self::load_qword_planes).
     #[inline]
-    pub(crate) fn store_qwords(&self, off: usize, n: usize, f: impl Fn(usize) -> u64) -> bool {
-        if off.checked_add(8 * n).is_none_or(|end| end > self.len) {
+    pub(crate) fn store_qword_planes(&self, off: usize, lo: &[u32; 64], hi: &[u32; 64]) -> bool {
+        let Some(p) = self.qword_run(off) else {
             return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::simd::host_avx2() {
+            // SAFETY: as in load_qword_planes.
+            unsafe { store_planes_avx2(p, lo, hi) };
+            return true;
         }
-        // SAFETY: off + 8n <= len, so the pointer stays in the checked span.
-        let p = unsafe { self.ptr.add(off) }.cast::<u64>();
-        if !p.is_aligned() {
-            return false;
-        }
-        for k in 0..n {
-            // SAFETY: as in load_qwords.
-            unsafe { AtomicU64::from_ptr(p.add(k)) }.store(f(k), Ordering::Relaxed);
-        }
+        // SAFETY: as in load_qword_planes.
+        unsafe { store_planes_body(p, lo, hi) };
         true
+    }
+
+    /// The host address of 64 qwords at `off` if they fit in the span and it is
+    /// 8-aligned.
+    #[inline(always)]
+    fn qword_run(&self, off: usize) -> Option<*mut u64> {
+        if off.checked_add(8 * 64).is_none_or(|end| end > self.len) {
+            return None;
+        }
+        // SAFETY: off + 512 <= len, so the pointer stays in the checked span.
+        let p = unsafe { self.ptr.add(off) }.cast::<u64>();
+        p.is_aligned().then_some(p)
     }
 
     /// The 32-bit atomic at offset 0 (the span must be 4 bytes and 4-aligned:
@@ -315,6 +330,68 @@ impl HostSpan<'_> {
         // SAFETY: as in atomic_u32, with 8 bytes and 8-byte alignment checked.
         unsafe { AtomicU64::from_ptr(self.ptr.cast::<u64>()) }
     }
+}
+
+/// Loads 64 qwords at `p` (relaxed atomics) eight at a time, splitting each group
+/// into the low and high dword planes (plain register code, so it vectorises).
+///
+/// # Safety
+/// `p` must be 8-aligned and valid for 64 qwords of memory that is only ever
+/// accessed atomically while this runs.
+#[inline(always)]
+unsafe fn load_planes_body(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) {
+    for c in 0..8 {
+        let mut v = [0u64; 8];
+        for (j, x) in v.iter_mut().enumerate() {
+            // SAFETY: p + 8c + j < p + 64 is 8-aligned and valid (caller).
+            *x = unsafe { AtomicU64::from_ptr(p.add(8 * c + j)) }.load(Ordering::Relaxed);
+        }
+        for j in 0..8 {
+            lo[8 * c + j] = v[j] as u32;
+            hi[8 * c + j] = (v[j] >> 32) as u32;
+        }
+    }
+}
+
+/// Joins the dword planes eight lanes at a time and stores the 64 qwords at `p`
+/// (relaxed atomics).
+///
+/// # Safety
+/// As [`load_planes_body`].
+#[inline(always)]
+unsafe fn store_planes_body(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
+    for c in 0..8 {
+        let mut v = [0u64; 8];
+        for (j, x) in v.iter_mut().enumerate() {
+            *x = u64::from(lo[8 * c + j]) | u64::from(hi[8 * c + j]) << 32;
+        }
+        for (j, x) in v.iter().enumerate() {
+            // SAFETY: as in load_planes_body.
+            unsafe { AtomicU64::from_ptr(p.add(8 * c + j)) }.store(*x, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `load_planes_body` compiled with AVX2 (the split becomes shuffles).
+///
+/// # Safety
+/// The CPU must support AVX2; and as [`load_planes_body`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn load_planes_avx2(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) {
+    // SAFETY: forwarded from the caller.
+    unsafe { load_planes_body(p, lo, hi) }
+}
+
+/// `store_planes_body` compiled with AVX2 (the join becomes shuffles).
+///
+/// # Safety
+/// The CPU must support AVX2; and as [`load_planes_body`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn store_planes_avx2(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
+    // SAFETY: forwarded from the caller.
+    unsafe { store_planes_body(p, lo, hi) }
 }
 
 /// Reads `out.len()` bytes at `p` as the widest naturally aligned relaxed atomics
@@ -683,5 +760,55 @@ unsafe impl MemoryRegion for SubRegion {
     fn host_ptr(&self) -> *mut u8 {
         // SAFETY: offset <= parent.len(), so the result stays in (or one past) the parent.
         unsafe { self.parent.host_ptr().add(self.offset as usize) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dword-plane split and join (AVX2 build when the host has it) against the
+    /// definition: qword k is `lo[k] | hi[k] << 32`, each lane in its own element;
+    /// a host-misaligned or too short span is refused without any effect.
+    #[test]
+    fn qword_planes_split_and_join_per_lane() {
+        let r = HostRegion::zeroed(1024);
+        let bytes: Vec<u8> = (0..1024u32).map(|i| (i * 89 + 3) as u8).collect();
+        assert!(r.write_bytes(0, &bytes));
+        let span = r.span(8, 512).unwrap();
+        let (mut lo, mut hi) = ([0u32; 64], [0u32; 64]);
+        assert!(span.load_qword_planes(0, &mut lo, &mut hi));
+        for k in 0..64 {
+            let at = 8 + 8 * k;
+            let q = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+            assert_eq!((lo[k], hi[k]), (q as u32, (q >> 32) as u32), "qword {k}");
+        }
+        let lo2: [u32; 64] = std::array::from_fn(|k| 0x1000_0001u32.wrapping_mul(k as u32 + 7));
+        let hi2: [u32; 64] = std::array::from_fn(|k| !(k as u32) << 9);
+        assert!(span.store_qword_planes(0, &lo2, &hi2));
+        let mut back = vec![0u8; 1024];
+        assert!(r.read_bytes(0, &mut back));
+        assert_eq!(back[..8], bytes[..8]);
+        assert_eq!(back[520..], bytes[520..]);
+        for k in 0..64 {
+            let at = 8 + 8 * k;
+            let q = u64::from(lo2[k]) | u64::from(hi2[k]) << 32;
+            assert_eq!(back[at..at + 8], q.to_le_bytes(), "qword {k}");
+        }
+        // Host address 4 past an 8-aligned one, and a span one byte short.
+        let (mut lo3, mut hi3) = ([7u32; 64], [7u32; 64]);
+        assert!(!r
+            .span(4, 512)
+            .unwrap()
+            .load_qword_planes(0, &mut lo3, &mut hi3));
+        assert!(!r.span(4, 512).unwrap().store_qword_planes(0, &lo2, &hi2));
+        assert!(!r
+            .span(8, 511)
+            .unwrap()
+            .load_qword_planes(0, &mut lo3, &mut hi3));
+        assert!(lo3.iter().chain(hi3.iter()).all(|&x| x == 7));
+        let mut again = vec![0u8; 1024];
+        assert!(r.read_bytes(0, &mut again));
+        assert_eq!(again, back);
     }
 }

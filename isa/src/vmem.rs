@@ -727,6 +727,48 @@ fn consecutive(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
     consecutive_body(addrs, step)
 }
 
+/// Whether the 64-bit lane addresses `lo[l] | hi[l] << 32` (a VGPR pair) plus
+/// `offset` are `base + l·step` in every lane, `base` being lane 0's, with no
+/// wrap-around; the lane addresses are never gathered into a table.
+#[inline(always)]
+fn pair_consecutive_body(lo: &VReg, hi: &VReg, offset: i64, step: u64) -> bool {
+    let a0 = u64::from(lo[0]) | u64::from(hi[0]) << 32;
+    if a0
+        .wrapping_add_signed(offset)
+        .checked_add(step * (WAVE_SIZE as u64 - 1))
+        .is_none()
+    {
+        return false;
+    }
+    // Adding the same offset to every lane keeps the differences: compare raw.
+    let mut same = 0u64;
+    for l in 0..WAVE_SIZE {
+        same |= (u64::from(lo[l]) | u64::from(hi[l]) << 32) ^ a0.wrapping_add(step * l as u64);
+    }
+    same == 0
+}
+
+/// `pair_consecutive_body` compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pair_consecutive_avx2(lo: &VReg, hi: &VReg, offset: i64, step: u64) -> bool {
+    pair_consecutive_body(lo, hi, offset, step)
+}
+
+/// See [`pair_consecutive_body`].
+#[inline]
+fn pair_consecutive(lo: &VReg, hi: &VReg, offset: i64, step: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { pair_consecutive_avx2(lo, hi, offset, step) };
+    }
+    pair_consecutive_body(lo, hi, offset, step)
+}
+
 /// The highest LDS address of the lanes in `exec` (0 for none).
 #[inline(always)]
 fn lds_highest_body(addr: &VReg, exec: u64) -> u32 {
@@ -819,11 +861,19 @@ fn lane_dwords(regs: &[VReg], l: usize) -> [u32; 4] {
 }
 
 impl Wave {
-    fn read_regs(&self, op: Option<&Operand>, n: usize, ctx: &WaveContext<'_>) -> Vec<VReg> {
-        match op {
-            Some(o) => (0..n).map(|k| self.vread(o, k, ctx)).collect(),
-            None => vec![[0; WAVE_SIZE]; n],
+    /// Dwords `0..n` (n ≤ 4) of a data operand in every lane, in a fixed table (no
+    /// heap allocation); dwords from `n` on, and all of a missing operand, are zero.
+    fn read_regs(&self, op: Option<&Operand>, n: usize, ctx: &WaveContext<'_>) -> [VReg; 4] {
+        let mut out = [[0u32; WAVE_SIZE]; 4];
+        if let Some(o) = op {
+            for (k, r) in out.iter_mut().enumerate().take(n) {
+                *r = match self.vsrc(o, k, ctx) {
+                    Src::Reg(v) => *v,
+                    Src::Splat(x) => [x; WAVE_SIZE],
+                };
+            }
         }
+        out
     }
 
     fn lds_range(
@@ -1049,7 +1099,8 @@ impl Wave {
         match access {
             Access::Load { bytes, signed } => {
                 let nd = (bytes as usize).div_ceil(4);
-                let mut out = vec![[0u32; WAVE_SIZE]; nd];
+                let mut out = [[0u32; WAVE_SIZE]; 4];
+                let out = &mut out[..nd];
                 for l in 0..WAVE_SIZE {
                     let Some(t) = targets[l] else { continue };
                     let mut buf = [0u8; 16];
@@ -1114,7 +1165,8 @@ impl Wave {
             }
             Access::Atomic { op, bytes } => {
                 let nd = (bytes / 4) as usize;
-                let mut out = vec![[0u32; WAVE_SIZE]; nd];
+                let mut out = [[0u32; WAVE_SIZE]; 2];
+                let out = &mut out[..nd];
                 for l in 0..WAVE_SIZE {
                     let Some(t) = targets[l] else { continue };
                     let w = lane_dwords(data, l);
@@ -1317,11 +1369,7 @@ impl Wave {
                 return false;
             }
             let (a, b) = vgpr[r..].split_at_mut(1);
-            let (lo, hi) = (&mut a[0], &mut b[0]);
-            return span.load_qwords(0, WAVE_SIZE, |k, v| {
-                lo[k] = v as u32;
-                hi[k] = (v >> 32) as u32;
-            });
+            return span.load_qword_planes(0, &mut a[0], &mut b[0]);
         }
         let Some(op) = data else { return false };
         if !self.regions.ensure(ctx.memory, base, size) {
@@ -1339,12 +1387,12 @@ impl Wave {
         }
         let s1 = self.vsrc(&op, 1, ctx);
         match (s0, s1) {
-            (Src::Reg(a), Src::Reg(b)) => {
-                span.store_qwords(0, WAVE_SIZE, |k| u64::from(a[k]) | u64::from(b[k]) << 32)
+            (Src::Reg(a), Src::Reg(b)) => span.store_qword_planes(0, a, b),
+            _ => {
+                let a: VReg = std::array::from_fn(|k| s0.at(k));
+                let b: VReg = std::array::from_fn(|k| s1.at(k));
+                span.store_qword_planes(0, &a, &b)
             }
-            _ => span.store_qwords(0, WAVE_SIZE, |k| {
-                u64::from(s0.at(k)) | u64::from(s1.at(k)) << 32
-            }),
         }
     }
 
@@ -1441,10 +1489,73 @@ impl Wave {
         true
     }
 
+    /// Executes a FLAT/GLOBAL/SCRATCH instruction: the whole-wave consecutive 4- and
+    /// 8-byte form through [`flat_consecutive`](Self::flat_consecutive) (small frame),
+    /// everything else through the general path.
+    ///
+    /// # Errors
+    /// As the general path: a fault names the lane, the address and the instruction.
+    #[inline(never)]
+    pub(crate) fn exec_flat(
+        &mut self,
+        i: &Flat,
+        pc: u64,
+        ctx: &mut WaveContext<'_>,
+    ) -> Result<(), Fault> {
+        if self.flat_consecutive(i, ctx) {
+            return Ok(());
+        }
+        self.exec_flat_general(i, pc, ctx)
+    }
+
+    /// A GLOBAL/FLAT load or store of 4 or 8 bytes per lane with a 64-bit VGPR-pair
+    /// address, every lane active, lane l at lane 0's address + l·bytes, none in an
+    /// LDS or scratch aperture: straight between memory and the registers (see
+    /// [`consecutive_fast`](Self::consecutive_fast)). Returns false, having done
+    /// nothing visible, for any other form or when the range is not inside one
+    /// region or not aligned on the host (the general path then runs).
+    #[inline]
+    fn flat_consecutive(&mut self, i: &Flat, ctx: &WaveContext<'_>) -> bool {
+        if i.lds || i.saddr.is_some() || !matches!(i.seg, Segment::Flat | Segment::Global) {
+            return false;
+        }
+        let (bytes, load) = match flat_access(i.op) {
+            Some(Access::Load { bytes, .. }) => (bytes, true),
+            Some(Access::Store { bytes, hi16: false }) => (bytes, false),
+            _ => return false,
+        };
+        if !(bytes == 4 || bytes == 8) || self.exec() != u64::MAX {
+            return false;
+        }
+        let Some(v) = i.vaddr.as_ref() else {
+            return false;
+        };
+        let offset = i64::from(i.offset);
+        let step = u64::from(bytes);
+        let base = match (self.vsrc(v, 0, ctx), self.vsrc(v, 1, ctx)) {
+            (Src::Reg(lo), Src::Reg(hi)) if pair_consecutive(lo, hi, offset, step) => {
+                (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(offset)
+            }
+            _ => return false,
+        };
+        if i.seg == Segment::Flat {
+            // pair_consecutive checked that the last lane's address does not wrap.
+            let last = base + step * (WAVE_SIZE as u64 - 1);
+            let meets = |aperture: u64| {
+                let start = aperture & !0xFFFF_FFFF;
+                start <= last && base <= start | 0xFFFF_FFFF
+            };
+            if meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base) {
+                return false;
+            }
+        }
+        self.consecutive_fast(ctx, base, bytes as usize, load, i.data, i.vdst)
+    }
+
     // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
     // only by the instructions that need it.
     #[inline(never)]
-    pub(crate) fn exec_flat(
+    fn exec_flat_general(
         &mut self,
         i: &Flat,
         pc: u64,
@@ -1576,8 +1687,9 @@ impl Wave {
                 }
             }
         }
-        let data = self.read_regs(i.data.as_ref(), access.data_dwords(), ctx);
-        self.run_access(ctx, access, &targets, &data, i.vdst, i.glc, pc)
+        let nd = access.data_dwords();
+        let data = self.read_regs(i.data.as_ref(), nd, ctx);
+        self.run_access(ctx, access, &targets, &data[..nd], i.vdst, i.glc, pc)
     }
 
     // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
@@ -1675,8 +1787,9 @@ impl Wave {
                 )
             });
         }
-        let data = self.read_regs(i.vdata.as_ref(), access.data_dwords(), ctx);
-        self.run_access(ctx, access, &targets, &data, i.vdata, i.glc, pc)
+        let nd = access.data_dwords();
+        let data = self.read_regs(i.vdata.as_ref(), nd, ctx);
+        self.run_access(ctx, access, &targets, &data[..nd], i.vdata, i.glc, pc)
     }
 
     /// Whether every active lane's LDS range `[addr + off, addr + off + bytes)` lies
@@ -1718,6 +1831,11 @@ impl Wave {
                     };
                     if uniform {
                         *d = [word(4 * k); WAVE_SIZE];
+                    } else if let Some(run) = src.get(4 * k..WAVE_SIZE * bytes) {
+                        // Dword k of every lane's element: one pass over the run.
+                        for (v, w) in d.iter_mut().zip(run.chunks(bytes)) {
+                            *v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                        }
                     } else {
                         for (l, v) in d.iter_mut().enumerate() {
                             *v = word(bytes * l + 4 * k);
@@ -1788,6 +1906,15 @@ impl Wave {
                 return;
             }
             if seq {
+                if let (4, Some(dst), Src::Reg(r)) =
+                    (bytes, lds.get_mut(base..base + WAVE_SIZE * 4), src[0])
+                {
+                    // One dword per lane from one register: a straight copy.
+                    for (d, v) in dst.chunks_exact_mut(4).zip(r.iter()) {
+                        d.copy_from_slice(&v.to_le_bytes());
+                    }
+                    return;
+                }
                 if let Some(dst) = lds.get_mut(base..base + WAVE_SIZE * bytes) {
                     for (l, lane) in dst.chunks_exact_mut(bytes).enumerate() {
                         for (k, d) in lane.chunks_exact_mut(4).enumerate() {
@@ -1889,8 +2016,11 @@ impl Wave {
         true
     }
 
-    // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
-    // only by the instructions that need it.
+    /// Executes a DS instruction: `ds_bpermute_b32` and the plain in-range loads and
+    /// stores here (small frame), everything else through the general path.
+    ///
+    /// # Errors
+    /// As the general path: LDS faults name the lane and the offset.
     #[inline(never)]
     pub(crate) fn exec_ds(
         &mut self,
@@ -1898,6 +2028,52 @@ impl Wave {
         pc: u64,
         ctx: &mut WaveContext<'_>,
     ) -> Result<(), Fault> {
+        use DsOp as O;
+        if i.gds {
+            return self.exec_ds_general(i, pc, ctx);
+        }
+        let exec = self.exec();
+        if i.op == O::DsBpermuteB32 {
+            // Straight from the address and data registers (no copies).
+            let mut out = [0u32; WAVE_SIZE];
+            let zero = Src::Splat(0);
+            let a = i.addr.as_ref().map_or(zero, |a| self.vsrc(a, 0, ctx));
+            let d = i.data0.as_ref().map_or(zero, |d| self.vsrc(d, 0, ctx));
+            let (sa, sd): (VReg, VReg);
+            let a = match a {
+                Src::Reg(r) => r,
+                Src::Splat(x) => {
+                    sa = [x; WAVE_SIZE];
+                    &sa
+                }
+            };
+            let d = match d {
+                Src::Reg(r) => r,
+                Src::Splat(x) => {
+                    sd = [x; WAVE_SIZE];
+                    &sd
+                }
+            };
+            bpermute(a, u64::from(i.offset()), exec, d, &mut out);
+            if let Some(v) = i.vdst.as_ref() {
+                self.vwrite(v, 0, &out, exec);
+            }
+            return Ok(());
+        }
+        let addr = match i.addr.as_ref() {
+            Some(a) => self.vread(a, 0, ctx),
+            None => [0; WAVE_SIZE],
+        };
+        if self.ds_fast(i, exec, &addr, ctx) {
+            return Ok(());
+        }
+        self.exec_ds_general(i, pc, ctx)
+    }
+
+    // Kept out of `exec_ds` so that its large stack frame (per-lane tables) is paid
+    // only by the instructions that need it.
+    #[inline(never)]
+    fn exec_ds_general(&mut self, i: &Ds, pc: u64, ctx: &mut WaveContext<'_>) -> Result<(), Fault> {
         use DsOp as O;
         let unsup = |why: &str| unsupported(&Instruction::Ds(i.clone()), pc, why);
         if i.gds {
@@ -1908,9 +2084,6 @@ impl Wave {
             Some(a) => self.vread(a, 0, ctx),
             None => [0; WAVE_SIZE],
         };
-        if self.ds_fast(i, exec, &addr, ctx) {
-            return Ok(());
-        }
         let off = u64::from(i.offset());
         let single = |l: usize| -> Option<Target> {
             ((exec >> l) & 1 == 1).then(|| Target::Lds(u64::from(addr[l]) + off))
@@ -1995,7 +2168,7 @@ impl Wave {
                 _ => 0,
             };
             let data = self.read_regs(i.data0.as_ref(), n, ctx);
-            return self.run_access(ctx, access, &targets, &data, i.vdst, false, pc);
+            return self.run_access(ctx, access, &targets, &data[..n], i.vdst, false, pc);
         }
         if let Some((rmw, bytes, returns)) = ds_rmw(i.op) {
             let targets: [Option<Target>; WAVE_SIZE] = std::array::from_fn(single);
@@ -2003,30 +2176,22 @@ impl Wave {
             // DS cmpst: DATA0 = compare value, DATA1 = new value; mskor and wrap:
             // DATA0 = DATA, DATA1 = DATA2.
             let (newv, cmpv) = match rmw {
-                Rmw::CmpSwap | Rmw::CmpSwapF32 | Rmw::CmpSwapF64 => (
-                    self.read_regs(i.data1.as_ref(), nd, ctx),
-                    self.read_regs(i.data0.as_ref(), nd, ctx),
-                ),
-                Rmw::Mskor | Rmw::Wrap => (
-                    self.read_regs(i.data0.as_ref(), nd, ctx),
-                    self.read_regs(i.data1.as_ref(), nd, ctx),
-                ),
-                _ => (
-                    self.read_regs(i.data0.as_ref(), nd, ctx),
-                    vec![[0; WAVE_SIZE]; nd],
-                ),
+                Rmw::CmpSwap | Rmw::CmpSwapF32 | Rmw::CmpSwapF64 => {
+                    (i.data1.as_ref(), i.data0.as_ref())
+                }
+                Rmw::Mskor | Rmw::Wrap => (i.data0.as_ref(), i.data1.as_ref()),
+                _ => (i.data0.as_ref(), None),
             };
-            let mut data = newv;
-            data.extend(cmpv);
-            if bytes == 4 {
-                // run_access expects [data, cmp] dwords for 32-bit ops.
-                data.truncate(2);
-            }
+            // run_access takes the data dwords, then the compare dwords: [data, cmp]
+            // for 32-bit ops, [data lo, data hi, cmp lo, cmp hi] for 64-bit ones.
+            let mut data = self.read_regs(newv, nd, ctx);
+            let cmp = self.read_regs(cmpv, nd, ctx);
+            data[nd..2 * nd].copy_from_slice(&cmp[..nd]);
             return self.run_access(
                 ctx,
                 Access::Atomic { op: rmw, bytes },
                 &targets,
-                &data,
+                &data[..2 * nd],
                 i.vdst,
                 returns,
                 pc,
@@ -2077,8 +2242,8 @@ impl Wave {
                         bytes: bytes as u32,
                         hi16: false,
                     };
-                    self.run_access(ctx, acc, &t0, &d0, None, false, pc)?;
-                    self.run_access(ctx, acc, &t1, &d1, None, false, pc)
+                    self.run_access(ctx, acc, &t0, &d0[..nd], None, false, pc)?;
+                    self.run_access(ctx, acc, &t1, &d1[..nd], None, false, pc)
                 } else {
                     let (lo, hi) = match i.vdst {
                         Some(Operand::Vgpr { index, count }) => (
@@ -2130,14 +2295,15 @@ impl Wave {
                 let Some(dst) = i.vdst else {
                     return Err(unsup("missing destination"));
                 };
-                let mut out = vec![[0u32; WAVE_SIZE]; 2 * nd];
+                let mut out = [[0u32; WAVE_SIZE]; 4];
+                let out = &mut out[..2 * nd];
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 0 {
                         continue;
                     }
                     for (half, (d, o)) in [(&d0, i.offset0), (&d1, i.offset1)].iter().enumerate() {
                         let t = Target::Lds(u64::from(addr[l]) + u64::from(*o) * unit);
-                        let w = lane_dwords(d, l);
+                        let w = lane_dwords(&d[..nd], l);
                         let v = u64::from(w[0]) | u64::from(w[1]) << 32;
                         let old = self.atomic_target(ctx, t, Rmw::Swap, bytes, v, 0, pc)?;
                         out[half * nd][l] = old as u32;
@@ -2170,21 +2336,18 @@ impl Wave {
                 }
                 Ok(())
             }
-            O::DsBpermuteB32 | O::DsPermuteB32 => {
+            O::DsPermuteB32 => {
                 let data = match i.data0.as_ref() {
                     Some(d) => self.vread(d, 0, ctx),
                     None => [0; WAVE_SIZE],
                 };
                 let mut out = [0u32; WAVE_SIZE];
-                if i.op == O::DsBpermuteB32 {
-                    bpermute(&addr, off, exec, &data, &mut out);
-                } else {
-                    // Active lane l writes its data to the lane named by its address.
-                    for l in 0..WAVE_SIZE {
-                        if (exec >> l) & 1 == 1 {
-                            let dst = ((u64::from(addr[l]) + off) / 4 % 64) as usize;
-                            out[dst] = data[l];
-                        }
+                // (ds_bpermute_b32 was executed above.) Active lane l writes its data
+                // to the lane named by its address.
+                for l in 0..WAVE_SIZE {
+                    if (exec >> l) & 1 == 1 {
+                        let dst = ((u64::from(addr[l]) + off) / 4 % 64) as usize;
+                        out[dst] = data[l];
                     }
                 }
                 if let Some(d) = i.vdst.as_ref() {
@@ -2344,6 +2507,154 @@ mod tests {
             e => panic!("{e}"),
         }
         assert_eq!(w.vgpr[6], before);
+    }
+
+    /// `global_load/store_dword[x2] vD, v[0:1], off offset:o` with lane l's address
+    /// `base + l·step - o` in v[0:1].
+    fn pair_wave(base: u64, step: u64, offset: i32) -> Wave {
+        let mut w = wave();
+        for l in 0..WAVE_SIZE {
+            let a = (base + step * l as u64).wrapping_add_signed(-i64::from(offset));
+            w.vgpr[0][l] = a as u32;
+            w.vgpr[1][l] = (a >> 32) as u32;
+        }
+        w
+    }
+
+    fn global_pair(
+        op: FlatOp,
+        vdst: Option<Operand>,
+        data: Option<Operand>,
+        offset: i32,
+    ) -> Instruction {
+        Instruction::Flat(Flat {
+            op,
+            seg: Segment::Global,
+            vdst,
+            vaddr: Some(v(0, 2)),
+            data,
+            saddr: None,
+            offset,
+            glc: false,
+            slc: false,
+            scc: false,
+            lds: false,
+        })
+    }
+
+    /// The VGPR-pair address form of whole-wave dword and qword accesses (checked on
+    /// the address registers, 8-byte lanes split into and joined from dword planes):
+    /// full and partial EXEC, positive and negative offsets, host-misaligned bases and
+    /// swapped lanes (both fall back to the per-lane path) give the bytes the
+    /// definition gives, and inactive lanes keep their registers and memory; a range
+    /// running past the region faults naming the first lane outside it and its
+    /// address, leaving the registers as they were.
+    #[test]
+    fn pair_addressed_consecutive_lanes_match_the_definition() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(4096);
+        let init: Vec<u8> = (0..4096u32).map(|i| (i * 151 + 7) as u8).collect();
+        let le32 = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let partial = 0xF0F0_5555_0000_FFFFu64;
+        let cases: [(u64, u64, i32, u64, bool); 9] = [
+            // (bytes per lane, base offset, instruction offset, exec, swap lanes 5 and 9)
+            (8, 0, 0, u64::MAX, false),
+            (8, 16, -8, u64::MAX, false),
+            (8, 8, 24, u64::MAX, false),
+            (8, 4, 0, u64::MAX, false),
+            (8, 0, 0, partial, false),
+            (8, 0, 0, u64::MAX, true),
+            (4, 0, 0, u64::MAX, false),
+            (4, 2, 0, u64::MAX, false),
+            (4, 4, 4, partial, true),
+        ];
+        for (bytes, base_off, offset, exec, swap) in cases {
+            let what = format!("{bytes}@{base_off}+{offset} exec {exec:x} swap {swap}");
+            let (load, store) = if bytes == 4 {
+                (FlatOp::LoadDword, FlatOp::StoreDword)
+            } else {
+                (FlatOp::LoadDwordx2, FlatOp::StoreDwordx2)
+            };
+            let lane_at = |l: usize| {
+                let l = match (swap, l) {
+                    (true, 5) => 9,
+                    (true, 9) => 5,
+                    _ => l,
+                };
+                base_off as usize + l * bytes as usize
+            };
+            assert!(r.write_bytes(0, &init));
+            let mut w = pair_wave(r.device_base() + base_off, bytes, offset);
+            if swap {
+                for k in 0..2 {
+                    w.vgpr[k].swap(5, 9);
+                }
+            }
+            w.set_exec(exec);
+            for l in 0..WAVE_SIZE {
+                w.vgpr[6][l] = 0x5EED_0000 | l as u32;
+                w.vgpr[7][l] = 0x7EED_0000 | l as u32;
+            }
+            h.exec(&mut w, &global_pair(load, Some(v(6, 2)), None, offset))
+                .unwrap();
+            for l in 0..WAVE_SIZE {
+                let on = (exec >> l) & 1 == 1;
+                let at = lane_at(l);
+                let want6 = if on {
+                    le32(&init, at)
+                } else {
+                    0x5EED_0000 | l as u32
+                };
+                let want7 = if on && bytes == 8 {
+                    le32(&init, at + 4)
+                } else {
+                    0x7EED_0000 | l as u32
+                };
+                assert_eq!(w.vgpr[6][l], want6, "load lane {l} {what}");
+                assert_eq!(w.vgpr[7][l], want7, "load lane {l} {what}");
+            }
+            for l in 0..WAVE_SIZE {
+                w.vgpr[8][l] = (0x0103_0507 * l as u32) ^ 0xC0DE_0000;
+                w.vgpr[9][l] = !(l as u32) << 5;
+            }
+            h.exec(&mut w, &global_pair(store, None, Some(v(8, 2)), offset))
+                .unwrap();
+            let mut want = init.clone();
+            for l in 0..WAVE_SIZE {
+                if (exec >> l) & 1 == 1 {
+                    let at = lane_at(l);
+                    want[at..at + 4].copy_from_slice(&w.vgpr[8][l].to_le_bytes());
+                    if bytes == 8 {
+                        want[at + 4..at + 8].copy_from_slice(&w.vgpr[9][l].to_le_bytes());
+                    }
+                }
+            }
+            assert!(read(&r, 0, 4096) == want, "store {what}");
+        }
+        // 64 qwords from 16 bytes before the end: lane 2 is the first outside.
+        for store in [false, true] {
+            let mut w = pair_wave(r.device_base() + 4096 - 16, 8, 0);
+            let before = w.vgpr[6];
+            let inst = if store {
+                global_pair(FlatOp::StoreDwordx2, None, Some(v(8, 2)), 0)
+            } else {
+                global_pair(FlatOp::LoadDwordx2, Some(v(6, 2)), None, 0)
+            };
+            match h.exec(&mut w, &inst).unwrap_err() {
+                Fault::Memory {
+                    address,
+                    lane,
+                    write,
+                    ..
+                } => {
+                    assert_eq!(address, r.device_base() + 4096);
+                    assert_eq!(lane, Some(2));
+                    assert_eq!(write, store);
+                }
+                e => panic!("{e}"),
+            }
+            assert_eq!(w.vgpr[6], before);
+        }
     }
 
     #[test]
