@@ -35,7 +35,7 @@ use super::simd::{
     self, add_co_body, cmp_body, lane_masks, sub_co_body, with_lanes, Lanes, Pack, Portable,
 };
 use super::vop3p::{pk_dword, PlanSrc};
-use super::Src;
+use super::{reg_base, Src};
 
 /// A 32-bit operation of two sources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -365,11 +365,7 @@ impl IntPlan {
         let (dst, sdst) = if compare {
             (u16::MAX, sreg(&i.vdst))
         } else {
-            let dst = match i.vdst? {
-                Operand::Vgpr { index, .. } => u16::from(index),
-                Operand::Agpr { index, .. } => (AGPR_BASE + usize::from(index)) as u16,
-                _ => return None,
-            };
+            let dst = reg_base(&i.vdst?)?.0 as u16;
             let sdst = match kind {
                 Kind::Add { .. } | Kind::Sub { .. } | Kind::Mad64 { .. } => sreg(&i.sdst),
                 _ => None,
@@ -386,11 +382,7 @@ impl IntPlan {
         if i.op != Vop3pOp::VPkMovB32 {
             return None;
         }
-        let dst = match i.vdst? {
-            Operand::Vgpr { index, .. } => u16::from(index),
-            Operand::Agpr { index, .. } => (AGPR_BASE + usize::from(index)) as u16,
-            _ => return None,
-        };
+        let dst = reg_base(&i.vdst?)?.0 as u16;
         let mut src = [[PlanSrc::Imm(0); 2]; 3];
         for k in 0..2 {
             src[k][0] = pk_dword(i.src[k].as_ref()?, (i.op_sel >> k) & 1)?;

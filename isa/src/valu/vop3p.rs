@@ -15,7 +15,7 @@ use crate::operand::{code, inline_constant, Operand};
 use crate::wave::{unsupported, VReg, Wave, WaveContext, AGPR_BASE, WAVE_SIZE};
 
 use super::fp::{self, d2h, f2h, fmax, fmin, h2d, h2f, nan_of, Fl, FpMode};
-use super::{clamp01, f16_inline, lanes, simd, Src};
+use super::{clamp01, f16_inline, lanes, reg_base, simd, Src};
 
 /// Raw dword `k` of a VOP3P source, with the constant rules of this format.
 fn raw(w: &Wave, op: &Operand, k: usize, f16: bool, ctx: &WaveContext<'_>) -> VReg {
@@ -198,11 +198,7 @@ impl PkPlan {
         if i.src.iter().filter(|s| s.is_some()).count() < n {
             return None;
         }
-        let dst = match i.vdst? {
-            Operand::Vgpr { index, .. } => u16::from(index),
-            Operand::Agpr { index, .. } => (AGPR_BASE + usize::from(index)) as u16,
-            _ => return None,
-        };
+        let dst = reg_base(&i.vdst?)?.0 as u16;
         let mut src = [[PlanSrc::Imm(0); 3]; 2];
         for (h, bits) in [i.op_sel, i.op_sel_hi].into_iter().enumerate() {
             for k in 0..n {
