@@ -16,6 +16,7 @@ pub mod disasm;
 pub mod error;
 pub mod generated;
 pub mod inst;
+mod lds;
 pub mod memory;
 pub mod operand;
 pub mod program;

@@ -730,17 +730,26 @@ fn consecutive(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
 /// Whether the 64-bit lane addresses `lo[l] | hi[l] << 32` (a VGPR pair) plus
 /// `offset` are `base + l·step` in every lane, `base` being lane 0's, with no
 /// wrap-around; the lane addresses are never gathered into a table.
+///
+/// When lane 0's low dword leaves room for the whole run (no carry out of it), the
+/// check is done on 32-bit lanes: every high dword equals lane 0's and every low
+/// dword is lane 0's + l·step. Otherwise each lane's 64-bit address is compared.
 #[inline(always)]
 fn pair_consecutive_body(lo: &VReg, hi: &VReg, offset: i64, step: u64) -> bool {
     let a0 = u64::from(lo[0]) | u64::from(hi[0]) << 32;
-    if a0
-        .wrapping_add_signed(offset)
-        .checked_add(step * (WAVE_SIZE as u64 - 1))
-        .is_none()
-    {
+    let span = step * (WAVE_SIZE as u64 - 1);
+    if a0.wrapping_add_signed(offset).checked_add(span).is_none() {
         return false;
     }
     // Adding the same offset to every lane keeps the differences: compare raw.
+    if u64::from(lo[0]) + span <= u64::from(u32::MAX) {
+        let (lo0, hi0, step) = (lo[0], hi[0], step as u32);
+        let mut diff = 0u32;
+        for l in 0..WAVE_SIZE {
+            diff |= (hi[l] ^ hi0) | (lo[l] ^ lo0.wrapping_add(step.wrapping_mul(l as u32)));
+        }
+        return diff == 0;
+    }
     let mut same = 0u64;
     for l in 0..WAVE_SIZE {
         same |= (u64::from(lo[l]) | u64::from(hi[l]) << 32) ^ a0.wrapping_add(step * l as u64);
@@ -800,55 +809,6 @@ fn lds_highest(addr: &VReg, exec: u64) -> u32 {
         return unsafe { lds_highest_avx2(addr, exec) };
     }
     lds_highest_body(addr, exec)
-}
-
-/// How a whole wave's LDS addresses are laid out: every lane the same address, or
-/// lane l at `addr[0] + l·step`.
-#[inline]
-fn lds_pattern(addr: &VReg, step: u32) -> (bool, bool) {
-    let (mut uniform, mut seq) = (0u32, 0u32);
-    for l in 0..WAVE_SIZE {
-        uniform |= addr[l] ^ addr[0];
-        seq |= addr[l] ^ addr[0].wrapping_add(step.wrapping_mul(l as u32));
-    }
-    (uniform == 0, seq == 0)
-}
-
-/// `ds_bpermute_b32`: lane l reads the lane named by bits 7:2 of its address plus
-/// the offset; inactive source lanes read 0. (Only those bits matter, so the sum is
-/// taken modulo 2^32.)
-#[inline(always)]
-fn bpermute_body(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
-    let mut masked = [0u32; WAVE_SIZE];
-    for s in 0..WAVE_SIZE {
-        // All ones if the source lane is active (branch-free).
-        masked[s] = data[s] & 0u32.wrapping_sub((exec >> s) as u32 & 1);
-    }
-    let off = off as u32;
-    for l in 0..WAVE_SIZE {
-        out[l] = masked[(addr[l].wrapping_add(off) >> 2) as usize % WAVE_SIZE];
-    }
-}
-
-/// `bpermute_body` compiled with AVX2 (the lane reads become vector gathers).
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn bpermute_avx2(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
-    bpermute_body(addr, off, exec, data, out)
-}
-
-/// See [`bpermute_body`].
-#[inline]
-fn bpermute(addr: &VReg, off: u64, exec: u64, data: &VReg, out: &mut VReg) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::valu::simd::host_avx2() {
-        // SAFETY: host_avx2() checked that the CPU has AVX2.
-        return unsafe { bpermute_avx2(addr, off, exec, data, out) };
-    }
-    bpermute_body(addr, off, exec, data, out)
 }
 
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
@@ -1816,35 +1776,6 @@ impl Wave {
         first: usize,
     ) {
         let nd = bytes.div_ceil(4);
-        if exec == u64::MAX && (bytes == 4 || bytes == 8) {
-            let (uniform, seq) = lds_pattern(addr, bytes as u32);
-            let base = (u64::from(addr[0]) + off) as usize;
-            if let (true, Some(src)) = (uniform || seq, lds.get(base..)) {
-                let word = |at: usize| {
-                    src.get(at..at + 4)
-                        .map_or(0, |w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-                };
-                for k in 0..nd {
-                    let Some((r, _)) = reg_base(vdst) else { break };
-                    let Some(d) = self.vgpr.get_mut(r + first + k) else {
-                        break;
-                    };
-                    if uniform {
-                        *d = [word(4 * k); WAVE_SIZE];
-                    } else if let Some(run) = src.get(4 * k..WAVE_SIZE * bytes) {
-                        // Dword k of every lane's element: one pass over the run.
-                        for (v, w) in d.iter_mut().zip(run.chunks(bytes)) {
-                            *v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                        }
-                    } else {
-                        for (l, v) in d.iter_mut().enumerate() {
-                            *v = word(bytes * l + 4 * k);
-                        }
-                    }
-                }
-                return;
-            }
-        }
         let mut out = [[0u32; WAVE_SIZE]; 4];
         let mut m = exec;
         while m != 0 {
@@ -1892,39 +1823,6 @@ impl Wave {
             Some(d) if k < nd => self.vsrc(d, first + k, ctx),
             _ => Src::Splat(0),
         });
-        if exec == u64::MAX && (bytes == 4 || bytes == 8) {
-            let (uniform, seq) = lds_pattern(addr, bytes as u32);
-            let base = (u64::from(addr[0]) + off) as usize;
-            if uniform {
-                // Every lane stores to one address: in lane order, the last lane's
-                // data is what remains.
-                if let Some(dst) = lds.get_mut(base..base + bytes) {
-                    for (k, d) in dst.chunks_exact_mut(4).enumerate() {
-                        d.copy_from_slice(&src[k].at(WAVE_SIZE - 1).to_le_bytes());
-                    }
-                }
-                return;
-            }
-            if seq {
-                if let (4, Some(dst), Src::Reg(r)) =
-                    (bytes, lds.get_mut(base..base + WAVE_SIZE * 4), src[0])
-                {
-                    // One dword per lane from one register: a straight copy.
-                    for (d, v) in dst.chunks_exact_mut(4).zip(r.iter()) {
-                        d.copy_from_slice(&v.to_le_bytes());
-                    }
-                    return;
-                }
-                if let Some(dst) = lds.get_mut(base..base + WAVE_SIZE * bytes) {
-                    for (l, lane) in dst.chunks_exact_mut(bytes).enumerate() {
-                        for (k, d) in lane.chunks_exact_mut(4).enumerate() {
-                            d.copy_from_slice(&src[k].at(l).to_le_bytes());
-                        }
-                    }
-                    return;
-                }
-            }
-        }
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
@@ -1948,76 +1846,47 @@ impl Wave {
         }
     }
 
-    /// The plain LDS loads and stores (`ds_read_*`/`ds_write_*` without D16, and the
-    /// `2`/`2st64` forms) when every active lane is in range: straight on the LDS
-    /// bytes. Returns false, having done nothing, otherwise (the per-lane path then
+    /// The single-address LDS loads and stores the LDS plan leaves out (sub-dword,
+    /// `d16_hi` stores, 12 and 16 bytes) when every active lane is in range: straight
+    /// on the LDS bytes. Returns false, having done nothing, otherwise (the per-lane path then
     /// runs and reports a faulting lane).
     fn ds_fast(&mut self, i: &Ds, exec: u64, addr: &VReg, ctx: &mut WaveContext<'_>) -> bool {
         use DsOp as O;
-        // (bytes, load, signed, hi16, two addresses with this unit)
-        let (bytes, load, signed, hi16, two): (usize, bool, bool, bool, Option<u64>) = match i.op {
-            O::DsWriteB8 => (1, false, false, false, None),
-            O::DsWriteB16 => (2, false, false, false, None),
-            O::DsWriteB8D16Hi => (1, false, false, true, None),
-            O::DsWriteB16D16Hi => (2, false, false, true, None),
-            O::DsWriteB32 => (4, false, false, false, None),
-            O::DsWriteB64 => (8, false, false, false, None),
-            O::DsWriteB96 => (12, false, false, false, None),
-            O::DsWriteB128 => (16, false, false, false, None),
-            O::DsReadI8 => (1, true, true, false, None),
-            O::DsReadU8 => (1, true, false, false, None),
-            O::DsReadI16 => (2, true, true, false, None),
-            O::DsReadU16 => (2, true, false, false, None),
-            O::DsReadB32 => (4, true, false, false, None),
-            O::DsReadB64 => (8, true, false, false, None),
-            O::DsReadB96 => (12, true, false, false, None),
-            O::DsReadB128 => (16, true, false, false, None),
-            O::DsWrite2B32 => (4, false, false, false, Some(4)),
-            O::DsWrite2st64B32 => (4, false, false, false, Some(256)),
-            O::DsWrite2B64 => (8, false, false, false, Some(8)),
-            O::DsWrite2st64B64 => (8, false, false, false, Some(512)),
-            O::DsRead2B32 => (4, true, false, false, Some(4)),
-            O::DsRead2st64B32 => (4, true, false, false, Some(256)),
-            O::DsRead2B64 => (8, true, false, false, Some(8)),
-            O::DsRead2st64B64 => (8, true, false, false, Some(512)),
+        // (bytes, load, signed, hi16)
+        let (bytes, load, signed, hi16): (usize, bool, bool, bool) = match i.op {
+            O::DsWriteB8 => (1, false, false, false),
+            O::DsWriteB16 => (2, false, false, false),
+            O::DsWriteB8D16Hi => (1, false, false, true),
+            O::DsWriteB16D16Hi => (2, false, false, true),
+            O::DsWriteB96 => (12, false, false, false),
+            O::DsWriteB128 => (16, false, false, false),
+            O::DsReadI8 => (1, true, true, false),
+            O::DsReadU8 => (1, true, false, false),
+            O::DsReadI16 => (2, true, true, false),
+            O::DsReadU16 => (2, true, false, false),
+            O::DsReadB96 => (12, true, false, false),
+            O::DsReadB128 => (16, true, false, false),
             _ => return false,
         };
-        let offs: [u64; 2] = match two {
-            Some(unit) => [u64::from(i.offset0) * unit, u64::from(i.offset1) * unit],
-            None => [u64::from(i.offset()); 2],
-        };
-        let n = if two.is_some() { 2 } else { 1 };
-        let len = ctx.lds.len();
-        if !offs[..n]
-            .iter()
-            .all(|&o| Self::lds_lanes_in_range(len, exec, addr, o, bytes as u64))
-        {
+        let off = u64::from(i.offset());
+        if !Self::lds_lanes_in_range(ctx.lds.len(), exec, addr, off, bytes as u64) {
             return false;
         }
-        let nd = bytes.div_ceil(4);
         if load {
             let Some(d) = i.vdst else { return true };
-            for (h, &o) in offs[..n].iter().enumerate() {
-                self.lds_load_fast(ctx.lds, exec, addr, o, bytes, signed, &d, h * nd);
-            }
+            self.lds_load_fast(ctx.lds, exec, addr, off, bytes, signed, &d, 0);
         } else {
             // Take the LDS out of the context so that operands can be read from it.
             let lds = std::mem::take(&mut ctx.lds);
-            for (h, &o) in offs[..n].iter().enumerate() {
-                let data = if h == 0 {
-                    i.data0.as_ref()
-                } else {
-                    i.data1.as_ref()
-                };
-                self.lds_store_fast(ctx, lds, exec, addr, o, bytes, hi16, data, 0);
-            }
+            self.lds_store_fast(ctx, lds, exec, addr, off, bytes, hi16, i.data0.as_ref(), 0);
             ctx.lds = lds;
         }
         true
     }
 
-    /// Executes a DS instruction: `ds_bpermute_b32` and the plain in-range loads and
-    /// stores here (small frame), everything else through the general path.
+    /// Executes a DS instruction: the forms of [`crate::lds::LdsPlan`] through it, the
+    /// other plain in-range loads and stores here (small frame), everything else
+    /// through the general path.
     ///
     /// # Errors
     /// As the general path: LDS faults name the lane and the offset.
@@ -2028,38 +1897,17 @@ impl Wave {
         pc: u64,
         ctx: &mut WaveContext<'_>,
     ) -> Result<(), Fault> {
-        use DsOp as O;
         if i.gds {
             return self.exec_ds_general(i, pc, ctx);
         }
-        let exec = self.exec();
-        if i.op == O::DsBpermuteB32 {
-            // Straight from the address and data registers (no copies).
-            let mut out = [0u32; WAVE_SIZE];
-            let zero = Src::Splat(0);
-            let a = i.addr.as_ref().map_or(zero, |a| self.vsrc(a, 0, ctx));
-            let d = i.data0.as_ref().map_or(zero, |d| self.vsrc(d, 0, ctx));
-            let (sa, sd): (VReg, VReg);
-            let a = match a {
-                Src::Reg(r) => r,
-                Src::Splat(x) => {
-                    sa = [x; WAVE_SIZE];
-                    &sa
-                }
-            };
-            let d = match d {
-                Src::Reg(r) => r,
-                Src::Splat(x) => {
-                    sd = [x; WAVE_SIZE];
-                    &sd
-                }
-            };
-            bpermute(a, u64::from(i.offset()), exec, d, &mut out);
-            if let Some(v) = i.vdst.as_ref() {
-                self.vwrite(v, 0, &out, exec);
+        // The planned forms (plain b32/b64 loads and stores, ds_bpermute_b32): one
+        // place for their rules, whether the block carried the plan or not.
+        if let Some(p) = crate::lds::LdsPlan::of(i) {
+            if crate::lds::run_lds_plan(self, &p, ctx.lds) {
+                return Ok(());
             }
-            return Ok(());
         }
+        let exec = self.exec();
         let addr = match i.addr.as_ref() {
             Some(a) => self.vread(a, 0, ctx),
             None => [0; WAVE_SIZE],
@@ -2073,7 +1921,12 @@ impl Wave {
     // Kept out of `exec_ds` so that its large stack frame (per-lane tables) is paid
     // only by the instructions that need it.
     #[inline(never)]
-    fn exec_ds_general(&mut self, i: &Ds, pc: u64, ctx: &mut WaveContext<'_>) -> Result<(), Fault> {
+    pub(crate) fn exec_ds_general(
+        &mut self,
+        i: &Ds,
+        pc: u64,
+        ctx: &mut WaveContext<'_>,
+    ) -> Result<(), Fault> {
         use DsOp as O;
         let unsup = |why: &str| unsupported(&Instruction::Ds(i.clone()), pc, why);
         if i.gds {
@@ -2549,6 +2402,56 @@ mod tests {
     /// definition gives, and inactive lanes keep their registers and memory; a range
     /// running past the region faults naming the first lane outside it and its
     /// address, leaving the registers as they were.
+    #[test]
+    fn pair_consecutive_agrees_with_64_bit_lane_addresses() {
+        // Lane l at a + l·step, split into dword planes, then each plane disturbed.
+        let definition = |lo: &VReg, hi: &VReg, offset: i64, step: u64| {
+            let a0 = (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(offset);
+            a0.checked_add(step * 63).is_some()
+                && (0..WAVE_SIZE).all(|l| {
+                    (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(offset)
+                        == a0 + step * l as u64
+                })
+        };
+        let starts = [
+            0x7f00_1000_0000u64,
+            0x1_ffff_ff00,     // crosses a 4 GiB boundary (carry into the high dword)
+            0xffff_fff0,       // from the top of the first 4 GiB
+            u64::MAX - 8 * 60, // wraps around
+        ];
+        for a in starts {
+            for step in [4u64, 8] {
+                for (what, bump) in [
+                    ("none", None),
+                    ("lo 9", Some((9, 0))),
+                    ("hi 63", Some((63, 1))),
+                ] {
+                    let mut lo: VReg =
+                        std::array::from_fn(|l| (a.wrapping_add(step * l as u64)) as u32);
+                    let mut hi: VReg =
+                        std::array::from_fn(|l| (a.wrapping_add(step * l as u64) >> 32) as u32);
+                    match bump {
+                        Some((l, 0)) => lo[l] ^= 0x40,
+                        Some((l, _)) => hi[l] ^= 1,
+                        None => {}
+                    }
+                    for offset in [0i64, 16, -24] {
+                        assert_eq!(
+                            pair_consecutive(&lo, &hi, offset, step),
+                            definition(&lo, &hi, offset, step),
+                            "start {a:#x} step {step} {what} offset {offset}"
+                        );
+                        assert_eq!(
+                            pair_consecutive_body(&lo, &hi, offset, step),
+                            definition(&lo, &hi, offset, step),
+                            "portable: start {a:#x} step {step} {what} offset {offset}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn pair_addressed_consecutive_lanes_match_the_definition() {
         let mut h = Harness::new(0);

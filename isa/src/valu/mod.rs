@@ -42,6 +42,8 @@ pub(crate) enum Plan {
     PkF32(PkPlan),
     /// The hot integer VALU forms and `v_pk_mov_b32` (see `plan`).
     Int(plan::IntPlan),
+    /// The plain 4- and 8-byte LDS loads and stores, `ds_bpermute_b32` (see `lds`).
+    Lds(crate::lds::LdsPlan),
 }
 
 impl Plan {
@@ -52,6 +54,7 @@ impl Plan {
                 .map(Plan::PkF32)
                 .or_else(|| plan::IntPlan::of_vop3p(i).map(Plan::Int)),
             Instruction::Valu(i) => plan::IntPlan::of(i).map(Plan::Int),
+            Instruction::Ds(i) => crate::lds::LdsPlan::of(i).map(Plan::Lds),
             _ => None,
         }
     }
@@ -155,10 +158,11 @@ impl Wave {
     /// false without any effect otherwise, so that the general path executes (or
     /// rejects) the instruction. A plan computes exactly what the general path does.
     #[inline]
-    pub(crate) fn run_plan(&mut self, plan: &Plan, _ctx: &WaveContext<'_>) -> bool {
+    pub(crate) fn run_plan(&mut self, plan: &Plan, ctx: &mut WaveContext<'_>) -> bool {
         match plan {
             Plan::PkF32(p) => vop3p::run_pk_plan(self, p),
             Plan::Int(p) => plan::run_int_plan(self, p),
+            Plan::Lds(p) => crate::lds::run_lds_plan(self, p, ctx.lds),
         }
     }
 
