@@ -67,12 +67,12 @@ const CASES: &[(&str, &str, u64)] = &[
     ),
     (
         "v_fma_f64",
-        "v_fma_f64 v[14:15], v[16:17], s[6:7], v[14:15]",
+        "v_fma_f64 v[14:15], v[16:17], s[6:7], v[18:19]",
         u64::MAX,
     ),
     (
         "v_add_f64",
-        "v_add_f64 v[14:15], v[16:17], v[14:15]",
+        "v_add_f64 v[14:15], v[16:17], v[18:19]",
         u64::MAX,
     ),
     (
@@ -87,7 +87,12 @@ const CASES: &[(&str, &str, u64)] = &[
     ),
     (
         "global_load_dword",
-        "global_load_dword v14, v[20:21], off",
+        "global_load_dword v14, v[24:25], off",
+        u64::MAX,
+    ),
+    (
+        "global_store_dword",
+        "global_store_dword v[24:25], v14, off",
         u64::MAX,
     ),
     (
@@ -108,6 +113,8 @@ const CASES: &[(&str, &str, u64)] = &[
     ("ds_write_b32 lanes", "ds_write_b32 v12, v10", u64::MAX),
     ("ds_write_b32 lane 0", "ds_write_b32 v1, v0 offset:24", 1),
     ("ds_bpermute_b32", "ds_bpermute_b32 v14, v12, v10", u64::MAX),
+    // One wave: `Wave::run` returns at each barrier and is entered again.
+    ("s_barrier (leave and re-enter run)", "s_barrier", u64::MAX),
     (
         "v_add_co_u32 half exec",
         "v_add_co_u32_e32 v14, vcc, s20, v4",
@@ -180,7 +187,12 @@ fn run_wave_long(mem: &TestMemory, c: &common::Code, w: &mut Wave, lds: &mut [u8
         max_instructions: u64::MAX,
         yield_after: u64::MAX,
     };
-    w.run(&mut ctx).expect("the case runs")
+    loop {
+        match w.run(&mut ctx).expect("the case runs") {
+            WaveExit::Barrier => continue,
+            exit => return exit,
+        }
+    }
 }
 
 /// A wave with lane-varying registers, valid addresses for the memory cases and
@@ -209,6 +221,14 @@ fn setup(buf: &isa::HostRegion, table: &isa::HostRegion, exec: u64) -> Wave {
         let a = buf.device_base() + 8 * l as u64;
         w.vgpr[20][l] = a as u32;
         w.vgpr[21][l] = (a >> 32) as u32;
+        // v[24:25]: consecutive dwords of `buf`.
+        let d = buf.device_base() + 4 * l as u64;
+        w.vgpr[24][l] = d as u32;
+        w.vgpr[25][l] = (d >> 32) as u32;
+        // v[24:25]: consecutive dwords of `buf`.
+        let d = buf.device_base() + 4 * l as u64;
+        w.vgpr[24][l] = d as u32;
+        w.vgpr[25][l] = (d >> 32) as u32;
         // v[22:23]: scattered dwords of `table`.
         let g = table.device_base() + ((l as u64 * 2_654_435_761) % (4 << 20)) * 4;
         w.vgpr[22][l] = g as u32;
@@ -222,6 +242,9 @@ fn setup(buf: &isa::HostRegion, table: &isa::HostRegion, exec: u64) -> Wave {
             k as u32 * 7
         };
     }
+    // MODE as clang's kernels set it (round to nearest even, denormals kept,
+    // DX10_CLAMP and IEEE on): the planned f64 forms need it.
+    w.mode = 0x3F0;
     w.set_exec(exec);
     w
 }
