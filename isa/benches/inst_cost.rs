@@ -113,6 +113,11 @@ const CASES: &[(&str, &str, u64)] = &[
     ("ds_write_b32 lanes", "ds_write_b32 v12, v10", u64::MAX),
     ("ds_write_b32 lane 0", "ds_write_b32 v1, v0 offset:24", 1),
     ("ds_bpermute_b32", "ds_bpermute_b32 v14, v12, v10", u64::MAX),
+    (
+        "ds_bpermute_b32 shuffle down",
+        "ds_bpermute_b32 v14, v26, v10",
+        u64::MAX,
+    ),
     // One wave: `Wave::run` returns at each barrier and is entered again.
     ("s_barrier (leave and re-enter run)", "s_barrier", u64::MAX),
     (
@@ -221,10 +226,22 @@ fn setup(buf: &isa::HostRegion, table: &isa::HostRegion, exec: u64) -> Wave {
         let a = buf.device_base() + 8 * l as u64;
         w.vgpr[20][l] = a as u32;
         w.vgpr[21][l] = (a >> 32) as u32;
+        // v26: LLVM's shuffle-down by 8 lanes as a ds_bpermute_b32 address.
+        w.vgpr[26][l] = 4 * if l + 8 < WAVE_SIZE {
+            l as u32 + 8
+        } else {
+            l as u32
+        };
         // v[24:25]: consecutive dwords of `buf`.
         let d = buf.device_base() + 4 * l as u64;
         w.vgpr[24][l] = d as u32;
         w.vgpr[25][l] = (d >> 32) as u32;
+        // v26: LLVM's shuffle-down by 8 lanes as a ds_bpermute_b32 address.
+        w.vgpr[26][l] = 4 * if l + 8 < WAVE_SIZE {
+            l as u32 + 8
+        } else {
+            l as u32
+        };
         // v[24:25]: consecutive dwords of `buf`.
         let d = buf.device_base() + 4 * l as u64;
         w.vgpr[24][l] = d as u32;

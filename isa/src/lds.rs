@@ -173,23 +173,41 @@ fn write_masked(w: &mut Wave, r: usize, vals: &VReg, exec: u64) {
 /// `ds_bpermute_b32`: lane l reads the lane named by bits 7:2 of its address plus
 /// `off`; inactive source lanes read 0. (Only those bits matter, so the sum is taken
 /// modulo 2^32.)
+///
+/// LLVM's reductions shuffle down by a distance d: lane l reads lane l + d where
+/// that lane exists and itself otherwise. With every lane active that pattern is
+/// recognised in one pass over the lane numbers and done as two copies; any other
+/// pattern (or a partial EXEC) reads lane by lane.
 #[inline(always)]
 fn bpermute(addr: &VReg, off: u32, exec: u64, data: &VReg, out: &mut VReg) {
-    let src: VReg;
-    let src = if exec == u64::MAX {
-        data
-    } else {
-        let on = lane_masks(exec);
-        let mut masked = [0u32; WAVE_SIZE];
-        for s in 0..WAVE_SIZE {
-            masked[s] = data[s] & on[s];
+    // The source lane of lane l, in 32-bit lanes (8 to an AVX2 register).
+    let from = |l: usize| (addr[l].wrapping_add(off) >> 2) & (WAVE_SIZE as u32 - 1);
+    if exec == u64::MAX {
+        let d = from(0);
+        let mut miss = 0u32;
+        for l in 0..WAVE_SIZE as u32 {
+            let down = l + d;
+            let want = if down < WAVE_SIZE as u32 { down } else { l };
+            miss |= from(l as usize) ^ want;
         }
-        src = masked;
-        &src
-    };
+        if miss == 0 {
+            let d = d as usize;
+            out[..WAVE_SIZE - d].copy_from_slice(&data[d..]);
+            out[WAVE_SIZE - d..].copy_from_slice(&data[WAVE_SIZE - d..]);
+            return;
+        }
+        for l in 0..WAVE_SIZE {
+            out[l] = data[from(l) as usize];
+        }
+        return;
+    }
+    let on = lane_masks(exec);
+    let mut masked = [0u32; WAVE_SIZE];
+    for s in 0..WAVE_SIZE {
+        masked[s] = data[s] & on[s];
+    }
     for l in 0..WAVE_SIZE {
-        let from = (addr[l].wrapping_add(off) >> 2) as usize % WAVE_SIZE;
-        out[l] = src[from];
+        out[l] = masked[from(l) as usize];
     }
 }
 
@@ -216,18 +234,19 @@ fn run_body(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
 #[inline(always)]
 fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
     let exec = w.exec();
-    let Some(addr) = w.vgpr.get(p.addr).copied() else {
-        return false;
-    };
     if p.kind == Kind::Bpermute {
-        let Some(data) = w.vgpr.get(p.data[0]) else {
+        let mut out = [0u32; WAVE_SIZE];
+        let (Some(addr), Some(data)) = (w.vgpr.get(p.addr), w.vgpr.get(p.data[0])) else {
             return false;
         };
-        let mut out = [0u32; WAVE_SIZE];
-        bpermute(&addr, p.offs[0], exec, data, &mut out);
+        bpermute(addr, p.offs[0], exec, data, &mut out);
         write_masked(w, p.dst, &out, exec);
         return true;
     }
+    // A copy: a load may write the address register.
+    let Some(addr) = w.vgpr.get(p.addr).copied() else {
+        return false;
+    };
     if exec == 0 {
         return false;
     }
@@ -548,8 +567,25 @@ mod tests {
             [8, 0],
         );
         let plan = LdsPlan::of(&inst).expect("planned");
-        for exec in [u64::MAX, 0x0F0F_00FF_1234_8001, 1, 0] {
-            let addr: VReg = std::array::from_fn(|_| rng.next() as u32);
+        let mut addrs: Vec<VReg> = (0..4)
+            .map(|_| std::array::from_fn(|_| rng.next() as u32))
+            .collect();
+        // LLVM's shuffle-down (lane l + d where it exists, else l), with junk in
+        // the ignored bits, and near misses of it. The offset (8) is two lanes.
+        for d in [0usize, 1, 2, 8, 32, 63] {
+            let down: VReg = std::array::from_fn(|l| {
+                let src = if l + d < WAVE_SIZE { l + d } else { l };
+                (((src + WAVE_SIZE - 2) % WAVE_SIZE) as u32) << 2 | (l as u32 & 3) | 0x100
+            });
+            addrs.push(down);
+            let mut near = down;
+            near[40] = near[40].wrapping_add(4);
+            addrs.push(near);
+        }
+        for (exec, addr) in [u64::MAX, 0x0F0F_00FF_1234_8001, 1, 0]
+            .into_iter()
+            .flat_map(|e| addrs.iter().map(move |a| (e, *a)))
+        {
             let mut w = filled(&mut rng, &addr, exec);
             let before = w.vgpr[9];
             let data = w.vgpr[3];

@@ -1194,6 +1194,12 @@ impl Wave {
         if !self.regions.ensure(ctx.memory, lo, size) {
             return false;
         }
+        // Every active lane at one address (a value all lanes reach through one
+        // pointer): one access. A load gives every lane the same value; of the
+        // stores, made in lane order, the last active lane's is what remains.
+        if lo == hi && (bytes == 4 || bytes == 8) && !hi16 {
+            return self.uniform_fast(ctx, lo, bytes, load, exec, data, vdst);
+        }
         let nd = bytes.div_ceil(4);
         if load {
             let Some(d) = vdst else { return true };
@@ -1354,6 +1360,59 @@ impl Wave {
                 span.store_qword_planes(0, &a, &b)
             }
         }
+    }
+
+    /// A 4- or 8-byte load or store whose active lanes all address `addr` (the range
+    /// was checked by the caller): one memory access (see
+    /// [`global_fast`](Self::global_fast)).
+    #[allow(clippy::too_many_arguments)]
+    fn uniform_fast(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        addr: u64,
+        bytes: usize,
+        load: bool,
+        exec: u64,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        let size = bytes as u64;
+        if load {
+            let v = {
+                let Some(span) = self.regions.cached(addr, size) else {
+                    return false;
+                };
+                if bytes == 8 {
+                    span.load_u64(0)
+                } else {
+                    u64::from(span.load_u32(0))
+                }
+            };
+            if let Some(d) = vdst {
+                self.vwrite(&d, 0, &[v as u32; WAVE_SIZE], exec);
+                if bytes == 8 {
+                    self.vwrite(&d, 1, &[(v >> 32) as u32; WAVE_SIZE], exec);
+                }
+            }
+            return true;
+        }
+        let Some(op) = data else { return false };
+        let last = 63 - exec.leading_zeros() as usize;
+        let lo = self.vsrc(&op, 0, ctx).at(last);
+        let hi = if bytes == 8 {
+            self.vsrc(&op, 1, ctx).at(last)
+        } else {
+            0
+        };
+        let Some(span) = self.regions.cached(addr, size) else {
+            return false;
+        };
+        if bytes == 8 {
+            span.store_u64(0, u64::from(lo) | u64::from(hi) << 32);
+        } else {
+            span.store_u32(0, lo);
+        }
+        true
     }
 
     /// Whole-dword loads and stores (4, 8, 12 or 16 bytes, every active lane's
@@ -2447,6 +2506,71 @@ mod tests {
                             "portable: start {a:#x} step {step} {what} offset {offset}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// Every active lane at one address: a load gives each active lane the value
+    /// there, a store leaves the last active lane's data (lanes store in order);
+    /// inactive lanes and the bytes around stay as they were.
+    #[test]
+    fn one_address_for_every_lane_is_one_access() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(256);
+        let init: Vec<u8> = (0..256u32).map(|i| (i * 37 + 11) as u8).collect();
+        let le32 = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        for bytes in [4u64, 8] {
+            let (load, store) = if bytes == 4 {
+                (FlatOp::LoadDword, FlatOp::StoreDword)
+            } else {
+                (FlatOp::LoadDwordx2, FlatOp::StoreDwordx2)
+            };
+            for exec in [u64::MAX, 0x00F0_0000_0000_0100, 1, 1 << 63] {
+                for at in [64u64, 68] {
+                    let what = format!("{bytes} bytes at {at} exec {exec:#x}");
+                    assert!(r.write_bytes(0, &init));
+                    let mut w = pair_wave(r.device_base() + at, 0, 0);
+                    w.set_exec(exec);
+                    for l in 0..WAVE_SIZE {
+                        w.vgpr[6][l] = 0x5EED_0000 | l as u32;
+                        w.vgpr[7][l] = 0x7EED_0000 | l as u32;
+                    }
+                    h.exec(&mut w, &global_pair(load, Some(v(6, 2)), None, 0))
+                        .unwrap();
+                    for l in 0..WAVE_SIZE {
+                        let on = (exec >> l) & 1 == 1;
+                        let want6 = if on {
+                            le32(&init, at as usize)
+                        } else {
+                            0x5EED_0000 | l as u32
+                        };
+                        let want7 = if on && bytes == 8 {
+                            le32(&init, at as usize + 4)
+                        } else {
+                            0x7EED_0000 | l as u32
+                        };
+                        assert_eq!(
+                            (w.vgpr[6][l], w.vgpr[7][l]),
+                            (want6, want7),
+                            "load lane {l} {what}"
+                        );
+                    }
+                    for l in 0..WAVE_SIZE {
+                        w.vgpr[6][l] = 0xA000_0000 | l as u32;
+                        w.vgpr[7][l] = 0xB000_0000 | l as u32;
+                    }
+                    h.exec(&mut w, &global_pair(store, None, Some(v(6, 2)), 0))
+                        .unwrap();
+                    let last = 63 - exec.leading_zeros() as u32;
+                    let mut want = init.clone();
+                    want[at as usize..at as usize + 4]
+                        .copy_from_slice(&(0xA000_0000 | last).to_le_bytes());
+                    if bytes == 8 {
+                        want[at as usize + 4..at as usize + 8]
+                            .copy_from_slice(&(0xB000_0000 | last).to_le_bytes());
+                    }
+                    assert_eq!(read(&r, 0, 256), want, "store {what}");
                 }
             }
         }
