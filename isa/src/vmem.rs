@@ -2562,7 +2562,7 @@ mod tests {
                     }
                     h.exec(&mut w, &global_pair(store, None, Some(v(6, 2)), 0))
                         .unwrap();
-                    let last = 63 - exec.leading_zeros() as u32;
+                    let last = 63 - exec.leading_zeros();
                     let mut want = init.clone();
                     want[at as usize..at as usize + 4]
                         .copy_from_slice(&(0xA000_0000 | last).to_le_bytes());

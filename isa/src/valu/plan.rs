@@ -668,6 +668,17 @@ fn map2<A: Lanes, B: Lanes>(out: &mut VReg, a: A, b: B, f: impl Fn(u32, u32) -> 
     }
 }
 
+/// `out[l] = a[l] + b[l]` (or `a[l] - b[l]` when `sub`), modulo 2^32: the carry ops
+/// without a carry-in whose carry goes nowhere.
+#[inline(always)]
+fn wrapping_lanes<A: Lanes, B: Lanes>(a: A, b: B, sub: bool, out: &mut VReg) {
+    if sub {
+        map2(out, a, b, u32::wrapping_sub);
+    } else {
+        map2(out, a, b, u32::wrapping_add);
+    }
+}
+
 /// `out[l] = f(a[l], b[l], c[l])`.
 #[inline(always)]
 fn map3<A: Lanes, B: Lanes, C: Lanes>(
@@ -1024,6 +1035,17 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
                     lo,
                 ),
             },
+            // Without a carry-in or a carry destination (`v_add_u32`, `v_sub_u32`,
+            // `v_subrev_u32`) the carries are not computed at all.
+            Kind::Add { cin: false } if p.sdst.is_none() => {
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                with_lanes!(wrapping_lanes(a, b; false, lo));
+            }
+            Kind::Sub { rev, cin: false } if p.sdst.is_none() => {
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                let (a, b) = if rev { (b, a) } else { (a, b) };
+                with_lanes!(wrapping_lanes(a, b; true, lo));
+            }
             Kind::Add { cin } => {
                 let c = if cin { get_mask(sgpr, p.src[2]) } else { 0 };
                 let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
@@ -1338,7 +1360,13 @@ mod tests {
                         op,
                         encoding: enc,
                         vdst,
-                        sdst: Some(if k % 2 == 0 { Operand::VCC } else { s(30, 2) }),
+                        // The carry-less adds decode without a scalar destination;
+                        // half the sets also give them one.
+                        sdst: match (op, k % 2) {
+                            (O::VAddU32 | O::VSubU32 | O::VSubrevU32, 0) => None,
+                            (_, 0) => Some(Operand::VCC),
+                            _ => Some(s(30, 2)),
+                        },
                         src: [Some(set[0]), Some(set[1]), Some(set[2])],
                         abs: 0,
                         neg: 0,
