@@ -372,26 +372,82 @@ unsafe fn store_planes_body(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
     }
 }
 
-/// `load_planes_body` compiled with AVX2 (the split becomes shuffles).
+/// [`load_planes_body`] with AVX2 shuffles: each group of 8 qwords is still read
+/// as 8 relaxed 64-bit atomics, then put into two registers in the order 0, 1, 4, 5
+/// | 2, 3, 6, 7, from which VSHUFPS takes the low and the high dwords in lane order
+/// (two stores per plane and group instead of eight).
 ///
 /// # Safety
 /// The CPU must support AVX2; and as [`load_planes_body`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn load_planes_avx2(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) {
-    // SAFETY: forwarded from the caller.
-    unsafe { load_planes_body(p, lo, hi) }
+    use std::arch::x86_64::{
+        _mm256_castps_si256, _mm256_castsi256_ps, _mm256_set_epi64x, _mm256_shuffle_ps,
+        _mm256_storeu_si256,
+    };
+    for c in 0..8 {
+        // SAFETY: p + 8c + j < p + 64 is 8-aligned and valid (caller).
+        let q = |j: usize| unsafe { AtomicU64::from_ptr(p.add(8 * c + j)) }.load(Ordering::Relaxed);
+        let a = _mm256_castsi256_ps(_mm256_set_epi64x(
+            q(5) as i64,
+            q(4) as i64,
+            q(1) as i64,
+            q(0) as i64,
+        ));
+        let b = _mm256_castsi256_ps(_mm256_set_epi64x(
+            q(7) as i64,
+            q(6) as i64,
+            q(3) as i64,
+            q(2) as i64,
+        ));
+        let l = _mm256_castps_si256(_mm256_shuffle_ps::<0x88>(a, b));
+        let h = _mm256_castps_si256(_mm256_shuffle_ps::<0xDD>(a, b));
+        // SAFETY: dwords 8c..8c + 8 of each 64-dword plane are in bounds (c < 8).
+        unsafe {
+            _mm256_storeu_si256(lo.as_mut_ptr().add(8 * c).cast(), l);
+            _mm256_storeu_si256(hi.as_mut_ptr().add(8 * c).cast(), h);
+        }
+    }
 }
 
-/// `store_planes_body` compiled with AVX2 (the join becomes shuffles).
+/// [`store_planes_body`] with AVX2 shuffles: VPUNPCK[LH]DQ join 8 lanes of the two
+/// planes into qwords (in the order 0, 1, 4, 5 | 2, 3, 6, 7), each stored as one
+/// relaxed 64-bit atomic.
 ///
 /// # Safety
 /// The CPU must support AVX2; and as [`load_planes_body`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn store_planes_avx2(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
-    // SAFETY: forwarded from the caller.
-    unsafe { store_planes_body(p, lo, hi) }
+    use std::arch::x86_64::{
+        _mm256_extract_epi64, _mm256_loadu_si256, _mm256_unpackhi_epi32, _mm256_unpacklo_epi32,
+    };
+    for c in 0..8 {
+        // SAFETY: dwords 8c..8c + 8 of each plane are in bounds (c < 8).
+        let (l, h) = unsafe {
+            (
+                _mm256_loadu_si256(lo.as_ptr().add(8 * c).cast()),
+                _mm256_loadu_si256(hi.as_ptr().add(8 * c).cast()),
+            )
+        };
+        let x = _mm256_unpacklo_epi32(l, h);
+        let y = _mm256_unpackhi_epi32(l, h);
+        let q = [
+            _mm256_extract_epi64::<0>(x),
+            _mm256_extract_epi64::<1>(x),
+            _mm256_extract_epi64::<0>(y),
+            _mm256_extract_epi64::<1>(y),
+            _mm256_extract_epi64::<2>(x),
+            _mm256_extract_epi64::<3>(x),
+            _mm256_extract_epi64::<2>(y),
+            _mm256_extract_epi64::<3>(y),
+        ];
+        for (j, v) in q.into_iter().enumerate() {
+            // SAFETY: as in load_planes_body.
+            unsafe { AtomicU64::from_ptr(p.add(8 * c + j)) }.store(v as u64, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Reads `out.len()` bytes at `p` as the widest naturally aligned relaxed atomics

@@ -743,10 +743,19 @@ fn pair_consecutive_body(lo: &VReg, hi: &VReg, offset: i64, step: u64) -> bool {
     }
     // Adding the same offset to every lane keeps the differences: compare raw.
     if u64::from(lo[0]) + span <= u64::from(u32::MAX) {
-        let (lo0, hi0, step) = (lo[0], hi[0], step as u32);
+        let (lo0, hi0) = (lo[0], hi[0]);
         let mut diff = 0u32;
-        for l in 0..WAVE_SIZE {
-            diff |= (hi[l] ^ hi0) | (lo[l] ^ lo0.wrapping_add(step.wrapping_mul(l as u32)));
+        if step.is_power_of_two() {
+            // The element sizes (4, 8): lane offsets by a shift, not a multiply.
+            let shift = step.trailing_zeros();
+            for l in 0..WAVE_SIZE {
+                diff |= (hi[l] ^ hi0) | (lo[l] ^ lo0.wrapping_add((l as u32) << shift));
+            }
+        } else {
+            let step = step as u32;
+            for l in 0..WAVE_SIZE {
+                diff |= (hi[l] ^ hi0) | (lo[l] ^ lo0.wrapping_add(step.wrapping_mul(l as u32)));
+            }
         }
         return diff == 0;
     }
