@@ -241,11 +241,12 @@ fn bench_valu(k: &Kernels, dev: hsa_amd_memory_pool_t) {
     );
 }
 
-/// Memory-bound: 64 rounds of a strided load+store per lane over 4 MiB.
+/// Memory-bound: 512 rounds of a strided load+store per lane over 4 MiB (about
+/// 0.1 s a run with one worker, long enough for the per-dispatch costs not to count).
 fn bench_memory(k: &Kernels, dev: hsa_amd_memory_pool_t) {
     let (lanes, n) = (LANES, N);
     let buf = alloc(dev, n as usize * 4);
-    let rounds = 64u64;
+    let rounds = 512u64;
     for workers in [1usize, 2] {
         let mut executed = 0u64;
         let t = best_of(3, || {
