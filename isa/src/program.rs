@@ -26,25 +26,46 @@ const PAGE_DWORDS: usize = 1024;
 /// the PC after its last entry).
 pub(crate) const BLOCK_CAP: usize = 128;
 
-/// One decoded instruction of a block.
+/// How the run loop executes an entry, chosen at decode time.
+pub(crate) enum Run {
+    /// A scalar form with a pre-resolved plan (run instead of `Wave::step`).
+    Scalar(ScalarPlan),
+    /// A vector or LDS form with a pre-resolved plan (which may decline, leaving the
+    /// instruction to `Wave::step`).
+    Planned(Plan),
+    /// `Wave::step` on the decoded instruction.
+    General,
+}
+
+/// One decoded instruction of a block, as the run loop reads it (the instruction
+/// itself is in [`Block::insts`], at the same index, so that the entries the loop
+/// walks stay small).
 pub(crate) struct Entry {
-    /// The pre-resolved scalar plan, for the scalar forms that have one (run instead
-    /// of `Wave::step`).
-    pub(crate) scalar: Option<ScalarPlan>,
-    /// The pre-resolved execution plan, for the forms that have one.
-    pub(crate) plan: Option<Plan>,
+    /// How it runs.
+    pub(crate) run: Run,
     /// Byte address of the instruction.
     pub(crate) pc: u64,
     /// Byte address of the following instruction.
     pub(crate) next: u64,
-    /// The instruction.
-    pub(crate) inst: Instruction,
+}
+
+impl Entry {
+    /// The vector plan, if the entry has one.
+    pub(crate) fn plan(&self) -> Option<&Plan> {
+        match &self.run {
+            Run::Planned(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// A decoded straight-line run of instructions starting at the PC of its slot.
 pub(crate) struct Block {
-    /// The instructions, in address order (empty if the first does not decode).
+    /// The instructions' entries, in address order (empty if the first does not
+    /// decode).
     pub(crate) entries: Box<[Entry]>,
+    /// The decoded instructions, one per entry (the general path, traces, errors).
+    pub(crate) insts: Box<[Instruction]>,
     /// Why the words after the last entry do not decode, if that ended the block: it
     /// is raised only when a wave reaches that PC.
     pub(crate) tail: Option<Box<DecodeError>>,
@@ -154,8 +175,8 @@ impl Program {
         pc: u64,
     ) -> Result<(&Instruction, u64, Option<&Plan>), Fault> {
         let block = self.block_hinted(pc, &mut None)?;
-        match (block.entries.first(), &block.tail) {
-            (Some(e), _) => Ok((&e.inst, e.next - e.pc, e.plan.as_ref())),
+        match (block.entries.first().zip(block.insts.first()), &block.tail) {
+            (Some((e, inst)), _) => Ok((inst, e.next - e.pc, e.plan())),
             (None, Some(err)) => Err(Fault::Illegal((**err).clone())),
             // A block always holds an entry or the reason it has none.
             (None, None) => Err(Fault::BadPc { pc }),
@@ -198,6 +219,7 @@ impl Program {
         let Some(region) = self.region.upgrade() else {
             return Block {
                 entries: Box::new([]),
+                insts: Box::new([]),
                 tail: Some(Box::new(DecodeError::Truncated {
                     pc,
                     needed: 1,
@@ -206,6 +228,7 @@ impl Program {
             };
         };
         let mut entries = Vec::new();
+        let mut insts = Vec::new();
         let mut tail = None;
         let mut at = pc;
         loop {
@@ -214,13 +237,13 @@ impl Program {
                 Ok((inst, dwords)) => {
                     let next = at + 4 * dwords as u64;
                     let last = ends_block(&inst);
-                    entries.push(Entry {
-                        scalar: ScalarPlan::of(&inst, next),
-                        plan: Plan::of(&inst),
-                        pc: at,
-                        next,
-                        inst,
-                    });
+                    let run = match (ScalarPlan::of(&inst, next), Plan::of(&inst)) {
+                        (Some(s), _) => Run::Scalar(s),
+                        (None, Some(p)) => Run::Planned(p),
+                        (None, None) => Run::General,
+                    };
+                    entries.push(Entry { run, pc: at, next });
+                    insts.push(inst);
                     at = next;
                     if last || entries.len() >= BLOCK_CAP || next - self.base >= self.len {
                         break;
@@ -234,6 +257,7 @@ impl Program {
         }
         Block {
             entries: entries.into_boxed_slice(),
+            insts: insts.into_boxed_slice(),
             tail,
         }
     }

@@ -22,7 +22,7 @@ use crate::generated::opcodes::SoppOp;
 use crate::inst::Instruction;
 use crate::memory::{GlobalMemory, RegionCache};
 use crate::operand::{code, Operand};
-use crate::program::{Block, Program};
+use crate::program::{Block, Program, Run};
 use crate::salu::ScalarFlow;
 
 /// Lanes per wave.
@@ -224,7 +224,7 @@ impl Wave {
             };
             // `self.pc` is written only when the wave leaves the block (no instruction
             // reads it): on a jump, an exit, a fault, or after the last entry.
-            for e in block.entries.iter() {
+            for (e, inst) in block.entries.iter().zip(block.insts.iter()) {
                 self.instructions += 1;
                 if self.instructions > ctx.max_instructions {
                     self.pc = e.pc;
@@ -235,25 +235,24 @@ impl Wave {
                 }
                 // Planned instructions that fall through go straight to the next
                 // entry (unless traced).
-                let flow = if let Some(s) = &e.scalar {
-                    let f = self.run_scalar(s);
-                    if f == ScalarFlow::Next && !trace {
-                        continue;
-                    }
-                    Ok(s.flow(f))
-                } else {
-                    match &e.plan {
-                        Some(p) if self.run_plan(p, ctx) => {
-                            if !trace {
-                                continue;
-                            }
-                            Ok(Flow::Next)
+                let flow = match &e.run {
+                    Run::Scalar(s) => {
+                        let f = self.run_scalar(s);
+                        if f == ScalarFlow::Next && !trace {
+                            continue;
                         }
-                        _ => self.step(&e.inst, e.pc, e.next, ctx),
+                        Ok(s.flow(f))
                     }
+                    Run::Planned(p) if self.run_plan(p, ctx) => {
+                        if !trace {
+                            continue;
+                        }
+                        Ok(Flow::Next)
+                    }
+                    _ => self.step(inst, e.pc, e.next, ctx),
                 };
                 if trace {
-                    self.trace_line(&e.inst, e.pc, flow.as_ref().err());
+                    self.trace_line(inst, e.pc, flow.as_ref().err());
                 }
                 match flow {
                     Ok(Flow::Next) => {}
@@ -1033,7 +1032,7 @@ pub(crate) mod block_tests {
         assert_eq!(pcs(0x28), [0x28]);
         assert!(at(0).tail.is_none());
         assert!(matches!(
-            at(0).entries.last().map(|e| &e.inst),
+            at(0).insts.last(),
             Some(Instruction::Sopp(i)) if i.op == SoppOp::SCbranchScc1
         ));
         // The word that does not decode is the tail of a block entered before it.
