@@ -28,6 +28,7 @@
 use crate::generated::opcodes::DsOp;
 use crate::inst::Ds;
 use crate::valu::reg_base;
+use crate::valu::simd::lane_masks;
 use crate::wave::{VReg, Wave, WAVE_SIZE};
 
 /// What a planned DS instruction does.
@@ -144,16 +145,6 @@ pub(crate) fn run_lds_plan(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
 #[target_feature(enable = "avx2")]
 unsafe fn run_avx2(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
     run_body(w, p, lds)
-}
-
-/// All ones in the lanes of `m`, zero in the others.
-#[inline(always)]
-fn lane_masks(m: u64) -> [u32; WAVE_SIZE] {
-    let mut on = [0u32; WAVE_SIZE];
-    for l in 0..WAVE_SIZE {
-        on[l] = 0u32.wrapping_sub((m >> l) as u32 & 1);
-    }
-    on
 }
 
 /// Writes `vals` into register `r` in the lanes of `exec`.

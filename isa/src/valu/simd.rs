@@ -358,7 +358,7 @@ pub(super) fn mask_and_results<P: Pack>(
 /// shifts of each half (8 lanes to an AVX2 register, where shifting the 64-bit mask
 /// per lane would widen every lane to 64 bits and pack the results back).
 #[inline(always)]
-pub(super) fn lane_masks(m: u64) -> [u32; WAVE_SIZE] {
+pub(crate) fn lane_masks(m: u64) -> [u32; WAVE_SIZE] {
     let mut on = [0u32; WAVE_SIZE];
     let (lo, hi) = (m as u32, (m >> 32) as u32);
     for i in 0..32 {
