@@ -227,38 +227,23 @@ fn setup(buf: &isa::HostRegion, table: &isa::HostRegion, exec: u64) -> Wave {
             };
         }
     }
+    // A 64-bit address in the register pair r, r+1 of lane l.
+    let pair = |w: &mut Wave, r: usize, l: usize, a: u64| {
+        w.vgpr[r][l] = a as u32;
+        w.vgpr[r + 1][l] = (a >> 32) as u32;
+    };
     for l in 0..WAVE_SIZE {
         // v1: LDS address 0 in every lane; v12: lane l's dword (tid*4+40).
         w.vgpr[1][l] = 0;
         w.vgpr[12][l] = 40 + 4 * l as u32;
-        // v[20:21]: consecutive 8-byte elements of `buf`.
-        let a = buf.device_base() + 8 * l as u64;
-        w.vgpr[20][l] = a as u32;
-        w.vgpr[21][l] = (a >> 32) as u32;
         // v26: LLVM's shuffle-down by 8 lanes as a ds_bpermute_b32 address.
-        w.vgpr[26][l] = 4 * if l + 8 < WAVE_SIZE {
-            l as u32 + 8
-        } else {
-            l as u32
-        };
-        // v[24:25]: consecutive dwords of `buf`.
-        let d = buf.device_base() + 4 * l as u64;
-        w.vgpr[24][l] = d as u32;
-        w.vgpr[25][l] = (d >> 32) as u32;
-        // v26: LLVM's shuffle-down by 8 lanes as a ds_bpermute_b32 address.
-        w.vgpr[26][l] = 4 * if l + 8 < WAVE_SIZE {
-            l as u32 + 8
-        } else {
-            l as u32
-        };
-        // v[24:25]: consecutive dwords of `buf`.
-        let d = buf.device_base() + 4 * l as u64;
-        w.vgpr[24][l] = d as u32;
-        w.vgpr[25][l] = (d >> 32) as u32;
-        // v[22:23]: scattered dwords of `table`.
-        let g = table.device_base() + ((l as u64 * 2_654_435_761) % (4 << 20)) * 4;
-        w.vgpr[22][l] = g as u32;
-        w.vgpr[23][l] = (g >> 32) as u32;
+        w.vgpr[26][l] = 4 * if l + 8 < WAVE_SIZE { l + 8 } else { l } as u32;
+        // v[20:21]: consecutive 8-byte elements of `buf`; v[24:25]: consecutive
+        // dwords of `buf`; v[22:23]: scattered dwords of `table`.
+        pair(&mut w, 20, l, buf.device_base() + 8 * l as u64);
+        pair(&mut w, 24, l, buf.device_base() + 4 * l as u64);
+        let g = (l as u64 * 2_654_435_761) % (4 << 20);
+        pair(&mut w, 22, l, table.device_base() + 4 * g);
     }
     for (k, s) in w.sgpr.iter_mut().enumerate().take(100) {
         // Odd SGPRs: the high dword of a normal double, as above.
