@@ -127,6 +127,13 @@ const CASES: &[(&str, &str, u64)] = &[
         "ds_bpermute_b32 v14, v26, v10",
         u64::MAX,
     ),
+    // The VALU and scalar instructions of STREAM copy's inner loop (LLVM 16, -O2),
+    // in order: one copy is 12 instructions (compare with the sum of their rows).
+    (
+        "STREAM copy loop mix (12 instructions)",
+        "v_mov_b32_e32 v0, s21\nv_add_co_u32_e32 v14, vcc, s20, v4\nv_addc_co_u32_e32 v15, vcc, v0, v5, vcc\nv_add_co_u32_e32 v2, vcc, v2, v6\nv_addc_co_u32_e32 v3, vcc, v3, v7, vcc\nv_mov_b32_e32 v0, s15\nv_add_co_u32_e32 v16, vcc, s14, v4\nv_add_co_u32_e64 v4, s[4:5], v4, v8\nv_addc_co_u32_e32 v17, vcc, v0, v5, vcc\nv_addc_co_u32_e64 v5, vcc, v5, v9, s[4:5]\nv_cmp_lt_u64_e32 vcc, s[16:17], v[2:3]\ns_or_b64 s[24:25], vcc, s[24:25]",
+        u64::MAX,
+    ),
     // One wave: `Wave::run` returns at each barrier and is entered again.
     ("s_barrier (leave and re-enter run)", "s_barrier", u64::MAX),
     (
