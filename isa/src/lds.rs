@@ -8,10 +8,12 @@
 //! distribute parallel for`. The plan runs them in one function compiled for AVX2
 //! where the host has it, without the general path's per-lane tables:
 //!
-//! - the active lanes' highest address is found once, and every address the
-//!   instruction touches is checked against the LDS size before anything is read or
-//!   written; an access outside the LDS (or an empty EXEC) returns false with no
-//!   effect, so that the general path runs and reports the faulting lane;
+//! - the address shape is found first (with every lane active: one address for
+//!   all, or consecutive elements), the highest active address from it or, for
+//!   other shapes, in one more pass; every address the instruction touches is
+//!   checked against the LDS size before anything is read or written; an access
+//!   outside the LDS (or an empty EXEC) returns false with no effect, so that the
+//!   general path runs and reports the faulting lane;
 //! - with every lane active, a load from one address for all lanes is one read and
 //!   a splat, a run of consecutive elements is one pass over the bytes, and a store
 //!   to one address keeps only the last lane's data (lane order, as the general
@@ -147,7 +149,9 @@ unsafe fn run_avx2(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
     run_body(w, p, lds)
 }
 
-/// Writes `vals` into register `r` in the lanes of `exec`.
+/// Writes `vals` into register `r` in the lanes of `exec`: `Wave::vwrite`'s rule
+/// for a register index, inlined so that it is compiled with the plan's AVX2 (the
+/// shared `vwrite` costs the hot LDS loads about a third more, by `inst_cost`).
 #[inline(always)]
 fn write_masked(w: &mut Wave, r: usize, vals: &VReg, exec: u64) {
     let Some(dst) = w.vgpr.get_mut(r) else { return };
