@@ -20,12 +20,14 @@ fn exit_paths() -> &'static Path {
     BIN.get_or_init(|| compile("exit_paths.c", false, &["-lpthread"]))
 }
 
-/// The program's stdout on the host, offload disabled (the oracle).
-fn host_stdout(bin: &Path, args: &[&str]) -> String {
+/// The program's stdout on the host, offload disabled (the oracle), with `env`
+/// added to its environment.
+fn host_stdout(bin: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     let mut cmd = Command::new(bin);
     cmd.args(args)
         .env("OMP_TARGET_OFFLOAD", "DISABLED")
-        .env("LD_LIBRARY_PATH", "/usr/lib/llvm-16/lib");
+        .env("LD_LIBRARY_PATH", "/usr/lib/llvm-16/lib")
+        .envs(env.iter().copied());
     let out = run(&mut cmd, 120);
     assert!(out.status.success(), "host run of {bin:?} {args:?} failed");
     texts(&out).0
@@ -63,7 +65,10 @@ fn a_dlopened_offloading_module_left_open_unregisters_at_exit() {
     let (module, loader) = module_and_loader();
     let m = module.to_string_lossy().into_owned();
     let args = [m.as_str(), "1", "open"];
-    assert_eq!(offload_stdout(loader, &args), host_stdout(loader, &args));
+    assert_eq!(
+        offload_stdout(loader, &args),
+        host_stdout(loader, &args, &[])
+    );
 }
 
 #[test]
@@ -72,7 +77,10 @@ fn an_offloading_module_dlopened_and_dlclosed_twice() {
     let m = module.to_string_lossy().into_owned();
     for how in ["close", "open"] {
         let args = [m.as_str(), "2", how];
-        assert_eq!(offload_stdout(loader, &args), host_stdout(loader, &args));
+        assert_eq!(
+            offload_stdout(loader, &args),
+            host_stdout(loader, &args, &[])
+        );
     }
 }
 
@@ -82,7 +90,7 @@ fn exit_from_a_second_thread_and_fork_after_use() {
     for mode in ["thread", "fork"] {
         assert_eq!(
             offload_stdout(bin, &[mode]),
-            host_stdout(bin, &[mode]),
+            host_stdout(bin, &[mode], &[]),
             "{mode}"
         );
     }
@@ -97,7 +105,11 @@ fn exit_from_a_second_thread_and_fork_after_use() {
 #[test]
 fn exit_with_target_nowait_regions_in_flight() {
     let bin = exit_paths();
-    let want = host_stdout(bin, &["nowait"]);
+    // The host oracle runs without libomp's hidden helper threads: with them,
+    // libomp 16 aborts on `kmp_tasking.cpp(4136): task_team != __null` in 6 of
+    // 100 host runs of this mode here (0 of 100 without, same output), the
+    // assertion the three-way tests' HOST_WITHOUT_HIDDEN_HELPERS avoid.
+    let want = host_stdout(bin, &["nowait"], &[("LIBOMP_USE_HIDDEN_HELPER_TASK", "0")]);
     for _ in 0..3 {
         let out = run(command(bin, Hsa::Sim(1)).arg("nowait"), 120);
         let (stdout, stderr) = texts(&out);
