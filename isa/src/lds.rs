@@ -273,12 +273,7 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
     } else if exec.is_power_of_two() {
         (false, false, addr[exec.trailing_zeros() as usize])
     } else {
-        let on = lane_masks(exec);
-        let mut hi = 0u32;
-        for l in 0..WAVE_SIZE {
-            hi = hi.max(addr[l] & on[l]);
-        }
-        (false, false, hi)
+        (false, false, crate::vmem::lds_highest_body(&addr, exec))
     };
     for &off in &p.offs[..p.slots] {
         if u64::from(hi) + u64::from(off) + BYTES as u64 > lds.len() as u64 {

@@ -789,7 +789,7 @@ fn pair_consecutive(lo: &VReg, hi: &VReg, offset: i64, step: u64) -> bool {
 
 /// The highest LDS address of the lanes in `exec` (0 for none).
 #[inline(always)]
-fn lds_highest_body(addr: &VReg, exec: u64) -> u32 {
+pub(crate) fn lds_highest_body(addr: &VReg, exec: u64) -> u32 {
     let mut hi = 0u32;
     for l in 0..WAVE_SIZE {
         // All ones in active lanes, zero in the others (branch-free, vectorises).
