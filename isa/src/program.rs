@@ -15,9 +15,11 @@ use crate::decode::decode;
 use crate::error::{DecodeError, Fault};
 use crate::generated::opcodes::{Sop1Op, SopkOp};
 use crate::inst::Instruction;
+use crate::lds::LdsPlan;
 use crate::memory::{read_region_dwords, MemoryRegion};
-use crate::salu::ScalarPlan;
-use crate::valu::Plan;
+use crate::salu::{ScalarFlow, ScalarPlan};
+use crate::valu::{IntPlan, PkPlan};
+use crate::wave::Flow;
 
 /// Dwords per lazily allocated page of block slots.
 const PAGE_DWORDS: usize = 1024;
@@ -26,15 +28,51 @@ const PAGE_DWORDS: usize = 1024;
 /// the PC after its last entry).
 pub(crate) const BLOCK_CAP: usize = 128;
 
-/// How the run loop executes an entry, chosen at decode time.
+/// How the run loop executes an entry, chosen at decode time: one flat enum with its
+/// tag first, so that the loop dispatches on one byte (a jump table), whatever the
+/// kind of plan.
+#[repr(u8)]
 pub(crate) enum Run {
     /// A scalar form with a pre-resolved plan (run instead of `Wave::step`).
     Scalar(ScalarPlan),
-    /// A vector or LDS form with a pre-resolved plan (which may decline, leaving the
-    /// instruction to `Wave::step`).
-    Planned(Plan),
+    /// A hot integer or f64 VALU form, or `v_pk_mov_b32` (see `valu::plan`); it may
+    /// decline (MODE), leaving the instruction to `Wave::step`.
+    Int(IntPlan),
+    /// `v_pk_add_f32` / `v_pk_mul_f32` / `v_pk_fma_f32`; may decline (MODE).
+    PkF32(PkPlan),
+    /// A plain 4- or 8-byte LDS load or store, or `ds_bpermute_b32` (see `lds`); may
+    /// decline (an address outside the LDS), leaving the fault to `Wave::step`.
+    Lds(LdsPlan),
     /// `Wave::step` on the decoded instruction.
     General,
+}
+
+impl Run {
+    /// How `inst` (followed by the instruction at `next`) runs: the first plan its
+    /// form has, else the general path.
+    pub(crate) fn of(inst: &Instruction, next: u64) -> Run {
+        if let Some(s) = ScalarPlan::of(inst, next) {
+            return Run::Scalar(s);
+        }
+        let vector = match inst {
+            Instruction::Vop3p(i) => PkPlan::of(i)
+                .map(Run::PkF32)
+                .or_else(|| IntPlan::of_vop3p(i).map(Run::Int)),
+            Instruction::Valu(i) => IntPlan::of(i).map(Run::Int),
+            Instruction::Ds(i) => LdsPlan::of(i).map(Run::Lds),
+            _ => None,
+        };
+        vector.unwrap_or(Run::General)
+    }
+
+    /// The [`Flow`] of a plan that ran: a scalar plan's own, else the next entry.
+    #[inline(always)]
+    pub(crate) fn flow(&self, f: ScalarFlow) -> Flow {
+        match self {
+            Run::Scalar(s) => s.flow(f),
+            _ => Flow::Next,
+        }
+    }
 }
 
 /// One decoded instruction of a block, as the run loop reads it (the instruction
@@ -47,16 +85,6 @@ pub(crate) struct Entry {
     pub(crate) pc: u64,
     /// Byte address of the following instruction.
     pub(crate) next: u64,
-}
-
-impl Entry {
-    /// The vector plan, if the entry has one.
-    pub(crate) fn plan(&self) -> Option<&Plan> {
-        match &self.run {
-            Run::Planned(p) => Some(p),
-            _ => None,
-        }
-    }
 }
 
 /// A decoded straight-line run of instructions starting at the PC of its slot.
@@ -163,20 +191,10 @@ impl Program {
     /// # Errors
     /// [`Fault::BadPc`] if `pc` is misaligned or outside the region (or the region is
     /// gone); [`Fault::Illegal`] if the words there do not decode.
-    #[inline]
     pub fn fetch(&self, pc: u64) -> Result<(&Instruction, u64), Fault> {
-        self.fetch_planned(pc).map(|(i, len, _)| (i, len))
-    }
-
-    /// As [`fetch`](Self::fetch), with the instruction's execution plan, if any: the
-    /// first entry of the block at `pc`.
-    pub(crate) fn fetch_planned(
-        &self,
-        pc: u64,
-    ) -> Result<(&Instruction, u64, Option<&Plan>), Fault> {
         let block = self.block_hinted(pc, &mut None)?;
         match (block.entries.first().zip(block.insts.first()), &block.tail) {
-            (Some((e, inst)), _) => Ok((inst, e.next - e.pc, e.plan())),
+            (Some((e, inst)), _) => Ok((inst, e.next - e.pc)),
             (None, Some(err)) => Err(Fault::Illegal((**err).clone())),
             // A block always holds an entry or the reason it has none.
             (None, None) => Err(Fault::BadPc { pc }),
@@ -237,11 +255,7 @@ impl Program {
                 Ok((inst, dwords)) => {
                     let next = at + 4 * dwords as u64;
                     let last = ends_block(&inst);
-                    let run = match (ScalarPlan::of(&inst, next), Plan::of(&inst)) {
-                        (Some(s), _) => Run::Scalar(s),
-                        (None, Some(p)) => Run::Planned(p),
-                        (None, None) => Run::General,
-                    };
+                    let run = Run::of(&inst, next);
                     entries.push(Entry { run, pc: at, next });
                     insts.push(inst);
                     at = next;

@@ -6,10 +6,12 @@
 //! arrays, and the PC. [`Wave::run`] executes pre-decoded instructions from a
 //! [`Program`], a straight-line block at a time (one lookup per block entered, none
 //! when a loop jumps back to the head of the block it is in), until the wave ends,
-//! reaches `s_barrier`, yields (`s_sleep`) or faults. Counting, the budget, faults,
-//! yields and the trace remain per instruction.
+//! reaches `s_barrier`, yields (`s_sleep`) or faults. Faults, yields and the trace
+//! remain per instruction; the budget is compared once per block when the whole block
+//! fits in it (else per instruction), and the counter is written when the wave leaves
+//! the block.
 //! Hot instruction forms also carry a plan resolved at decode time (register-file
-//! indices and constants instead of operands, see `valu::Plan`), which the loop runs
+//! indices and constants instead of operands, see `program::Run`), which the loop runs
 //! instead of the general executor when the wave's MODE allows it. Hot scalar forms
 //! (SOP2/SOPC arithmetic and compares, moves, `s_*_saveexec_b64`, `s_waitcnt`/`s_nop`,
 //! branches, `s_barrier`, `s_endpgm`) carry a `salu::ScalarPlan`, always run instead
@@ -222,11 +224,17 @@ impl Wave {
                     b
                 }
             };
+            // The counter is written only when the wave leaves the block or traces:
+            // entry k is instruction `before + k + 1`. When the whole block fits in the
+            // budget, no entry compares it.
+            let before = self.instructions;
+            let fits = before.saturating_add(block.entries.len() as u64) <= ctx.max_instructions;
             // `self.pc` is written only when the wave leaves the block (no instruction
             // reads it): on a jump, an exit, a fault, or after the last entry.
-            for (e, inst) in block.entries.iter().zip(block.insts.iter()) {
-                self.instructions += 1;
-                if self.instructions > ctx.max_instructions {
+            for (k, (e, inst)) in block.entries.iter().zip(block.insts.iter()).enumerate() {
+                let count = before + k as u64 + 1;
+                if !fits && count > ctx.max_instructions {
+                    self.instructions = count;
                     self.pc = e.pc;
                     return Err(Fault::InstructionLimit {
                         limit: ctx.max_instructions,
@@ -235,22 +243,12 @@ impl Wave {
                 }
                 // Planned instructions that fall through go straight to the next
                 // entry (unless traced).
-                let flow = match &e.run {
-                    Run::Scalar(s) => {
-                        let f = self.run_scalar(s);
-                        if f == ScalarFlow::Next && !trace {
-                            continue;
-                        }
-                        Ok(s.flow(f))
-                    }
-                    Run::Planned(p) if self.run_plan(p, ctx) => {
-                        if !trace {
-                            continue;
-                        }
-                        Ok(Flow::Next)
-                    }
-                    _ => self.step(inst, e.pc, e.next, ctx),
+                let flow = match self.run_planned(&e.run, ctx) {
+                    Some(ScalarFlow::Next) if !trace => continue,
+                    Some(f) => Ok(e.run.flow(f)),
+                    None => self.step(inst, e.pc, e.next, ctx),
                 };
+                self.instructions = count;
                 if trace {
                     self.trace_line(inst, e.pc, flow.as_ref().err());
                 }
@@ -264,7 +262,7 @@ impl Wave {
                                     return Err(Fault::Aborted { pc: e.pc });
                                 }
                             }
-                            if self.instructions >= yield_at {
+                            if count >= yield_at {
                                 return Ok(WaveExit::Yield);
                             }
                         }
@@ -280,11 +278,31 @@ impl Wave {
                     }
                 }
             }
+            self.instructions = before + block.entries.len() as u64;
             self.pc = block.end(start);
             if let Some(err) = &block.tail {
                 return Err(Fault::Illegal((**err).clone()));
             }
         }
+    }
+
+    /// Runs the plan of an entry: its control flow, or `None` if the entry has no
+    /// plan or its plan declined (then `Wave::step` executes the instruction; a
+    /// declining plan has changed nothing).
+    #[inline(always)]
+    pub(crate) fn run_planned(
+        &mut self,
+        run: &Run,
+        ctx: &mut WaveContext<'_>,
+    ) -> Option<ScalarFlow> {
+        let ran = match run {
+            Run::Scalar(s) => return Some(self.run_scalar(s)),
+            Run::Int(p) => crate::valu::run_int_plan(self, p),
+            Run::Lds(p) => crate::lds::run_lds_plan(self, p, ctx.lds),
+            Run::PkF32(p) => crate::valu::run_pk_plan(self, p),
+            Run::General => false,
+        };
+        ran.then_some(ScalarFlow::Next)
     }
 
     /// Executes one decoded instruction at `pc` (`next` = address of the following one).
@@ -752,8 +770,7 @@ pub(crate) mod block_tests {
     use crate::generated::opcodes::SoppOp;
     use crate::inst::Instruction;
     use crate::memory::{HostRegion, MemoryRegion};
-    use crate::program::{Program, BLOCK_CAP};
-    use crate::valu::Plan;
+    use crate::program::{Program, Run, BLOCK_CAP};
 
     thread_local! {
         /// Trace lines printed by this thread's waves (tests only).
@@ -844,7 +861,12 @@ pub(crate) mod block_tests {
             }
             let at = &words[(off / 4) as usize..];
             let (inst, n) = decode(&at[..at.len().min(2)], pc)?;
-            let plan = Plan::of(&inst);
+            let next = pc + 4 * n as u64;
+            // Vector plans as the block loop runs them; scalar forms through `step`.
+            let run = match Run::of(&inst, next) {
+                Run::Scalar(_) => Run::General,
+                vector => vector,
+            };
             w.instructions += 1;
             if w.instructions > ctx.max_instructions {
                 return Err(Fault::InstructionLimit {
@@ -852,10 +874,9 @@ pub(crate) mod block_tests {
                     pc,
                 });
             }
-            let next = pc + 4 * n as u64;
-            let flow = match &plan {
-                Some(p) if w.run_plan(p, ctx) => Ok(Flow::Next),
-                _ => w.step(&inst, pc, next, ctx),
+            let flow = match w.run_planned(&run, ctx) {
+                Some(f) => Ok(run.flow(f)),
+                None => w.step(&inst, pc, next, ctx),
             };
             if trace {
                 w.trace_line(&inst, pc, flow.as_ref().err());

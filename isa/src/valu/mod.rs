@@ -31,34 +31,8 @@ use crate::wave::{unsupported, VReg, Wave, WaveContext, AGPR_BASE, WAVE_SIZE};
 
 use fp::Fl;
 pub(crate) use fp::FpMode;
-pub(crate) use vop3p::PkPlan;
-
-/// A pre-resolved form of an instruction, built once at decode time for the hot
-/// forms whose operands can be resolved to register-file indices and constants (see
-/// [`Wave::run_plan`]).
-#[derive(Clone, Debug)]
-pub(crate) enum Plan {
-    /// `v_pk_add_f32` / `v_pk_mul_f32` / `v_pk_fma_f32`.
-    PkF32(PkPlan),
-    /// The hot integer VALU forms and `v_pk_mov_b32` (see `plan`).
-    Int(plan::IntPlan),
-    /// The plain 4- and 8-byte LDS loads and stores, `ds_bpermute_b32` (see `lds`).
-    Lds(crate::lds::LdsPlan),
-}
-
-impl Plan {
-    /// The plan of `inst`, if its form has one.
-    pub(crate) fn of(inst: &Instruction) -> Option<Plan> {
-        match inst {
-            Instruction::Vop3p(i) => PkPlan::of(i)
-                .map(Plan::PkF32)
-                .or_else(|| plan::IntPlan::of_vop3p(i).map(Plan::Int)),
-            Instruction::Valu(i) => plan::IntPlan::of(i).map(Plan::Int),
-            Instruction::Ds(i) => crate::lds::LdsPlan::of(i).map(Plan::Lds),
-            _ => None,
-        }
-    }
-}
+pub(crate) use plan::{run_int_plan, IntPlan};
+pub(crate) use vop3p::{run_pk_plan, PkPlan};
 
 /// One 64-bit value per lane.
 pub(crate) type V64 = [u64; WAVE_SIZE];
@@ -154,18 +128,6 @@ pub(crate) enum Src<'a> {
 }
 
 impl Wave {
-    /// Executes `plan` if the wave's state allows the planned form (MODE), returning
-    /// false without any effect otherwise, so that the general path executes (or
-    /// rejects) the instruction. A plan computes exactly what the general path does.
-    #[inline]
-    pub(crate) fn run_plan(&mut self, plan: &Plan, ctx: &mut WaveContext<'_>) -> bool {
-        match plan {
-            Plan::PkF32(p) => vop3p::run_pk_plan(self, p),
-            Plan::Int(p) => plan::run_int_plan(self, p),
-            Plan::Lds(p) => crate::lds::run_lds_plan(self, p, ctx.lds),
-        }
-    }
-
     /// Dword `k` of an operand in every lane, as [`vread`](Self::vread) gives it but
     /// without copying a register.
     #[inline(always)]

@@ -777,6 +777,7 @@ fn write(vgpr: &mut [VReg], r: usize, vals: &[VReg], exec: u64) {
 /// Executes a plan; false, with no effect, when the wave's MODE asks for what the
 /// plan does not do (f64 ops with a rounding mode other than nearest-even or f64
 /// denormal flushing), leaving the instruction to the general path.
+#[inline]
 pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) -> bool {
     if let Kind::F64(_) = p.kind {
         let fpm = FpMode::new(w.mode);

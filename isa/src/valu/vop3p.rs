@@ -219,7 +219,7 @@ impl PkPlan {
 
 /// Executes a packed-f32 plan as [`pk_f32`] would; false (nothing done) when MODE
 /// asks for rounding or input flushing, which the general path handles.
-pub(super) fn run_pk_plan(w: &mut Wave, p: &PkPlan) -> bool {
+pub(crate) fn run_pk_plan(w: &mut Wave, p: &PkPlan) -> bool {
     let fpm = FpMode::new(w.mode);
     if fpm.round != 0 || fpm.flush_in32() {
         return false;
