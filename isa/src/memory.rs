@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::Fault;
+use crate::wave::VReg;
 
 /// A contiguous range of device memory that waves may access.
 /// # Safety
@@ -215,12 +216,12 @@ impl HostSpan<'_> {
         }
     }
 
-    /// Loads `out.len()` consecutive dwords from byte offset `off`, one relaxed 32-bit
+    /// Loads a wave's 64 consecutive dwords from byte offset `off`, one relaxed 32-bit
     /// atomic each (a whole-wave access to consecutive addresses). Returns false,
     /// having read nothing, if the range does not fit or the host address is not
     /// 4-aligned (then the caller takes the general path).
     #[inline]
-    pub(crate) fn load_dwords(&self, off: usize, out: &mut [u32]) -> bool {
+    pub(crate) fn load_dwords(&self, off: usize, out: &mut VReg) -> bool {
         let n = out.len();
         if off.checked_add(4 * n).is_none_or(|end| end > self.len) {
             return false;
@@ -230,10 +231,14 @@ impl HostSpan<'_> {
         if !p.is_aligned() {
             return false;
         }
-        for (k, o) in out.iter_mut().enumerate() {
-            // SAFETY: p + k is 4-aligned and inside the span (k < n); the memory is only
-            // ever accessed atomically by the engine.
-            *o = unsafe { AtomicU32::from_ptr(p.add(k)) }.load(Ordering::Relaxed);
+        // Eight dwords per step, so that the compiler unrolls the accesses (each stays
+        // one relaxed atomic: a load and a store instruction per dword).
+        for (c, chunk) in out.chunks_exact_mut(8).enumerate() {
+            for (j, o) in chunk.iter_mut().enumerate() {
+                // SAFETY: p + 8c + j is 4-aligned and inside the span (8c + j < n); the
+                // memory is only ever accessed atomically by the engine.
+                *o = unsafe { AtomicU32::from_ptr(p.add(8 * c + j)) }.load(Ordering::Relaxed);
+            }
         }
         true
     }
@@ -241,7 +246,7 @@ impl HostSpan<'_> {
     /// Stores `vals` as consecutive dwords at byte offset `off`, one relaxed 32-bit
     /// atomic each; false, having written nothing, as [`load_dwords`](Self::load_dwords).
     #[inline]
-    pub(crate) fn store_dwords(&self, off: usize, vals: &[u32]) -> bool {
+    pub(crate) fn store_dwords(&self, off: usize, vals: &VReg) -> bool {
         let n = vals.len();
         if off.checked_add(4 * n).is_none_or(|end| end > self.len) {
             return false;
@@ -251,9 +256,12 @@ impl HostSpan<'_> {
         if !p.is_aligned() {
             return false;
         }
-        for (k, v) in vals.iter().enumerate() {
-            // SAFETY: as in load_dwords.
-            unsafe { AtomicU32::from_ptr(p.add(k)) }.store(*v, Ordering::Relaxed);
+        // Eight dwords per step, as in load_dwords.
+        for (c, chunk) in vals.chunks_exact(8).enumerate() {
+            for (j, v) in chunk.iter().enumerate() {
+                // SAFETY: as in load_dwords.
+                unsafe { AtomicU32::from_ptr(p.add(8 * c + j)) }.store(*v, Ordering::Relaxed);
+            }
         }
         true
     }

@@ -19,6 +19,7 @@ use crate::lds::LdsPlan;
 use crate::memory::{read_region_dwords, MemoryRegion};
 use crate::salu::{ScalarFlow, ScalarPlan};
 use crate::valu::{IntPlan, PkPlan};
+use crate::vmem::FlatPlan;
 use crate::wave::Flow;
 
 /// Dwords per lazily allocated page of block slots.
@@ -43,6 +44,9 @@ pub(crate) enum Run {
     /// A plain 4- or 8-byte LDS load or store, or `ds_bpermute_b32` (see `lds`); may
     /// decline (an address outside the LDS), leaving the fault to `Wave::step`.
     Lds(LdsPlan),
+    /// A GLOBAL/FLAT load or store of 4 or 8 bytes per lane (see `vmem::FlatPlan`);
+    /// runs only whole-wave consecutive accesses, declining the rest to `Wave::step`.
+    Flat(FlatPlan),
     /// `Wave::step` on the decoded instruction.
     General,
 }
@@ -60,6 +64,7 @@ impl Run {
                 .or_else(|| IntPlan::of_vop3p(i).map(Run::Int)),
             Instruction::Valu(i) => IntPlan::of(i).map(Run::Int),
             Instruction::Ds(i) => LdsPlan::of(i).map(Run::Lds),
+            Instruction::Flat(i) => FlatPlan::of(i).map(Run::Flat),
             _ => None,
         };
         vector.unwrap_or(Run::General)

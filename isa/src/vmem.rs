@@ -315,6 +315,55 @@ enum Access {
     Atomic { op: Rmw, bytes: u32 },
 }
 
+/// A GLOBAL or FLAT load or store of 4 or 8 bytes per lane with a 64-bit VGPR-pair
+/// address and no SADDR, resolved at decode time: the forms of STREAM-like loops.
+/// Runs by [`Wave::run_flat_plan`] (whole-wave consecutive accesses), which declines
+/// every other access to the general path.
+#[derive(Clone, Debug)]
+pub(crate) struct FlatPlan {
+    /// FLAT (the LDS and scratch apertures must be excluded) rather than GLOBAL.
+    flat: bool,
+    /// Bytes per lane: 4 or 8.
+    bytes: u8,
+    /// A load (else a store).
+    load: bool,
+    /// Vector-file index of the address pair's low dword.
+    vaddr: usize,
+    /// The instruction's immediate byte offset.
+    offset: i64,
+    /// DATA of a store.
+    data: Option<Operand>,
+    /// Destination of a load.
+    vdst: Option<Operand>,
+}
+
+impl FlatPlan {
+    /// The plan of `i`, if its form has one (see [`FlatPlan`]).
+    pub(crate) fn of(i: &Flat) -> Option<FlatPlan> {
+        if i.lds || i.saddr.is_some() || !matches!(i.seg, Segment::Flat | Segment::Global) {
+            return None;
+        }
+        let (bytes, load) = match flat_access(i.op)? {
+            Access::Load { bytes, .. } => (bytes, true),
+            Access::Store { bytes, hi16: false } => (bytes, false),
+            _ => return None,
+        };
+        if !(bytes == 4 || bytes == 8) {
+            return None;
+        }
+        let (vaddr, _) = reg_base(i.vaddr.as_ref()?)?;
+        Some(FlatPlan {
+            flat: i.seg == Segment::Flat,
+            bytes: bytes as u8,
+            load,
+            vaddr,
+            offset: i64::from(i.offset),
+            data: i.data,
+            vdst: i.vdst,
+        })
+    }
+}
+
 fn flat_access(op: FlatOp) -> Option<Access> {
     use FlatOp as O;
     Some(match op {
@@ -1537,36 +1586,33 @@ impl Wave {
     }
 
     /// A GLOBAL/FLAT load or store of 4 or 8 bytes per lane with a 64-bit VGPR-pair
-    /// address, every lane active, lane l at lane 0's address + l·bytes, none in an
-    /// LDS or scratch aperture: straight between memory and the registers (see
-    /// [`consecutive_fast`](Self::consecutive_fast)). Returns false, having done
-    /// nothing visible, for any other form or when the range is not inside one
-    /// region or not aligned on the host (the general path then runs).
+    /// address, every lane active, lane l at lane 0's address + l·bytes: see
+    /// [`run_flat_plan`](Self::run_flat_plan). Returns false, having done nothing
+    /// visible, for any other form or access (the general path then runs).
     #[inline]
     fn flat_consecutive(&mut self, i: &Flat, ctx: &WaveContext<'_>) -> bool {
-        if i.lds || i.saddr.is_some() || !matches!(i.seg, Segment::Flat | Segment::Global) {
+        FlatPlan::of(i).is_some_and(|p| self.run_flat_plan(&p, ctx))
+    }
+
+    /// Runs a [`FlatPlan`] when every lane is active and lane l's address is lane 0's
+    /// + l·bytes, none in an LDS or scratch aperture: straight between memory and the
+    /// registers (see [`consecutive_fast`](Self::consecutive_fast)). Returns false,
+    /// having done nothing visible, otherwise, or when the range is not inside one
+    /// region or not aligned on the host (the general path then runs and reports any
+    /// fault).
+    #[inline]
+    pub(crate) fn run_flat_plan(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>) -> bool {
+        if self.exec() != u64::MAX {
             return false;
         }
-        let (bytes, load) = match flat_access(i.op) {
-            Some(Access::Load { bytes, .. }) => (bytes, true),
-            Some(Access::Store { bytes, hi16: false }) => (bytes, false),
-            _ => return false,
-        };
-        if !(bytes == 4 || bytes == 8) || self.exec() != u64::MAX {
-            return false;
-        }
-        let Some(v) = i.vaddr.as_ref() else {
-            return false;
-        };
-        let offset = i64::from(i.offset);
-        let step = u64::from(bytes);
-        let base = match (self.vsrc(v, 0, ctx), self.vsrc(v, 1, ctx)) {
-            (Src::Reg(lo), Src::Reg(hi)) if pair_consecutive(lo, hi, offset, step) => {
-                (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(offset)
+        let step = u64::from(p.bytes);
+        let base = match (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) {
+            (Some(lo), Some(hi)) if pair_consecutive(lo, hi, p.offset, step) => {
+                (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(p.offset)
             }
             _ => return false,
         };
-        if i.seg == Segment::Flat {
+        if p.flat {
             // pair_consecutive checked that the last lane's address does not wrap.
             let last = base + step * (WAVE_SIZE as u64 - 1);
             let meets = |aperture: u64| {
@@ -1577,7 +1623,7 @@ impl Wave {
                 return false;
             }
         }
-        self.consecutive_fast(ctx, base, bytes as usize, load, i.data, i.vdst)
+        self.consecutive_fast(ctx, base, usize::from(p.bytes), p.load, p.data, p.vdst)
     }
 
     // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid

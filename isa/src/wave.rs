@@ -5,7 +5,7 @@
 //! TTMPs and the SGPRs are one array), SCC, the vector file as `[register][lane]`
 //! arrays, and the PC. [`Wave::run`] executes pre-decoded instructions from a
 //! [`Program`], a straight-line block at a time (one lookup per block entered, none
-//! when a loop jumps back to the head of the block it is in), until the wave ends,
+//! when a loop goes back to one of the last few blocks it entered), until the wave ends,
 //! reaches `s_barrier`, yields (`s_sleep`) or faults. Faults, yields and the trace
 //! remain per instruction; the budget is compared once per block when the whole block
 //! fits in it (else per instruction), and the counter is written when the wave leaves
@@ -26,6 +26,9 @@ use crate::memory::{GlobalMemory, RegionCache};
 use crate::operand::{code, Operand};
 use crate::program::{Block, Program, Run};
 use crate::salu::ScalarFlow;
+
+/// Blocks a running wave remembers by start (see [`Wave::run`]).
+const RECENT_BLOCKS: usize = 4;
 
 /// Lanes per wave.
 pub const WAVE_SIZE: usize = 64;
@@ -211,16 +214,18 @@ impl Wave {
         let trace = TRACE.with(|t| t.get());
         let program = ctx.program;
         let mut page = None;
-        // The block last entered and its start: a loop jumping back to its head
-        // needs no lookup.
-        let mut last: Option<(u64, &Block)> = None;
+        // The blocks last entered, with their starts: a loop of a few blocks (a
+        // branch inside a loop body) goes round them without a lookup.
+        let mut recent: [Option<(u64, &Block)>; RECENT_BLOCKS] = [None; RECENT_BLOCKS];
+        let mut victim = 0;
         'blocks: loop {
             let start = self.pc;
-            let block = match last {
-                Some((s, b)) if s == start => b,
-                _ => {
+            let block = match recent.iter().flatten().find(|(s, _)| *s == start) {
+                Some(&(_, b)) => b,
+                None => {
                     let b = program.block_hinted(start, &mut page)?;
-                    last = Some((start, b));
+                    recent[victim] = Some((start, b));
+                    victim = (victim + 1) % RECENT_BLOCKS;
                     b
                 }
             };
@@ -300,6 +305,7 @@ impl Wave {
             Run::Int(p) => crate::valu::run_int_plan(self, p),
             Run::Lds(p) => crate::lds::run_lds_plan(self, p, ctx.lds),
             Run::PkF32(p) => crate::valu::run_pk_plan(self, p),
+            Run::Flat(p) => self.run_flat_plan(p, ctx),
             Run::General => false,
         };
         ran.then_some(ScalarFlow::Next)
