@@ -963,6 +963,19 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
     let exec = w.exec();
     let (vgpr, sgpr, tmp, bufs) = (&mut w.vgpr, &w.sgpr, &mut w.tmp, &mut w.splat);
     let d = usize::from(p.dst);
+    // `v_mov_b32` with every lane active (the most frequent VALU form): a register
+    // copy or a splat straight into the destination, without the frame below.
+    if C == 0 && exec == u64::MAX && d < vgpr.len() {
+        match p.src[0][0] {
+            PlanSrc::Vreg(r) if usize::from(r) < vgpr.len() => {
+                vgpr.copy_within(usize::from(r)..usize::from(r) + 1, d);
+            }
+            PlanSrc::Vreg(_) => vgpr[d] = [0; WAVE_SIZE],
+            PlanSrc::Sreg(c) => vgpr[d] = [sgpr[usize::from(c) & 127]; WAVE_SIZE],
+            PlanSrc::Imm(v) => vgpr[d] = [v; WAVE_SIZE],
+        }
+        return;
+    }
     let direct = p.direct && exec == u64::MAX;
     let mut mask_out: Option<u64> = None;
     let mut wide_out = false;
