@@ -16,9 +16,8 @@
 //! register/value choice is made once per execution, outside the loops); lane masks
 //! (carry-in, `v_cndmask` select, EXEC) are expanded to lanes from their 32-bit
 //! halves; carries, borrows and compares are packed into masks 8 lanes at a time
-//! (VMOVMSKPS with AVX2); results go straight into the destination when every lane
-//! is active and no source reads it, else through scratch lanes and a write under
-//! EXEC.
+//! (VMOVMSKPS with AVX2); results go through the wave's scratch lanes and a write
+//! under EXEC (`v_mov_b32` with every lane active writes its destination directly).
 
 #![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
 
@@ -144,17 +143,16 @@ pub(crate) struct IntPlan {
     run: Runner,
     /// Vector-file index of the destination's low dword (`u16::MAX`: none).
     dst: u16,
-    /// Scalar destination (code, dwords): the lane mask of compares, the carry-out of
-    /// the carry ops.
-    sdst: Option<(u8, u8)>,
+    /// Scalar destination: the lane mask of compares, the carry-out of the carry ops,
+    /// as the scalar-file index each of its two dwords goes to (`Wave::write_sreg`'s
+    /// rule resolved once: a dword it drops, `null` or past the operand or the file,
+    /// has an index outside the file).
+    sdst: Option<[u8; 2]>,
     /// `src[k] = [low dword, high dword]` of source k, as the general path reads it
     /// (for 64-bit sources with its literal rule; for scalars as `read_scalar`).
     src: [[PlanSrc; 2]; 3],
     /// Dwords of the vector result (0 for compares).
     width: u8,
-    /// Whether no source reads a destination register (and the destination is inside
-    /// the file): with every lane active the result is computed in place.
-    direct: bool,
 }
 
 /// Dword `dw` (0 or 1) of an operand read as a scalar (`Wave::read_scalar`), or
@@ -393,16 +391,21 @@ impl IntPlan {
     /// A plan of `kind` with its resolved operands; works out the result width and
     /// whether the result can be computed in place.
     fn new(kind: Kind, dst: u16, sdst: Option<(u8, u8)>, src: [[PlanSrc; 2]; 3]) -> IntPlan {
+        let sdst = sdst.map(|(code, count)| {
+            std::array::from_fn(|k| {
+                let c = usize::from(code) + k;
+                if k < usize::from(count) && c < 128 && c != usize::from(code::NULL) {
+                    c as u8
+                } else {
+                    u8::MAX
+                }
+            })
+        });
         let width: u8 = match kind {
             Kind::Cmp32 { .. } | Kind::Cmp64 { .. } => 0,
             Kind::Shift64(_) | Kind::Mad64 { .. } | Kind::F64(_) | Kind::PkMov => 2,
             _ => 1,
         };
-        let d = usize::from(dst);
-        let reads_dst = src.iter().flatten().any(|s| {
-            matches!(*s, PlanSrc::Vreg(r) if (d..d + usize::from(width)).contains(&usize::from(r)))
-        });
-        let direct = width > 0 && !reads_dst && d + usize::from(width) <= 2 * AGPR_BASE;
         IntPlan {
             kind,
             run: runner(code(kind)),
@@ -410,28 +413,6 @@ impl IntPlan {
             sdst,
             src,
             width,
-            direct,
-        }
-    }
-}
-
-/// The vector file as the sources see it: every register but the destination's
-/// `n` registers at `start` (which a direct plan writes while the others are read).
-struct Regs<'a> {
-    below: &'a [VReg],
-    above: &'a [VReg],
-    start: usize,
-    n: usize,
-}
-
-impl<'a> Regs<'a> {
-    #[inline(always)]
-    fn get(&self, r: usize) -> Option<&'a VReg> {
-        if r < self.start {
-            self.below.get(r)
-        } else {
-            // A direct plan reads no destination register; past the file is None.
-            self.above.get(r.checked_sub(self.start + self.n)?)
         }
     }
 }
@@ -440,7 +421,7 @@ impl<'a> Regs<'a> {
 /// or `buf` filled with the value (so that every lane loop has one form and
 /// vectorises).
 #[inline(always)]
-fn get<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: PlanSrc, buf: &'a mut VReg) -> &'a VReg {
+fn get<'a>(vgpr: &'a [VReg], sgpr: &[u32; 128], s: PlanSrc, buf: &'a mut VReg) -> &'a VReg {
     let v = match s {
         PlanSrc::Vreg(r) => match vgpr.get(usize::from(r)) {
             Some(v) => return v,
@@ -456,7 +437,7 @@ fn get<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: PlanSrc, buf: &'a mut VReg) ->
 /// A planned source dword for the whole wave as a lane kernel takes it: a register
 /// of the file read in place, or its one value (no lanes written).
 #[inline(always)]
-fn src<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: PlanSrc) -> Src<'a> {
+fn src<'a>(vgpr: &'a [VReg], sgpr: &[u32; 128], s: PlanSrc) -> Src<'a> {
     match s {
         PlanSrc::Vreg(r) => match vgpr.get(usize::from(r)) {
             Some(v) => Src::Reg(v),
@@ -476,7 +457,7 @@ enum Pair<'a> {
 }
 
 #[inline(always)]
-fn pair<'a>(vgpr: &Regs<'a>, sgpr: &[u32; 128], s: [PlanSrc; 2], buf: &'a mut VReg) -> Pair<'a> {
+fn pair<'a>(vgpr: &'a [VReg], sgpr: &[u32; 128], s: [PlanSrc; 2], buf: &'a mut VReg) -> Pair<'a> {
     match (src(vgpr, sgpr, s[0]), src(vgpr, sgpr, s[1])) {
         (Src::Reg(l), Src::Reg(h)) => Pair::Regs(l, h),
         (Src::Splat(l), Src::Splat(h)) => Pair::Uniform(l, h),
@@ -976,40 +957,29 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
         }
         return;
     }
-    let direct = p.direct && exec == u64::MAX;
+    // `v_pk_mov_b32` of two scalar or constant dwords (a 64-bit scalar splat into a
+    // register pair) with every lane active: straight into the destination.
+    if C == 45 && exec == u64::MAX && d + 1 < vgpr.len() {
+        let value = |s: PlanSrc| match s {
+            PlanSrc::Sreg(c) => Some(sgpr[usize::from(c) & 127]),
+            PlanSrc::Imm(v) => Some(v),
+            PlanSrc::Vreg(_) => None,
+        };
+        if let (Some(lo), Some(hi)) = (value(p.src[0][0]), value(p.src[1][0])) {
+            vgpr[d] = [lo; WAVE_SIZE];
+            vgpr[d + 1] = [hi; WAVE_SIZE];
+            return;
+        }
+    }
     let mut mask_out: Option<u64> = None;
     let mut wide_out = false;
     {
-        // Direct: the result goes straight into the destination registers, which no
-        // source reads. Otherwise it is computed into the wave's scratch lanes and
-        // written under EXEC afterwards (the destination may be a source).
-        let (vg, [lo, hi]): (Regs<'_>, [&mut VReg; 2]) = if direct {
-            let (below, rest) = vgpr.split_at_mut(d);
-            let (outs, above) = rest.split_at_mut(usize::from(p.width));
-            let (first, second) = outs.split_at_mut(1);
-            let [t0, _] = &mut **tmp;
-            (
-                Regs {
-                    below,
-                    above,
-                    start: d,
-                    n: usize::from(p.width),
-                },
-                [&mut first[0], second.first_mut().unwrap_or(t0)],
-            )
-        } else {
-            let [t0, t1] = &mut **tmp;
-            (
-                Regs {
-                    below: vgpr,
-                    above: &[],
-                    start: usize::MAX,
-                    n: 0,
-                },
-                [t0, t1],
-            )
-        };
-        let vg = &vg;
+        // The result is computed into the wave's scratch lanes and written under EXEC
+        // afterwards (the destination may be a source). Computing straight into the
+        // destination when no source reads it saves that copy but costs more in
+        // splitting the file than the copy does (x86 instructions per execution).
+        let [lo, hi] = &mut **tmp;
+        let vg: &[VReg] = vgpr;
         let [b0, b1, b2, ..] = &mut **bufs;
         match kind {
             Kind::Mov => match src(vg, sgpr, p.src[0][0]) {
@@ -1194,11 +1164,15 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
             }
         }
     }
-    if p.width > 0 && !direct {
+    if p.width > 0 {
         write(vgpr, d, &tmp[..if wide_out { 2 } else { 1 }], exec);
     }
-    if let (Some(m), Some((c, n))) = (mask_out, p.sdst) {
-        w.write_sreg(c, n, m);
+    if let (Some(m), Some(to)) = (mask_out, p.sdst) {
+        for (k, c) in to.into_iter().enumerate() {
+            if let Some(r) = w.sgpr.get_mut(usize::from(c)) {
+                *r = (m >> (32 * k)) as u32;
+            }
+        }
     }
     if let (Kind::Cmp32 { cmpx: true, .. } | Kind::Cmp64 { cmpx: true, .. }, Some(m)) =
         (kind, mask_out)
@@ -1310,8 +1284,9 @@ mod tests {
         // inline constants of both signs, literals of both signs; every pairing of a
         // register and a uniform value in src0 and src1; equal sources (the borrow
         // edge a = b) and an all-ones addend (the carry edge a + 2^32 − 1 + 1), with
-        // carry-in masks from SGPRs; a 64-bit pair running past the vector file.
-        let sets: [[Operand; 3]; 10] = [
+        // carry-in masks from SGPRs; a 64-bit pair running past the vector file; an
+        // odd SGPR as src0.
+        let sets: [[Operand; 3]; 11] = [
             [v(2, 2), v(4, 2), v(6, 2)],
             [s(4, 2), v(9, 2), s(106, 2)],
             [v(3, 2), lit(0x8000_0007), v(1, 2)],
@@ -1322,6 +1297,7 @@ mod tests {
             [v(5, 2), v(5, 2), s(40, 2)],
             [v(6, 2), c(u64::MAX), s(41, 2)],
             [a(255, 2), s(8, 2), s(42, 2)],
+            [s(13, 1), v(8, 2), s(44, 2)],
         ];
         // Full, empty, one half, scattered.
         let execs = [
