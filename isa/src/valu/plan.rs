@@ -105,6 +105,16 @@ enum Kind {
         cond: u8,
         cmpx: bool,
     },
+    /// `v_cmp[x]_*_{i,u}16`: the sources' low halves, sign- or zero-extended, compared
+    /// as `Cmp32` does.
+    Cmp16 {
+        signed: bool,
+        cond: u8,
+        cmpx: bool,
+    },
+    /// `v_readfirstlane_b32`: src0 in the first active lane (lane 0 when EXEC is
+    /// empty), to the scalar destination.
+    Readfirstlane,
     /// `v_cmp[x]_*_{i,u}64`.
     Cmp64 {
         signed: bool,
@@ -232,6 +242,9 @@ impl IntPlan {
         // (kind, sources, 64-bit sources (bit k), signed literal rule)
         let (kind, nsrc, wide, signed): (Kind, usize, u8, bool) = match i.op {
             O::VMovB32 => (Kind::Mov, 1, 0, false),
+            // `~a` is `a ^ 0xFFFF_FFFF` (src1 is set below).
+            O::VNotB32 => (Kind::Bin(Bin::Xor), 1, 0, false),
+            O::VReadfirstlaneB32 => (Kind::Readfirstlane, 1, 0, false),
             O::VCndmaskB32 => (Kind::Cndmask, 3, 0, false),
             O::VAndB32 => (Kind::Bin(Bin::And), 2, 0, false),
             O::VOrB32 => (Kind::Bin(Bin::Or), 2, 0, false),
@@ -312,6 +325,16 @@ impl IntPlan {
             O::VMulF64 => (Kind::F64(F64Op::Mul), 2, 0, false),
             O::VFmaF64 => (Kind::F64(F64Op::Fma), 3, 0, false),
             O::VFmacF64 => (Kind::F64(F64Op::Fma), 2, 0, false),
+            _ if (0xA0..=0xBF).contains(&n) => (
+                Kind::Cmp16 {
+                    signed: n & 8 == 0,
+                    cond: (n & 7) as u8,
+                    cmpx: n & 0x10 != 0,
+                },
+                2,
+                0,
+                false,
+            ),
             _ if (0xC0..=0xDF).contains(&n) => (
                 Kind::Cmp32 {
                     signed: n & 8 == 0,
@@ -334,10 +357,21 @@ impl IntPlan {
             ),
             _ => return None,
         };
-        let compare = matches!(kind, Kind::Cmp32 { .. } | Kind::Cmp64 { .. });
+        // The forms whose result is a scalar (a lane mask or a lane's value).
+        let scalar_out = matches!(
+            kind,
+            Kind::Cmp32 { .. } | Kind::Cmp64 { .. } | Kind::Cmp16 { .. } | Kind::Readfirstlane
+        );
         let mut src = [[PlanSrc::Imm(0); 2]; 3];
         for k in 0..nsrc {
             let op = i.src[k].as_ref()?;
+            if let (Kind::Cmp16 { .. }, Operand::Const { code, .. }) = (kind, op) {
+                // A float inline constant of a 16-bit operand is its f16 pattern (the
+                // general path's rule); those stay with it.
+                if super::f16_inline(*code).is_some() {
+                    return None;
+                }
+            }
             src[k] = if matches!(kind, Kind::F64(_)) {
                 f64_source(op)?
             } else if (wide >> k) & 1 == 1 {
@@ -354,13 +388,16 @@ impl IntPlan {
             Some(Operand::Sreg { code, count }) => Some((code, count)),
             _ => None,
         };
+        if i.op == O::VNotB32 {
+            src[1] = [PlanSrc::Imm(u32::MAX), PlanSrc::Imm(0)];
+        }
         if i.op == O::VFmacF64 {
             // The accumulator is the destination's old value.
             let d = vector_dword(i.vdst.as_ref()?, 0)?;
             let PlanSrc::Vreg(r) = d else { return None };
             src[2] = [d, PlanSrc::Vreg(r + 1)];
         }
-        let (dst, sdst) = if compare {
+        let (dst, sdst) = if scalar_out {
             (u16::MAX, sreg(&i.vdst))
         } else {
             let dst = reg_base(&i.vdst?)?.0 as u16;
@@ -402,7 +439,7 @@ impl IntPlan {
             })
         });
         let width: u8 = match kind {
-            Kind::Cmp32 { .. } | Kind::Cmp64 { .. } => 0,
+            Kind::Cmp32 { .. } | Kind::Cmp64 { .. } | Kind::Cmp16 { .. } | Kind::Readfirstlane => 0,
             Kind::Shift64(_) | Kind::Mad64 { .. } | Kind::F64(_) | Kind::PkMov => 2,
             _ => 1,
         };
@@ -787,6 +824,8 @@ fn code(k: Kind) -> u8 {
         Kind::Mad64 { .. } => 41,
         Kind::F64(op) => 42 + op as u8,
         Kind::PkMov => 45,
+        Kind::Cmp16 { .. } => 46,
+        Kind::Readfirstlane => 47,
     }
 }
 
@@ -873,6 +912,15 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
             signed: matches!(k, Kind::Mad64 { signed: true }),
         },
         45 => Kind::PkMov,
+        46 => match k {
+            Kind::Cmp16 { signed, cond, cmpx } => Kind::Cmp16 { signed, cond, cmpx },
+            _ => Kind::Cmp16 {
+                signed: false,
+                cond: 0,
+                cmpx: false,
+            },
+        },
+        47 => Kind::Readfirstlane,
         _ => k,
     }
 }
@@ -881,7 +929,7 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
 macro_rules! runners {
     ($f:ident) => {
         runners!(@ $f; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
-            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45)
+            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47)
     };
     (@ $f:ident; $($c:literal)*) => {
         [$($f::<$c> as Runner),*]
@@ -890,11 +938,11 @@ macro_rules! runners {
 
 /// The runner of a code for this host.
 fn runner(code: u8) -> Runner {
-    let c = usize::from(code).min(45);
+    let c = usize::from(code).min(47);
     #[cfg(target_arch = "x86_64")]
     {
-        const FMA: [Runner; 46] = runners!(run_fma);
-        const AVX2: [Runner; 46] = runners!(run_avx2);
+        const FMA: [Runner; 48] = runners!(run_fma);
+        const AVX2: [Runner; 48] = runners!(run_avx2);
         if simd::host_fma() {
             return FMA[c];
         }
@@ -906,7 +954,7 @@ fn runner(code: u8) -> Runner {
 }
 
 /// The runners for hosts without AVX2, by code.
-const PLAIN: [Runner; 46] = runners!(run_plain);
+const PLAIN: [Runner; 48] = runners!(run_plain);
 
 /// `run_body` for hosts without AVX2.
 ///
@@ -1045,6 +1093,36 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
                 let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
                 mask_out = Some(with_lanes!(cmp_body(a, b; signed, u32::from(cond), pk)) & exec);
             }
+            Kind::Cmp16 { signed, cond, .. } => {
+                // Each source's low half, extended to 32 bits the way the compare
+                // orders it.
+                let half = |v: u32| {
+                    if signed {
+                        v as u16 as i16 as i32 as u32
+                    } else {
+                        v & 0xFFFF
+                    }
+                };
+                let extend = |s: PlanSrc, buf: &mut VReg| match src(vg, sgpr, s) {
+                    Src::Reg(r) => {
+                        for l in 0..WAVE_SIZE {
+                            buf[l] = half(r[l]);
+                        }
+                    }
+                    Src::Splat(v) => *buf = [half(v); WAVE_SIZE],
+                };
+                extend(p.src[0][0], b0);
+                extend(p.src[1][0], b1);
+                mask_out = Some(cmp_body(&*b0, &*b1, signed, u32::from(cond), pk) & exec);
+            }
+            Kind::Readfirstlane => {
+                let lane = if exec == 0 {
+                    0
+                } else {
+                    exec.trailing_zeros() as usize
+                };
+                mask_out = Some(u64::from(src(vg, sgpr, p.src[0][0]).at(lane)));
+            }
             Kind::Cmp64 { signed, cond, .. } => {
                 let a = pair(vg, sgpr, p.src[0], b0);
                 let b = pair(vg, sgpr, p.src[1], b1);
@@ -1174,8 +1252,12 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
             }
         }
     }
-    if let (Kind::Cmp32 { cmpx: true, .. } | Kind::Cmp64 { cmpx: true, .. }, Some(m)) =
-        (kind, mask_out)
+    if let (
+        Kind::Cmp32 { cmpx: true, .. }
+        | Kind::Cmp64 { cmpx: true, .. }
+        | Kind::Cmp16 { cmpx: true, .. },
+        Some(m),
+    ) = (kind, mask_out)
     {
         w.set_exec(m);
     }
@@ -1219,6 +1301,8 @@ mod tests {
         let c = |value: u64| Operand::Const { code: 193, value };
         let ops: Vec<O> = vec![
             O::VMovB32,
+            O::VNotB32,
+            O::VReadfirstlaneB32,
             O::VCndmaskB32,
             O::VAndB32,
             O::VOrB32,
@@ -1271,8 +1355,8 @@ mod tests {
             O::VFmaF64,
             O::VFmacF64,
         ];
-        // Every compare opcode of the integer ranges.
-        let compares = (0xC0u16..=0xFF).filter_map(|n| {
+        // Every compare opcode of the integer ranges (16, 32 and 64 bits).
+        let compares = (0xA0u16..=0xFF).filter_map(|n| {
             crate::generated::opcodes::VopOp::ALL
                 .iter()
                 .copied()
@@ -1312,7 +1396,7 @@ mod tests {
         let mut checked = 0;
         for op in all {
             let n = op as u16;
-            let compare = (0xC0..=0xFF).contains(&n);
+            let compare = (0xA0..=0xFF).contains(&n);
             let f64_op = matches!(op, O::VAddF64 | O::VMulF64 | O::VFmaF64 | O::VFmacF64);
             // MODE: denormals kept (the planned case), f64 denormals flushed, a
             // rounding mode (the last two leave the instruction to the general path).
@@ -1329,6 +1413,9 @@ mod tests {
                 {
                     let vdst = if compare {
                         Some(if k % 3 == 0 { Operand::VCC } else { s(20, 2) })
+                    } else if op == O::VReadfirstlaneB32 {
+                        // One SGPR, as decoded (vcc_lo, s20, null).
+                        Some(s([106, 20, 125][k % 3], 1))
                     } else if k == 3 {
                         Some(a(7, 2))
                     } else if k == 9 {
@@ -1431,6 +1518,28 @@ mod tests {
             count: 1,
         });
         assert!(IntPlan::of(&i).is_none());
+        // A float inline constant of a 16-bit compare is an f16 pattern: the general
+        // path's; an integer one is planned.
+        let mut i = Valu {
+            op: O::VCmpLtU16,
+            encoding: ValuEncoding::E32,
+            vdst: Some(Operand::VCC),
+            src: [
+                Some(Operand::Const {
+                    code: 242,
+                    value: 0x3F80_0000,
+                }),
+                Some(v(1, 1)),
+                None,
+            ],
+            ..i
+        };
+        assert!(IntPlan::of(&i).is_none());
+        i.src[0] = Some(Operand::Const {
+            code: 193,
+            value: u64::MAX,
+        });
+        assert!(IntPlan::of(&i).is_some());
     }
 
     /// `v_pk_mov_b32` planned computes what the general path does for every OP_SEL
