@@ -238,16 +238,16 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
         write_masked(w, p.dst, &out, exec);
         return true;
     }
-    // A copy: a load may write the address register.
-    let Some(addr) = w.vgpr.get(p.addr).copied() else {
-        return false;
-    };
     if exec == 0 {
         return false;
     }
     // The address shape (with every lane active: one address, or consecutive
     // elements) and the highest active address, each found in as few passes over
-    // the lanes as the shape allows.
+    // the lanes as the shape allows; lane 0's address; and, for other shapes, a copy
+    // of every lane's (a load may write the address register).
+    let Some(addr) = w.vgpr.get(p.addr) else {
+        return false;
+    };
     let full = exec == u64::MAX;
     let (uniform, seq, hi) = if full {
         let (mut diff_uniform, mut diff_seq) = (0u32, 0u32);
@@ -273,8 +273,13 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
     } else if exec.is_power_of_two() {
         (false, false, addr[exec.trailing_zeros() as usize])
     } else {
-        (false, false, crate::vmem::lds_highest_body(&addr, exec))
+        (false, false, crate::vmem::lds_highest_body(addr, exec))
     };
+    let a0 = addr[0];
+    // One active lane (LLVM's team-state updates): its lane number; its address is
+    // `hi`.
+    let single = (!full && exec.is_power_of_two()).then(|| exec.trailing_zeros() as usize);
+    let scattered: Option<VReg> = (!uniform && !seq && single.is_none()).then_some(*addr);
     for &off in &p.offs[..p.slots] {
         if u64::from(hi) + u64::from(off) + BYTES as u64 > lds.len() as u64 {
             return false;
@@ -288,16 +293,18 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
                     let mut out = [0u32; WAVE_SIZE];
                     let delta = off as usize + 4 * k;
                     if uniform {
-                        out = [word(lds, addr[0] as usize + delta); WAVE_SIZE];
+                        out = [word(lds, a0 as usize + delta); WAVE_SIZE];
                     } else if seq {
-                        let base = addr[0] as usize + delta;
+                        let base = a0 as usize + delta;
                         if let Some(run) = lds.get(base..base + BYTES * (WAVE_SIZE - 1) + 4) {
                             for l in 0..WAVE_SIZE {
                                 let b = &run[BYTES * l..BYTES * l + 4];
                                 out[l] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                             }
                         }
-                    } else {
+                    } else if let Some(l) = single {
+                        out[l] = word(lds, hi as usize + delta);
+                    } else if let Some(addr) = &scattered {
                         let mut m = exec;
                         while m != 0 {
                             let l = m.trailing_zeros() as usize;
@@ -325,9 +332,9 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
                 };
                 if uniform {
                     // Every lane stores to one address: the last lane's data remains.
-                    put(lds, addr[0] as usize + off as usize, WAVE_SIZE - 1);
+                    put(lds, a0 as usize + off as usize, WAVE_SIZE - 1);
                 } else if seq {
-                    let base = addr[0] as usize + off as usize;
+                    let base = a0 as usize + off as usize;
                     if let Some(run) = lds.get_mut(base..base + BYTES * WAVE_SIZE) {
                         for (l, dst) in run.chunks_exact_mut(BYTES).enumerate() {
                             dst[..4].copy_from_slice(&d0[l].to_le_bytes());
@@ -336,7 +343,9 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
                             }
                         }
                     }
-                } else {
+                } else if let Some(l) = single {
+                    put(lds, hi as usize + off as usize, l);
+                } else if let Some(addr) = &scattered {
                     let mut m = exec;
                     while m != 0 {
                         let l = m.trailing_zeros() as usize;
