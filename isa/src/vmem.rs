@@ -1473,6 +1473,128 @@ impl Wave {
         true
     }
 
+    /// [`swizzled_fast`](Self::swizzled_fast) with one active lane, `l` (LLVM's team
+    /// state kept in scratch by lane 0): its dwords at `(index, offset)` only. Returns
+    /// false, having done nothing, as `swizzled_fast` does.
+    #[allow(clippy::too_many_arguments)]
+    fn swizzled_lane(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        swz: Swizzle,
+        (index, offset): (u64, u64),
+        l: usize,
+        nd: usize,
+        load: bool,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        if offset & 3 != 0 {
+            return false;
+        }
+        let at = |k: usize| swz.address(index, offset.wrapping_add(4 * k as u64));
+        // Every dword checked first: nothing moves unless all of them can.
+        for k in 0..nd {
+            if self.regions.span(ctx.memory, at(k), 4).is_none() {
+                return false;
+            }
+        }
+        for k in 0..nd {
+            if load {
+                let v = match self.regions.cached(at(k), 4) {
+                    Some(span) => span.load_u32(0),
+                    None => return false,
+                };
+                let reg = vdst.as_ref().and_then(reg_base).map(|(r, _)| r + k);
+                if let Some(dst) = reg.and_then(|r| self.vgpr.get_mut(r)) {
+                    dst[l] = v;
+                }
+            } else {
+                let v = data.as_ref().map_or(0, |op| self.vsrc(op, k, ctx).at(l));
+                match self.regions.cached(at(k), 4) {
+                    Some(span) => span.store_u32(0, v),
+                    None => return false,
+                }
+            }
+        }
+        true
+    }
+
+    /// The scratch shape of [`swizzled_fast`](Self::swizzled_fast) (every lane active,
+    /// 4-byte elements, index stride 64, lane l at record `index[0] + l` with
+    /// `index[0]` a multiple of 64, one 4-aligned offset for every lane): dword k of
+    /// the 64 lanes is one run of 64 consecutive dwords at `address(index[0], offset +
+    /// 4k)`, moved in one pass straight between memory and register k. Returns false,
+    /// having done nothing visible, for any other shape or when a run is not inside
+    /// one region or not aligned on the host.
+    #[allow(clippy::too_many_arguments)]
+    fn swizzled_rows(
+        &mut self,
+        ctx: &WaveContext<'_>,
+        swz: Swizzle,
+        index: &[u64; WAVE_SIZE],
+        offset: &[u64; WAVE_SIZE],
+        nd: usize,
+        load: bool,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
+    ) -> bool {
+        let (i0, off) = (index[0], offset[0]);
+        if swz.element != 4 || swz.index_stride != WAVE_SIZE as u64 || i0 % 64 != 0 || off & 3 != 0
+        {
+            return false;
+        }
+        let mut other = 0u64;
+        for l in 0..WAVE_SIZE {
+            other |= (index[l] ^ i0.wrapping_add(l as u64)) | (offset[l] ^ off);
+        }
+        if other != 0 {
+            return false;
+        }
+        let run = |k: usize| swz.address(i0, off.wrapping_add(4 * k as u64));
+        // Every run checked first: nothing moves unless all of them can.
+        for k in 0..nd {
+            if self
+                .regions
+                .span(ctx.memory, run(k), 4 * WAVE_SIZE as u64)
+                .is_none()
+            {
+                return false;
+            }
+        }
+        if load {
+            let Some((r, _)) = vdst.as_ref().and_then(reg_base) else {
+                return true;
+            };
+            if r + nd > self.vgpr.len() {
+                return false;
+            }
+            for k in 0..nd {
+                let Some(span) = self.regions.cached(run(k), 4 * WAVE_SIZE as u64) else {
+                    return false;
+                };
+                if !span.load_dwords(0, &mut self.vgpr[r + k]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        let Some(op) = data else { return false };
+        for k in 0..nd {
+            let v = self.vsrc(&op, k, ctx);
+            let Some(span) = self.regions.cached(run(k), 4 * WAVE_SIZE as u64) else {
+                return false;
+            };
+            let stored = match v {
+                Src::Reg(r) => span.store_dwords(0, r),
+                Src::Splat(x) => span.store_dwords(0, &[x; WAVE_SIZE]),
+            };
+            if !stored {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Whole-dword loads and stores (4, 8, 12 or 16 bytes, every active lane's
     /// offset 4-aligned) through a swizzled buffer (scratch): every dword of every
     /// lane addressed as [`Swizzle::address`] gives it, one region check for the whole
@@ -1505,6 +1627,13 @@ impl Wave {
             return false;
         }
         let nd = bytes / 4;
+        if exec == u64::MAX && self.swizzled_rows(ctx, swz, index, offset, nd, load, data, vdst) {
+            return true;
+        }
+        if exec.is_power_of_two() {
+            let l = exec.trailing_zeros() as usize;
+            return self.swizzled_lane(ctx, swz, (index[l], offset[l]), l, nd, load, data, vdst);
+        }
         let mut addrs = [[0u64; WAVE_SIZE]; 4];
         let (mut lo, mut hi) = (u64::MAX, 0u64);
         let mut m = exec;
@@ -3479,6 +3608,87 @@ mod tests {
                 (w.vgpr[12][l], w.vgpr[13][l]),
                 (0x100 * l as u32 + 7, 0x100 * l as u32 + 8)
             );
+        }
+    }
+
+    /// Whole-wave scratch rows (every lane active, one offset: each dword of the lanes
+    /// one run of 64 dwords) load and store what the per-lane path does, which runs
+    /// when one lane is inactive.
+    #[test]
+    fn scratch_rows_match_the_per_lane_path() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(64 * 64 * 4);
+        let base = r.device_base();
+        let mut w = wave();
+        descriptor(&mut w, base, 0, 64 * 64 * 4, true, 1, 3, true);
+        w.sgpr[8] = 512;
+        for k in 0..4 {
+            for l in 0..WAVE_SIZE {
+                w.vgpr[4 + k][l] = (0x1000 * k + l) as u32 ^ 0x5A5A_0000;
+            }
+        }
+        for l in 0..WAVE_SIZE {
+            w.vgpr[1][l] = 32; // offset (OFFEN)
+        }
+        let store = mubuf(
+            MubufOp::BufferStoreDwordx4,
+            v(4, 4),
+            Some(v(1, 1)),
+            true,
+            false,
+            4,
+            false,
+        );
+        h.exec(&mut w, &store).unwrap();
+        for k in 0..4u64 {
+            for l in 0..WAVE_SIZE as u64 {
+                // Byte p of lane l's private space: base + soffset + (p/4)·256 + 4l.
+                let at = 512 + (32 + 4 + 4 * k) / 4 * 256 + 4 * l;
+                assert_eq!(read_u32(&r, at), (0x1000 * k + l) as u32 ^ 0x5A5A_0000);
+            }
+        }
+        let load = mubuf(
+            MubufOp::BufferLoadDwordx4,
+            v(10, 4),
+            Some(v(1, 1)),
+            true,
+            false,
+            4,
+            false,
+        );
+        h.exec(&mut w, &load).unwrap();
+        let rows: Vec<VReg> = w.vgpr[10..14].to_vec();
+        for k in 0..4 {
+            w.vgpr[10 + k] = [0; WAVE_SIZE];
+        }
+        w.set_exec(u64::MAX ^ 1);
+        h.exec(&mut w, &load).unwrap();
+        for k in 0..4 {
+            assert_eq!(rows[k][1..], w.vgpr[10 + k][1..], "dword {k}");
+            assert_eq!(rows[k], w.vgpr[4 + k], "dword {k} read back");
+        }
+        // One active lane (its own path): lane 37 stores new data, lane 5 loads.
+        for k in 0..4 {
+            w.vgpr[4 + k][37] = 0xABC0 + k as u32;
+            w.vgpr[10 + k] = [7; WAVE_SIZE];
+        }
+        w.set_exec(1 << 37);
+        h.exec(&mut w, &store).unwrap();
+        w.set_exec(1 << 5);
+        h.exec(&mut w, &load).unwrap();
+        w.set_exec(u64::MAX);
+        let mut all: Vec<VReg> = w.vgpr[10..14].to_vec();
+        h.exec(&mut w, &load).unwrap();
+        for k in 0..4 {
+            assert_eq!(all[k][5], rows[k][5], "lane 5 dword {k}");
+            all[k][5] = 7;
+            assert_eq!(all[k], [7; WAVE_SIZE], "only lane 5 loaded, dword {k}");
+            assert_eq!(
+                w.vgpr[10 + k][37],
+                0xABC0 + k as u32,
+                "lane 37 stored dword {k}"
+            );
+            assert_eq!(w.vgpr[10 + k][36], rows[k][36], "lane 36 kept dword {k}");
         }
     }
 
