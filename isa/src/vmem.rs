@@ -1724,8 +1724,8 @@ impl Wave {
     }
 
     /// Runs a [`FlatPlan`] when every lane is active and lane l's address is lane 0's
-    /// + l·bytes, none in an LDS or scratch aperture: straight between memory and the
-    /// registers (see [`consecutive_fast`](Self::consecutive_fast)). Returns false,
+    /// plus l·bytes, none in an LDS or scratch aperture: straight between memory and
+    /// the registers (see [`consecutive_fast`](Self::consecutive_fast)). Returns false,
     /// having done nothing visible, otherwise, or when the range is not inside one
     /// region or not aligned on the host (the general path then runs and reports any
     /// fault).
