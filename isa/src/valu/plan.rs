@@ -239,6 +239,9 @@ impl IntPlan {
             return None;
         }
         let n = i.op as u16;
+        // The integer compares' fields, one rule for the 16-, 32- and 64-bit ranges
+        // (opcode bits: 0x10 CMPX, 0x08 unsigned, 0x07 condition).
+        let (signed, cond, cmpx) = (n & 8 == 0, (n & 7) as u8, n & 0x10 != 0);
         // (kind, sources, 64-bit sources (bit k), signed literal rule)
         let (kind, nsrc, wide, signed): (Kind, usize, u8, bool) = match i.op {
             O::VMovB32 => (Kind::Mov, 1, 0, false),
@@ -325,36 +328,11 @@ impl IntPlan {
             O::VMulF64 => (Kind::F64(F64Op::Mul), 2, 0, false),
             O::VFmaF64 => (Kind::F64(F64Op::Fma), 3, 0, false),
             O::VFmacF64 => (Kind::F64(F64Op::Fma), 2, 0, false),
-            _ if (0xA0..=0xBF).contains(&n) => (
-                Kind::Cmp16 {
-                    signed: n & 8 == 0,
-                    cond: (n & 7) as u8,
-                    cmpx: n & 0x10 != 0,
-                },
-                2,
-                0,
-                false,
-            ),
-            _ if (0xC0..=0xDF).contains(&n) => (
-                Kind::Cmp32 {
-                    signed: n & 8 == 0,
-                    cond: (n & 7) as u8,
-                    cmpx: n & 0x10 != 0,
-                },
-                2,
-                0,
-                false,
-            ),
-            _ if (0xE0..=0xFF).contains(&n) => (
-                Kind::Cmp64 {
-                    signed: n & 8 == 0,
-                    cond: (n & 7) as u8,
-                    cmpx: n & 0x10 != 0,
-                },
-                2,
-                0b11,
-                n & 8 == 0,
-            ),
+            _ if (0xA0..=0xBF).contains(&n) => (Kind::Cmp16 { signed, cond, cmpx }, 2, 0, false),
+            _ if (0xC0..=0xDF).contains(&n) => (Kind::Cmp32 { signed, cond, cmpx }, 2, 0, false),
+            _ if (0xE0..=0xFF).contains(&n) => {
+                (Kind::Cmp64 { signed, cond, cmpx }, 2, 0b11, signed)
+            }
             _ => return None,
         };
         // The forms whose result is a scalar (a lane mask or a lane's value).
