@@ -90,6 +90,10 @@ pub(crate) struct Entry {
     pub(crate) pc: u64,
     /// Byte address of the following instruction.
     pub(crate) next: u64,
+    /// The fused run starting at this entry (see `valu::jit`): the entry and the
+    /// next `len - 1` run as one step when every lane is active.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fused: Option<Box<crate::valu::Fused>>,
 }
 
 /// A decoded straight-line run of instructions starting at the PC of its slot.
@@ -153,10 +157,16 @@ pub struct Program {
     base: u64,
     len: u64,
     pages: Box<[OnceLock<Page>]>,
+    /// Whether blocks get fused runs (see `valu::jit`).
+    fuse: bool,
 }
 
 impl Program {
     /// A program over all of `region` (code addresses are device addresses in it).
+    ///
+    /// Straight runs of integer VALU instructions are compiled to host code (see
+    /// [`without_fusion`](Self::without_fusion)) unless the environment variable
+    /// `ISA_NO_FUSION` is set.
     pub fn new(region: &Arc<dyn MemoryRegion>) -> Self {
         let len = region.len();
         let dwords = (len / 4) as usize;
@@ -167,7 +177,16 @@ impl Program {
             base: region.device_base(),
             len,
             pages: (0..npages).map(|_| OnceLock::new()).collect(),
+            fuse: std::env::var_os("ISA_NO_FUSION").is_none(),
         }
+    }
+
+    /// This program with every instruction interpreted one by one: no run of
+    /// integer VALU instructions is compiled to host code. Results are the same
+    /// either way (the tests compare them).
+    pub fn without_fusion(mut self) -> Self {
+        self.fuse = false;
+        self
     }
 
     /// Device address of the first code byte.
@@ -189,6 +208,23 @@ impl Program {
     /// The region, if it is still alive.
     pub fn region(&self) -> Option<Arc<dyn MemoryRegion>> {
         self.region.upgrade()
+    }
+
+    /// Instructions of the block entered at `pc` that belong to fused runs (see
+    /// `valu::jit`): 0 when fusion is off, the host cannot compile runs, or `pc` is
+    /// not a valid code address. For tests and diagnostics.
+    pub fn fused_instructions(&self, pc: u64) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if let Ok(block) = self.block_hinted(pc, &mut None) {
+            return block
+                .entries
+                .iter()
+                .flat_map(|e| &e.fused)
+                .map(|f| f.len)
+                .sum();
+        }
+        let _ = pc;
+        0
     }
 
     /// The instruction at `pc` and its length in bytes, decoding it on first use.
@@ -261,7 +297,13 @@ impl Program {
                     let next = at + 4 * dwords as u64;
                     let last = ends_block(&inst);
                     let run = Run::of(&inst, next);
-                    entries.push(Entry { run, pc: at, next });
+                    entries.push(Entry {
+                        run,
+                        pc: at,
+                        next,
+                        #[cfg(target_arch = "x86_64")]
+                        fused: None,
+                    });
                     insts.push(inst);
                     at = next;
                     if last || entries.len() >= BLOCK_CAP || next - self.base >= self.len {
@@ -274,10 +316,32 @@ impl Program {
                 }
             }
         }
+        #[cfg(target_arch = "x86_64")]
+        if self.fuse {
+            fuse_runs(&mut entries);
+        }
         Block {
             entries: entries.into_boxed_slice(),
             insts: insts.into_boxed_slice(),
             tail,
+        }
+    }
+}
+
+/// Compiles the block's runs of integer VALU plans and attaches each to the entry
+/// of its first instruction (a block whose code cannot be compiled keeps none).
+#[cfg(target_arch = "x86_64")]
+fn fuse_runs(entries: &mut [Entry]) {
+    let runs = crate::valu::find_runs(entries.iter().map(|e| match &e.run {
+        Run::Int(p) => Some(p),
+        _ => None,
+    }));
+    let Some(code) = crate::valu::compile_runs(&runs) else {
+        return;
+    };
+    for (at, fused) in code {
+        if let Some(e) = entries.get_mut(at) {
+            e.fused = Some(Box::new(fused));
         }
     }
 }

@@ -236,7 +236,21 @@ impl Wave {
             let fits = before.saturating_add(block.entries.len() as u64) <= ctx.max_instructions;
             // `self.pc` is written only when the wave leaves the block (no instruction
             // reads it): on a jump, an exit, a fault, or after the last entry.
-            for (k, (e, inst)) in block.entries.iter().zip(block.insts.iter()).enumerate() {
+            // Fused runs (straight integer VALU runs compiled to host code) run only
+            // when no entry of the block needs the budget compared or a trace line.
+            #[cfg(target_arch = "x86_64")]
+            let fused_ok = fits && !trace;
+            let mut next = 0;
+            while let (Some(e), Some(inst)) = (block.entries.get(next), block.insts.get(next)) {
+                let k = next;
+                next += 1;
+                #[cfg(target_arch = "x86_64")]
+                if let (Some(f), true) = (&e.fused, fused_ok) {
+                    if crate::valu::run_fused(self, f) {
+                        next = k + f.len;
+                        continue;
+                    }
+                }
                 let count = before + k as u64 + 1;
                 if !fits && count > ctx.max_instructions {
                     self.instructions = count;

@@ -38,7 +38,7 @@ use super::{reg_base, Src};
 
 /// A 32-bit operation of two sources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Bin {
+pub(super) enum Bin {
     And,
     Or,
     Xor,
@@ -58,7 +58,7 @@ enum Bin {
 
 /// A 32-bit operation of three sources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tri {
+pub(super) enum Tri {
     BfeU,
     BfeI,
     Bfi,
@@ -80,7 +80,7 @@ enum Tri {
 
 /// What a planned instruction computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     /// `v_mov_b32`.
     Mov,
     /// `v_pk_mov_b32` (VOP3P): the destination's low dword from src0, its high dword
@@ -135,7 +135,7 @@ enum Kind {
 
 /// A planned f64 operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum F64Op {
+pub(super) enum F64Op {
     Add,
     Mul,
     Fma,
@@ -147,20 +147,20 @@ type Runner = unsafe fn(&mut Wave, &IntPlan);
 /// A planned integer VALU instruction.
 #[derive(Clone, Debug)]
 pub(crate) struct IntPlan {
-    kind: Kind,
+    pub(super) kind: Kind,
     /// `run_body` specialised for `kind` (its variant and operation) and compiled for
     /// the host (chosen with the host's features when the plan is made).
     run: Runner,
     /// Vector-file index of the destination's low dword (`u16::MAX`: none).
-    dst: u16,
+    pub(super) dst: u16,
     /// Scalar destination: the lane mask of compares, the carry-out of the carry ops,
     /// as the scalar-file index each of its two dwords goes to (`Wave::write_sreg`'s
     /// rule resolved once: a dword it drops, `null` or past the operand or the file,
     /// has an index outside the file).
-    sdst: Option<[u8; 2]>,
+    pub(super) sdst: Option<[u8; 2]>,
     /// `src[k] = [low dword, high dword]` of source k, as the general path reads it
     /// (for 64-bit sources with its literal rule; for scalars as `read_scalar`).
-    src: [[PlanSrc; 2]; 3],
+    pub(super) src: [[PlanSrc; 2]; 3],
     /// Dwords of the vector result (0 for compares).
     width: u8,
 }

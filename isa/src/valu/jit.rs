@@ -1,0 +1,1058 @@
+//! Fused runs: a straight run of planned integer VALU instructions (`valu::plan`)
+//! compiled to x86-64 AVX2 code when its block is decoded, and executed as one step
+//! whenever every lane of the wave is active.
+//!
+//! Why: the interpreter pays, per instruction, a dispatch, the resolution of its
+//! operands and its own pass over the 64 lanes, which costs about as much as the
+//! lane work of an integer op. LLVM's loops are runs of such ops (64-bit address
+//! arithmetic as `v_add_co_u32` / `v_addc_co_u32` pairs, compares, selects), so a
+//! run is compiled once and then costs a few host instructions per op and 8 lanes.
+//!
+//! How a run executes: the wave is taken in 8 groups of 8 lanes (one AVX2 register
+//! each), and every op of the run is done on a group before the next group. Results
+//! are stored to the register file as they are computed (a later op of the run reads
+//! what an earlier one wrote, in the same group); masks (carries, compares) written
+//! by the run stay in AVX registers for the ops of the run that read them, and are
+//! packed and written to the scalar file at the end. Every op reads and writes only
+//! its own lanes, so the group order gives the results of the op order.
+//!
+//! What fuses ([`Builder::push`]): the integer plans with a lane-wise host form:
+//! moves, selects, logic, shifts, min/max, 32-bit and high-half multiplies, the
+//! three-source adds/shifts/logic, the carry ops, the 32- and 64-bit compares
+//! without CMPX, and 64-bit shifts by a constant. A run ends before an op that
+//! would read, as a value, a scalar dword the run already wrote (its value would be
+//! a lane mask computed inside the run), that writes EXEC, whose mask destination
+//! overlaps an earlier one without being equal to it, or that needs a seventh mask.
+//!
+//! Preconditions checked per execution ([`run_fused`]): EXEC all ones (the plans
+//! then write every lane; with a partial EXEC the entries run one by one) and every
+//! register of the run inside the wave's vector file.
+//!
+//! Code: one executable buffer per block (dynasm-rs), entered with the System V
+//! ABI, rdi = the vector file (lane 0 of register 0), rsi = the scalar file. Frame:
+//! 32-byte rows (row 0: the lane bits 1, 2, ... 128; then one row per scalar or
+//! constant source, its value in 8 lanes), then one qword per mask read from before
+//! the run, one accumulator per mask of the run, and the sign-bias row. rdx is the group's byte offset
+//! in a register row, rcx the group's first lane (the shift of its 8 mask bits).
+
+use std::sync::Arc;
+
+use dynasmrt::x64::Assembler;
+use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuffer};
+
+use super::plan::{Bin, IntPlan, Kind, Tri};
+use super::vop3p::PlanSrc;
+use crate::wave::{Wave, WAVE_SIZE};
+
+/// Most masks (AVX registers ymm8..ymm13) one run keeps.
+const MASK_REGS: usize = 6;
+/// The AVX register of mask 0.
+const MASK_BASE: u8 = 8;
+/// Bytes of one vector register (64 lanes).
+const ROW: i32 = (WAVE_SIZE * 4) as i32;
+/// Scalar-file index of EXEC's low dword.
+const EXEC_LO: u8 = 126;
+
+/// One dword source of a fused op, as 8 lanes of a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Val {
+    /// A vector-file register.
+    Row(u16),
+    /// Frame row `k` (a scalar or constant, the same in every group).
+    Const(usize),
+}
+
+/// A lane mask a fused op reads.
+#[derive(Clone, Copy, Debug)]
+enum MaskIn {
+    /// Mask `k` of the run (written by an earlier op of the run).
+    Reg(usize),
+    /// External mask `k`: scalar dwords or constants as they were before the run.
+    Ext(usize),
+}
+
+/// Where a frame row or an external mask dword comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scalar {
+    Sreg(u8),
+    Imm(u32),
+}
+
+/// A lowered op (`d`: destination register; rows of the vector file).
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Mov {
+        d: u16,
+        a: Val,
+    },
+    PkMov {
+        d: u16,
+        a: Val,
+        b: Val,
+    },
+    /// `aux`: the frame row of the op's constant (shift-count or 24-bit mask).
+    Bin {
+        op: Bin,
+        d: u16,
+        a: Val,
+        b: Val,
+        aux: usize,
+    },
+    Tri {
+        op: Tri,
+        d: u16,
+        src: [Val; 3],
+        aux: usize,
+    },
+    /// `a + b` (`a - b` when `sub`) with a carry (borrow) in and out.
+    Carry {
+        sub: bool,
+        d: u16,
+        a: Val,
+        b: Val,
+        cin: Option<MaskIn>,
+        cout: Option<usize>,
+    },
+    Cndmask {
+        d: u16,
+        a: Val,
+        b: Val,
+        m: MaskIn,
+    },
+    Cmp32 {
+        signed: bool,
+        cond: u8,
+        a: Val,
+        b: Val,
+        out: usize,
+    },
+    Cmp64 {
+        signed: bool,
+        cond: u8,
+        a: [Val; 2],
+        b: [Val; 2],
+        out: usize,
+    },
+    /// `k` as `Kind::Shift64`, by the constant `n` (0..=63).
+    Shift64 {
+        k: u8,
+        n: u32,
+        d: u16,
+        lo: Val,
+        hi: Val,
+    },
+}
+
+/// A run being built, op by op.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Builder {
+    ops: Vec<Op>,
+    /// Frame rows 1.. (row 0 holds the lane bits).
+    consts: Vec<Scalar>,
+    /// External masks (low, high dword).
+    ext: Vec<[Scalar; 2]>,
+    /// The run's masks by register: their scalar destinations (`u8::MAX`: a dword
+    /// that is dropped).
+    masks: Vec<[u8; 2]>,
+    /// Scalar dwords written by the run so far (bit per index).
+    written: u128,
+    /// One past the highest vector-file register the run reads or writes.
+    rows: usize,
+}
+
+impl Builder {
+    /// Ops in the run.
+    pub(crate) fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Appends `p` to the run; false (the run unchanged) if it does not fuse.
+    pub(crate) fn push(&mut self, p: &IntPlan) -> bool {
+        let before = self.clone();
+        match self.lower(p) {
+            Some(op) => {
+                self.ops.push(op);
+                true
+            }
+            None => {
+                *self = before;
+                false
+            }
+        }
+    }
+
+    /// The frame row of `s`.
+    fn row_of(&mut self, s: Scalar) -> usize {
+        let k = match self.consts.iter().position(|c| *c == s) {
+            Some(k) => k,
+            None => {
+                self.consts.push(s);
+                self.consts.len() - 1
+            }
+        };
+        k + 1
+    }
+
+    fn was_written(&self, c: u8) -> bool {
+        c < 128 && self.written >> c & 1 == 1
+    }
+
+    fn val(&mut self, s: PlanSrc) -> Option<Val> {
+        Some(match s {
+            PlanSrc::Vreg(r) => {
+                self.rows = self.rows.max(usize::from(r) + 1);
+                Val::Row(r)
+            }
+            PlanSrc::Sreg(c) if self.was_written(c) => return None,
+            PlanSrc::Sreg(c) => Val::Const(self.row_of(Scalar::Sreg(c))),
+            PlanSrc::Imm(v) => Val::Const(self.row_of(Scalar::Imm(v))),
+        })
+    }
+
+    /// A mask source (read as `plan::get_mask` reads it).
+    fn mask_in(&mut self, s: [PlanSrc; 2]) -> Option<MaskIn> {
+        if let [PlanSrc::Sreg(lo), PlanSrc::Sreg(hi)] = s {
+            if let Some(k) = self.masks.iter().position(|m| *m == [lo, hi]) {
+                return Some(MaskIn::Reg(k));
+            }
+        }
+        let mut dw = [Scalar::Imm(0); 2];
+        for (d, p) in dw.iter_mut().zip(s) {
+            *d = match p {
+                PlanSrc::Sreg(c) if self.was_written(c) => return None,
+                PlanSrc::Sreg(c) => Scalar::Sreg(c),
+                PlanSrc::Imm(v) => Scalar::Imm(v),
+                PlanSrc::Vreg(_) => Scalar::Imm(0),
+            };
+        }
+        let k = match self.ext.iter().position(|e| *e == dw) {
+            Some(k) => k,
+            None => {
+                self.ext.push(dw);
+                self.ext.len() - 1
+            }
+        };
+        Some(MaskIn::Ext(k))
+    }
+
+    /// The mask register for a mask written to `sdst`: `Some(None)` when the mask
+    /// goes nowhere, `None` when the op cannot join the run.
+    fn mask_out(&mut self, sdst: Option<[u8; 2]>) -> Option<Option<usize>> {
+        let Some(pair) = sdst else { return Some(None) };
+        let bits = |p: [u8; 2]| {
+            p.iter()
+                .filter(|&&c| c < 128)
+                .fold(0u128, |b, &c| b | 1 << c)
+        };
+        let mine = bits(pair);
+        if mine == 0 {
+            return Some(None);
+        }
+        if mine & (3 << EXEC_LO) != 0 {
+            return None;
+        }
+        let k = match self.masks.iter().position(|m| *m == pair) {
+            Some(k) => k,
+            None if self.masks.iter().any(|&m| bits(m) & mine != 0) => return None,
+            None if self.masks.len() == MASK_REGS => return None,
+            None => {
+                self.masks.push(pair);
+                self.masks.len() - 1
+            }
+        };
+        self.written |= mine;
+        Some(Some(k))
+    }
+
+    fn dst(&mut self, d: u16, width: usize) -> u16 {
+        self.rows = self.rows.max(usize::from(d) + width);
+        d
+    }
+
+    fn lower(&mut self, p: &IntPlan) -> Option<Op> {
+        let [s0, s1, s2] = p.src;
+        Some(match p.kind {
+            Kind::Mov => {
+                let a = self.val(s0[0])?;
+                Op::Mov {
+                    d: self.dst(p.dst, 1),
+                    a,
+                }
+            }
+            Kind::PkMov => {
+                let (a, b) = (self.val(s0[0])?, self.val(s1[0])?);
+                Op::PkMov {
+                    d: self.dst(p.dst, 2),
+                    a,
+                    b,
+                }
+            }
+            Kind::Bin(op) => {
+                let aux = match op {
+                    Bin::Bcnt => return None,
+                    Bin::Lshlrev | Bin::Lshrrev | Bin::Ashrrev => self.row_of(Scalar::Imm(31)),
+                    Bin::MulU24 => self.row_of(Scalar::Imm(0xFF_FFFF)),
+                    _ => 0,
+                };
+                let (a, b) = (self.val(s0[0])?, self.val(s1[0])?);
+                Op::Bin {
+                    op,
+                    d: self.dst(p.dst, 1),
+                    a,
+                    b,
+                    aux,
+                }
+            }
+            Kind::Tri(op) => {
+                let aux = match op {
+                    Tri::LshlAdd | Tri::AddLshl | Tri::LshlOr => self.row_of(Scalar::Imm(31)),
+                    Tri::Add3
+                    | Tri::AndOr
+                    | Tri::Or3
+                    | Tri::Xad
+                    | Tri::Bfi
+                    | Tri::Min3U
+                    | Tri::Max3U
+                    | Tri::Min3I
+                    | Tri::Max3I => 0,
+                    _ => return None,
+                };
+                let src = [self.val(s0[0])?, self.val(s1[0])?, self.val(s2[0])?];
+                Op::Tri {
+                    op,
+                    d: self.dst(p.dst, 1),
+                    src,
+                    aux,
+                }
+            }
+            Kind::Add { cin } | Kind::Sub { cin, .. } => {
+                let (mut a, mut b) = (self.val(s0[0])?, self.val(s1[0])?);
+                if let Kind::Sub { rev: true, .. } = p.kind {
+                    (a, b) = (b, a);
+                }
+                let cin = if cin { Some(self.mask_in(s2)?) } else { None };
+                let cout = self.mask_out(p.sdst)?;
+                Op::Carry {
+                    sub: matches!(p.kind, Kind::Sub { .. }),
+                    d: self.dst(p.dst, 1),
+                    a,
+                    b,
+                    cin,
+                    cout,
+                }
+            }
+            Kind::Cndmask => {
+                let (a, b) = (self.val(s0[0])?, self.val(s1[0])?);
+                let m = self.mask_in(s2)?;
+                Op::Cndmask {
+                    d: self.dst(p.dst, 1),
+                    a,
+                    b,
+                    m,
+                }
+            }
+            Kind::Cmp32 {
+                signed,
+                cond,
+                cmpx: false,
+            } => {
+                let (a, b) = (self.val(s0[0])?, self.val(s1[0])?);
+                let out = self.mask_out(p.sdst)??;
+                Op::Cmp32 {
+                    signed,
+                    cond,
+                    a,
+                    b,
+                    out,
+                }
+            }
+            Kind::Cmp64 {
+                signed,
+                cond,
+                cmpx: false,
+            } => {
+                let a = [self.val(s0[0])?, self.val(s0[1])?];
+                let b = [self.val(s1[0])?, self.val(s1[1])?];
+                let out = self.mask_out(p.sdst)??;
+                Op::Cmp64 {
+                    signed,
+                    cond,
+                    a,
+                    b,
+                    out,
+                }
+            }
+            Kind::Shift64(k) => {
+                let PlanSrc::Imm(n) = s0[0] else { return None };
+                let (lo, hi) = (self.val(s1[0])?, self.val(s1[1])?);
+                Op::Shift64 {
+                    k,
+                    n: n & 63,
+                    d: self.dst(p.dst, 2),
+                    lo,
+                    hi,
+                }
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A compiled run, attached to the block entry of its first instruction.
+pub(crate) struct Fused {
+    /// The block's code.
+    code: Arc<ExecutableBuffer>,
+    /// This run's entry point in it.
+    entry: AssemblyOffset,
+    /// Instructions the run covers (consecutive block entries).
+    pub(crate) len: usize,
+    /// One past the highest vector-file register it reads or writes.
+    rows: usize,
+}
+
+impl std::fmt::Debug for Fused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fused")
+            .field("len", &self.len)
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+/// Compiles `runs` (as [`find_runs`] gives them) into one buffer: each run's first
+/// entry and its code. `None` if the host lacks AVX2 or the buffer cannot be made
+/// executable (the block then runs without fused runs).
+pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> {
+    if runs.is_empty() || !super::simd::host_avx2() {
+        return None;
+    }
+    let mut asm = Assembler::new().ok()?;
+    let starts: Vec<AssemblyOffset> = runs.iter().map(|(_, b)| emit_run(&mut asm, b)).collect();
+    let code = Arc::new(asm.finalize().ok()?);
+    Some(
+        runs.iter()
+            .zip(starts)
+            .map(|((at, b), entry)| {
+                let fused = Fused {
+                    code: code.clone(),
+                    entry,
+                    len: b.ops.len(),
+                    rows: b.rows,
+                };
+                (*at, fused)
+            })
+            .collect(),
+    )
+}
+
+/// Runs `f` on `w`; false, having changed nothing, unless every lane is active and
+/// every register of the run is in the wave's vector file.
+#[inline]
+pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> bool {
+    if w.exec() != u64::MAX || w.vgpr.len() < f.rows {
+        return false;
+    }
+    let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
+    let sgpr = w.sgpr.as_mut_ptr();
+    // SAFETY: `f.entry` is the start of a function `emit_run` generated in
+    // `f.code` (kept alive by the Arc) with this signature, compiled only on hosts
+    // with AVX2. It reads and writes the lanes of vector-file registers below
+    // `f.rows`, which is within `w.vgpr` (checked above), scalar-file dwords below
+    // 128 (`Builder` takes indices only from plans, all below 128) and its own
+    // stack frame.
+    unsafe {
+        let func: extern "sysv64" fn(*mut u32, *mut u32) = std::mem::transmute(f.code.ptr(f.entry));
+        func(vgpr, sgpr);
+    }
+    true
+}
+
+/// `vmovmskps eax, ymm<y>` (VEX.256.0F 50 /r; dynasm-rs 3.2 rejects this form).
+fn movmsk_eax(a: &mut Assembler, y: u8) {
+    if y < 8 {
+        a.extend([0xC5, 0xFC, 0x50, 0xC0 | y]);
+    } else {
+        a.extend([0xC4, 0xC1, 0x7C, 0x50, 0xC0 | (y & 7)]);
+    }
+}
+
+/// Byte offsets of a run's frame.
+struct Frame {
+    /// First external mask qword.
+    ext: i32,
+    /// First mask accumulator qword.
+    acc: i32,
+    /// Bytes (a multiple of 32).
+    size: i32,
+}
+
+/// Loads `v` (this group's 8 lanes) into ymm `y`.
+fn load(a: &mut Assembler, y: u8, v: Val) {
+    match v {
+        Val::Row(r) => {
+            let disp = i32::from(r) * ROW;
+            dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rdi + rdx + disp]);
+        }
+        Val::Const(k) => {
+            let disp = 32 * k as i32;
+            dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rsp + disp]);
+        }
+    }
+}
+
+/// Stores ymm `y` to this group's 8 lanes of register `r`.
+fn store(a: &mut Assembler, r: u16, y: u8) {
+    let disp = i32::from(r) * ROW;
+    dynasm!(a ; .arch x64 ; vmovdqu [rdi + rdx + disp], Ry(y));
+}
+
+/// The register holding mask `m` for this group (expanding an external mask into
+/// ymm `tmp`).
+fn mask(a: &mut Assembler, f: &Frame, m: MaskIn, tmp: u8) -> u8 {
+    match m {
+        MaskIn::Reg(k) => MASK_BASE + k as u8,
+        MaskIn::Ext(k) => {
+            let off = f.ext + 8 * k as i32;
+            // The group's 8 bits, in every lane, tested against the lane bits (row 0).
+            dynasm!(a
+                ; .arch x64
+                ; mov rax, [rsp + off]
+                ; shr rax, cl
+                ; vmovd Rx(tmp), eax
+                ; vpbroadcastd Ry(tmp), Rx(tmp)
+                ; vpand Ry(tmp), Ry(tmp), [rsp]
+                ; vpcmpeqd Ry(tmp), Ry(tmp), [rsp]
+            );
+            tmp
+        }
+    }
+}
+
+/// `y ^= all ones` (uses ymm15).
+fn not(a: &mut Assembler, y: u8) {
+    dynasm!(a ; .arch x64 ; vpcmpeqd ymm15, ymm15, ymm15 ; vpxor Ry(y), Ry(y), ymm15);
+}
+
+/// The register holding 0x8000_0000 in every lane while a run that needs it runs.
+const BIAS: u8 = 14;
+
+/// `out = x` with each lane's sign bit flipped (unsigned order to signed order).
+fn bias(a: &mut Assembler, out: u8, x: u8) {
+    dynasm!(a ; .arch x64 ; vpxor Ry(out), Ry(x), Ry(BIAS));
+}
+
+/// ymm `out` = compare `cond` (`simd::cmp_u32` numbering) of the signed-ordered
+/// lanes `x` and `y`.
+fn compare(a: &mut Assembler, cond: u8, x: u8, y: u8, out: u8) {
+    match cond {
+        0 => dynasm!(a ; .arch x64 ; vpxor Ry(out), Ry(out), Ry(out)),
+        1 | 6 => dynasm!(a ; .arch x64 ; vpcmpgtd Ry(out), Ry(y), Ry(x)),
+        2 | 5 => dynasm!(a ; .arch x64 ; vpcmpeqd Ry(out), Ry(x), Ry(y)),
+        3 | 4 => dynasm!(a ; .arch x64 ; vpcmpgtd Ry(out), Ry(x), Ry(y)),
+        _ => dynasm!(a ; .arch x64 ; vpcmpeqd Ry(out), Ry(out), Ry(out)),
+    }
+    if matches!(cond, 3 | 5 | 6) {
+        not(a, out);
+    }
+}
+
+impl Op {
+    /// The run mask this op writes.
+    fn mask_out(&self) -> Option<usize> {
+        match *self {
+            Op::Carry { cout, .. } => cout,
+            Op::Cmp32 { out, .. } | Op::Cmp64 { out, .. } => Some(out),
+            _ => None,
+        }
+    }
+
+    /// The run mask this op reads.
+    fn mask_in(&self) -> Option<usize> {
+        match *self {
+            Op::Carry {
+                cin: Some(MaskIn::Reg(k)),
+                ..
+            }
+            | Op::Cndmask {
+                m: MaskIn::Reg(k), ..
+            } => Some(k),
+            _ => None,
+        }
+    }
+
+    /// Whether the op flips sign bits (an unsigned compare or a carry out).
+    fn needs_bias(&self) -> bool {
+        matches!(
+            self,
+            Op::Carry { cout: Some(_), .. } | Op::Cmp32 { .. } | Op::Cmp64 { .. }
+        )
+    }
+
+    /// Whether the op reads a mask from before the run.
+    fn reads_ext(&self) -> bool {
+        matches!(
+            self,
+            Op::Carry {
+                cin: Some(MaskIn::Ext(_)),
+                ..
+            } | Op::Cndmask {
+                m: MaskIn::Ext(_),
+                ..
+            }
+        )
+    }
+}
+
+/// Whether each op's mask result is used: read by a later op of the run before it
+/// is written again, or the run's last value of that mask (which goes to the scalar
+/// file). A mask result that is not used is not computed.
+fn live_masks(ops: &[Op]) -> Vec<bool> {
+    let mut live = [true; MASK_REGS];
+    let mut out = vec![false; ops.len()];
+    for (i, op) in ops.iter().enumerate().rev() {
+        if let Some(k) = op.mask_out() {
+            out[i] = live[k];
+            live[k] = false;
+        }
+        if let Some(k) = op.mask_in() {
+            live[k] = true;
+        }
+    }
+    out
+}
+
+/// Emits one run; returns its entry point.
+fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
+    let rows = 1 + b.consts.len() as i32;
+    let ext = 32 * rows;
+    let acc = ext + 8 * b.ext.len() as i32;
+    let size = (acc + 8 * b.masks.len() as i32 + 31) & !31;
+    let f = Frame { ext, acc, size };
+    let start = a.offset();
+    dynasm!(a
+        ; .arch x64
+        ; push rbp
+        ; mov rbp, rsp
+        ; sub rsp, f.size
+        ; and rsp, -32
+    );
+    if b.ops.iter().any(Op::reads_ext) {
+        for i in 0..8 {
+            let off = 4 * i;
+            let bit = 1i32 << i;
+            dynasm!(a ; .arch x64 ; mov DWORD [rsp + off], bit);
+        }
+    }
+    let splat = |a: &mut Assembler, s: Scalar, off: i32| {
+        match s {
+            Scalar::Sreg(c) => {
+                let src = 4 * i32::from(c);
+                dynasm!(a ; .arch x64 ; vpbroadcastd ymm0, [rsi + src]);
+            }
+            Scalar::Imm(v) => {
+                let v = v as i32;
+                dynasm!(a ; .arch x64 ; mov eax, v ; vmovd xmm0, eax ; vpbroadcastd ymm0, xmm0);
+            }
+        }
+        dynasm!(a ; .arch x64 ; vmovdqu [rsp + off], ymm0);
+    };
+    for (k, s) in b.consts.iter().enumerate() {
+        splat(a, *s, 32 * (k as i32 + 1));
+    }
+    if b.ops.iter().any(Op::needs_bias) {
+        let v = 0x8000_0000u32 as i32;
+        dynasm!(a ; .arch x64 ; mov eax, v ; vmovd Rx(BIAS), eax ; vpbroadcastd Ry(BIAS), Rx(BIAS));
+    }
+    for (k, e) in b.ext.iter().enumerate() {
+        for (h, s) in e.iter().enumerate() {
+            let off = f.ext + 8 * k as i32 + 4 * h as i32;
+            match *s {
+                Scalar::Sreg(c) => {
+                    let src = 4 * i32::from(c);
+                    dynasm!(a ; .arch x64 ; mov eax, [rsi + src] ; mov [rsp + off], eax);
+                }
+                Scalar::Imm(v) => {
+                    let v = v as i32;
+                    dynasm!(a ; .arch x64 ; mov DWORD [rsp + off], v);
+                }
+            }
+        }
+    }
+    for k in 0..b.masks.len() {
+        let off = f.acc + 8 * k as i32;
+        dynasm!(a ; .arch x64 ; mov QWORD [rsp + off], 0);
+    }
+    let top = a.new_dynamic_label();
+    dynasm!(a
+        ; .arch x64
+        ; xor edx, edx
+        ; xor ecx, ecx
+        ; =>top
+    );
+    for (op, live) in b.ops.iter().zip(live_masks(&b.ops)) {
+        emit_op(a, &f, op, live);
+    }
+    for k in 0..b.masks.len() {
+        let off = f.acc + 8 * k as i32;
+        movmsk_eax(a, MASK_BASE + k as u8);
+        dynasm!(a ; .arch x64 ; shl rax, cl ; or [rsp + off], rax);
+    }
+    dynasm!(a
+        ; .arch x64
+        ; add edx, 32
+        ; add ecx, 8
+        ; cmp ecx, WAVE_SIZE as i32
+        ; jb =>top
+    );
+    for (k, pair) in b.masks.iter().enumerate() {
+        let off = f.acc + 8 * k as i32;
+        dynasm!(a ; .arch x64 ; mov rax, [rsp + off]);
+        if pair[0] < 128 {
+            let d = 4 * i32::from(pair[0]);
+            dynasm!(a ; .arch x64 ; mov [rsi + d], eax);
+        }
+        if pair[1] < 128 {
+            let d = 4 * i32::from(pair[1]);
+            dynasm!(a ; .arch x64 ; shr rax, 32 ; mov [rsi + d], eax);
+        }
+    }
+    dynasm!(a
+        ; .arch x64
+        ; mov rsp, rbp
+        ; pop rbp
+        ; vzeroupper
+        ; ret
+    );
+    start
+}
+
+/// Emits one op for the current group (temporaries ymm0..ymm7, ymm15); `live`:
+/// whether its mask result is used (see [`live_masks`]).
+fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
+    match *op {
+        Op::Mov { d, a: x } => {
+            load(a, 0, x);
+            store(a, d, 0);
+        }
+        Op::PkMov { d, a: x, b: y } => {
+            load(a, 0, x);
+            load(a, 1, y);
+            store(a, d, 0);
+            store(a, d + 1, 1);
+        }
+        Op::Bin {
+            op,
+            d,
+            a: x,
+            b: y,
+            aux,
+        } => {
+            load(a, 0, x);
+            load(a, 1, y);
+            let aux = 32 * aux as i32;
+            match op {
+                Bin::And => dynasm!(a ; .arch x64 ; vpand ymm2, ymm0, ymm1),
+                Bin::Or => dynasm!(a ; .arch x64 ; vpor ymm2, ymm0, ymm1),
+                Bin::Xor => dynasm!(a ; .arch x64 ; vpxor ymm2, ymm0, ymm1),
+                Bin::Lshlrev => {
+                    dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsllvd ymm2, ymm1, ymm0)
+                }
+                Bin::Lshrrev => {
+                    dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsrlvd ymm2, ymm1, ymm0)
+                }
+                Bin::Ashrrev => {
+                    dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsravd ymm2, ymm1, ymm0)
+                }
+                Bin::MinI => dynasm!(a ; .arch x64 ; vpminsd ymm2, ymm0, ymm1),
+                Bin::MaxI => dynasm!(a ; .arch x64 ; vpmaxsd ymm2, ymm0, ymm1),
+                Bin::MinU => dynasm!(a ; .arch x64 ; vpminud ymm2, ymm0, ymm1),
+                Bin::MaxU => dynasm!(a ; .arch x64 ; vpmaxud ymm2, ymm0, ymm1),
+                Bin::MulLo => dynasm!(a ; .arch x64 ; vpmulld ymm2, ymm0, ymm1),
+                Bin::MulU24 => dynasm!(a
+                    ; .arch x64
+                    ; vpand ymm0, ymm0, [rsp + aux]
+                    ; vpand ymm1, ymm1, [rsp + aux]
+                    ; vpmulld ymm2, ymm0, ymm1
+                ),
+                // The even lanes' 64-bit products, shifted down 32, hold their high
+                // dwords in the even positions; the odd lanes' (of the sources shifted
+                // down 32), with the low halves cleared, in the odd positions. (Shift
+                // counts from xmm7: dynasm-rs 3.2 encodes the immediate VPSRLQ as
+                // 128-bit, and its VPBLENDD with the sources swapped.)
+                Bin::MulHiU | Bin::MulHiI => {
+                    dynasm!(a ; .arch x64 ; mov eax, 32 ; vmovd xmm7, eax);
+                    dynasm!(a
+                        ; .arch x64
+                        ; vpsrlq ymm3, ymm0, xmm7
+                        ; vpsrlq ymm4, ymm1, xmm7
+                    );
+                    if op == Bin::MulHiU {
+                        dynasm!(a
+                            ; .arch x64
+                            ; vpmuludq ymm2, ymm0, ymm1
+                            ; vpmuludq ymm3, ymm3, ymm4
+                        );
+                    } else {
+                        dynasm!(a
+                            ; .arch x64
+                            ; vpmuldq ymm2, ymm0, ymm1
+                            ; vpmuldq ymm3, ymm3, ymm4
+                        );
+                    }
+                    dynasm!(a
+                        ; .arch x64
+                        ; vpsrlq ymm2, ymm2, xmm7
+                        ; vpsrlq ymm3, ymm3, xmm7
+                        ; vpsllq ymm3, ymm3, xmm7
+                        ; vpor ymm2, ymm2, ymm3
+                    );
+                }
+                // Not lowered (`Builder::lower`).
+                Bin::Bcnt => {}
+            }
+            store(a, d, 2);
+        }
+        Op::Tri { op, d, src, aux } => {
+            load(a, 0, src[0]);
+            load(a, 1, src[1]);
+            load(a, 2, src[2]);
+            let aux = 32 * aux as i32;
+            match op {
+                Tri::Add3 => {
+                    dynasm!(a ; .arch x64 ; vpaddd ymm3, ymm0, ymm1 ; vpaddd ymm3, ymm3, ymm2)
+                }
+                Tri::LshlAdd => dynasm!(a
+                    ; .arch x64
+                    ; vpand ymm1, ymm1, [rsp + aux]
+                    ; vpsllvd ymm3, ymm0, ymm1
+                    ; vpaddd ymm3, ymm3, ymm2
+                ),
+                Tri::AddLshl => dynasm!(a
+                    ; .arch x64
+                    ; vpaddd ymm3, ymm0, ymm1
+                    ; vpand ymm2, ymm2, [rsp + aux]
+                    ; vpsllvd ymm3, ymm3, ymm2
+                ),
+                Tri::LshlOr => dynasm!(a
+                    ; .arch x64
+                    ; vpand ymm1, ymm1, [rsp + aux]
+                    ; vpsllvd ymm3, ymm0, ymm1
+                    ; vpor ymm3, ymm3, ymm2
+                ),
+                Tri::AndOr => {
+                    dynasm!(a ; .arch x64 ; vpand ymm3, ymm0, ymm1 ; vpor ymm3, ymm3, ymm2)
+                }
+                Tri::Or3 => dynasm!(a ; .arch x64 ; vpor ymm3, ymm0, ymm1 ; vpor ymm3, ymm3, ymm2),
+                Tri::Xad => {
+                    dynasm!(a ; .arch x64 ; vpxor ymm3, ymm0, ymm1 ; vpaddd ymm3, ymm3, ymm2)
+                }
+                Tri::Bfi => dynasm!(a
+                    ; .arch x64
+                    ; vpand ymm3, ymm0, ymm1
+                    ; vpandn ymm4, ymm0, ymm2
+                    ; vpor ymm3, ymm3, ymm4
+                ),
+                Tri::Min3U => {
+                    dynasm!(a ; .arch x64 ; vpminud ymm3, ymm0, ymm1 ; vpminud ymm3, ymm3, ymm2)
+                }
+                Tri::Max3U => {
+                    dynasm!(a ; .arch x64 ; vpmaxud ymm3, ymm0, ymm1 ; vpmaxud ymm3, ymm3, ymm2)
+                }
+                Tri::Min3I => {
+                    dynasm!(a ; .arch x64 ; vpminsd ymm3, ymm0, ymm1 ; vpminsd ymm3, ymm3, ymm2)
+                }
+                Tri::Max3I => {
+                    dynasm!(a ; .arch x64 ; vpmaxsd ymm3, ymm0, ymm1 ; vpmaxsd ymm3, ymm3, ymm2)
+                }
+                // Not lowered (`Builder::lower`).
+                _ => {}
+            }
+            store(a, d, 3);
+        }
+        Op::Carry {
+            sub,
+            d,
+            a: x,
+            b: y,
+            cin,
+            cout,
+        } => {
+            load(a, 0, x);
+            load(a, 1, y);
+            if sub {
+                dynasm!(a ; .arch x64 ; vpsubd ymm2, ymm0, ymm1);
+            } else {
+                dynasm!(a ; .arch x64 ; vpaddd ymm2, ymm0, ymm1);
+            }
+            // A set carry-in lane is all ones (-1): subtracting it adds 1, adding it
+            // subtracts 1.
+            let m = cin.map(|m| mask(a, f, m, 3));
+            match (m, sub) {
+                (Some(m), false) => dynasm!(a ; .arch x64 ; vpsubd ymm2, ymm2, Ry(m)),
+                (Some(m), true) => dynasm!(a ; .arch x64 ; vpaddd ymm2, ymm2, Ry(m)),
+                (None, _) => {}
+            }
+            store(a, d, 2);
+            if let (Some(k), true) = (cout, live) {
+                // Add: carried when the sum wrapped below a (or to a with a carry-in).
+                // Subtract: borrowed when b exceeds a (or equals it with a borrow-in).
+                let (hi, lo, eq) = if sub { (1, 0, 1) } else { (0, 2, 2) };
+                let r = MASK_BASE + k as u8;
+                bias(a, 4, hi);
+                bias(a, 5, lo);
+                match m {
+                    // The carry-in register is read before the carry-out replaces it.
+                    Some(m) => dynasm!(a
+                        ; .arch x64
+                        ; vpcmpgtd ymm4, ymm4, ymm5
+                        ; vpcmpeqd ymm5, ymm0, Ry(eq)
+                        ; vpand ymm5, ymm5, Ry(m)
+                        ; vpor Ry(r), ymm4, ymm5
+                    ),
+                    None => dynasm!(a ; .arch x64 ; vpcmpgtd Ry(r), ymm4, ymm5),
+                }
+            }
+        }
+        Op::Cndmask { d, a: x, b: y, m } => {
+            load(a, 0, x);
+            load(a, 1, y);
+            let m = mask(a, f, m, 3);
+            dynasm!(a ; .arch x64 ; vpblendvb ymm2, ymm0, ymm1, Ry(m));
+            store(a, d, 2);
+        }
+        Op::Cmp32 {
+            signed,
+            cond,
+            a: x,
+            b: y,
+            out,
+        } => {
+            if !live {
+                return;
+            }
+            load(a, 0, x);
+            load(a, 1, y);
+            if !signed {
+                bias(a, 0, 0);
+                bias(a, 1, 1);
+            }
+            compare(a, cond, 0, 1, MASK_BASE + out as u8);
+        }
+        Op::Cmp64 {
+            signed,
+            cond,
+            a: x,
+            b: y,
+            out,
+        } => {
+            if !live {
+                return;
+            }
+            // ymm0/1: a's low/high dwords, ymm2/3: b's; the low dwords compare
+            // unsigned, the high ones as the op's signedness.
+            load(a, 0, x[0]);
+            load(a, 1, x[1]);
+            load(a, 2, y[0]);
+            load(a, 3, y[1]);
+            bias(a, 0, 0);
+            bias(a, 2, 2);
+            if !signed {
+                bias(a, 1, 1);
+                bias(a, 3, 3);
+            }
+            let r = MASK_BASE + out as u8;
+            dynasm!(a ; .arch x64 ; vpcmpeqd ymm4, ymm1, ymm3);
+            match cond {
+                // a < b: high below, or high equal and low below.
+                1 | 6 => dynasm!(a
+                    ; .arch x64
+                    ; vpcmpgtd ymm5, ymm3, ymm1
+                    ; vpcmpgtd ymm6, ymm2, ymm0
+                    ; vpand ymm6, ymm6, ymm4
+                    ; vpor Ry(r), ymm5, ymm6
+                ),
+                // a > b.
+                3 | 4 => dynasm!(a
+                    ; .arch x64
+                    ; vpcmpgtd ymm5, ymm1, ymm3
+                    ; vpcmpgtd ymm6, ymm0, ymm2
+                    ; vpand ymm6, ymm6, ymm4
+                    ; vpor Ry(r), ymm5, ymm6
+                ),
+                2 | 5 => {
+                    dynasm!(a ; .arch x64 ; vpcmpeqd ymm6, ymm0, ymm2 ; vpand Ry(r), ymm4, ymm6)
+                }
+                0 => dynasm!(a ; .arch x64 ; vpxor Ry(r), Ry(r), Ry(r)),
+                _ => dynasm!(a ; .arch x64 ; vpcmpeqd Ry(r), Ry(r), Ry(r)),
+            }
+            if matches!(cond, 3 | 5 | 6) {
+                not(a, r);
+            }
+        }
+        Op::Shift64 { k, n, d, lo, hi } => {
+            load(a, 0, lo);
+            load(a, 1, hi);
+            // ymm2/3: the result's low/high dwords (as `plan::shift64_by`).
+            let n8 = n as i8;
+            let rn = (32 - n as i32) as i8;
+            let m8 = (n as i32 - 32) as i8;
+            match (k, n) {
+                (_, 0) => dynasm!(a ; .arch x64 ; vmovdqa ymm2, ymm0 ; vmovdqa ymm3, ymm1),
+                (0, 1..=31) => dynasm!(a
+                    ; .arch x64
+                    ; vpslld ymm2, ymm0, n8
+                    ; vpslld ymm3, ymm1, n8
+                    ; vpsrld ymm4, ymm0, rn
+                    ; vpor ymm3, ymm3, ymm4
+                ),
+                (0, _) => dynasm!(a ; .arch x64 ; vpxor ymm2, ymm2, ymm2 ; vpslld ymm3, ymm0, m8),
+                (1, 1..=31) => dynasm!(a
+                    ; .arch x64
+                    ; vpsrld ymm2, ymm0, n8
+                    ; vpslld ymm4, ymm1, rn
+                    ; vpor ymm2, ymm2, ymm4
+                    ; vpsrld ymm3, ymm1, n8
+                ),
+                (1, _) => dynasm!(a ; .arch x64 ; vpsrld ymm2, ymm1, m8 ; vpxor ymm3, ymm3, ymm3),
+                (_, 1..=31) => dynasm!(a
+                    ; .arch x64
+                    ; vpsrld ymm2, ymm0, n8
+                    ; vpslld ymm4, ymm1, rn
+                    ; vpor ymm2, ymm2, ymm4
+                    ; vpsrad ymm3, ymm1, n8
+                ),
+                (_, _) => dynasm!(a ; .arch x64 ; vpsrad ymm2, ymm1, m8 ; vpsrad ymm3, ymm1, 31),
+            }
+            store(a, d, 2);
+            store(a, d + 1, 3);
+        }
+    }
+}
+
+/// Finds the runs of `plans` (one per block entry, `None` where the entry has no
+/// integer plan) worth fusing: greedily from each entry, as many consecutive plans
+/// as fuse, when that is at least two. Returns (first entry, run) pairs.
+pub(crate) fn find_runs<'p>(
+    plans: impl Iterator<Item = Option<&'p IntPlan>>,
+) -> Vec<(usize, Builder)> {
+    let plans: Vec<Option<&IntPlan>> = plans.collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < plans.len() {
+        let mut b = Builder::default();
+        let mut j = i;
+        while let Some(Some(p)) = plans.get(j) {
+            if !b.push(p) {
+                break;
+            }
+            j += 1;
+        }
+        if b.len() >= 2 {
+            out.push((i, b));
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}

@@ -1,0 +1,378 @@
+//! Fused runs (straight runs of integer VALU instructions compiled to host code)
+//! against the interpreter: random programs of the fusable forms, assembled by
+//! llvm-mc-16, run from random register contents on a program with fusion and on
+//! one without (`Program::without_fusion`, every instruction interpreted); every
+//! register of the two waves must be equal.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{assemble, TestMemory};
+use isa::{Apertures, MemoryRegion, Program, Wave, WaveContext, WaveExit, WAVE_SIZE};
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+    /// A lane value: mostly edge values and small numbers, so that carries,
+    /// equalities and sign changes occur.
+    fn value(&mut self) -> u32 {
+        match self.below(8) {
+            0 => 0,
+            1 => u32::MAX,
+            2 => 0x8000_0000,
+            3 => 0x7FFF_FFFF,
+            4 => self.below(4) as u32,
+            5 => u32::MAX - self.below(4) as u32,
+            _ => self.next() as u32,
+        }
+    }
+}
+
+/// Vector registers the programs use (v0..v11; pairs start at even registers).
+const VREGS: usize = 12;
+
+/// Random operand generators for the instruction forms.
+struct Gen<'r> {
+    rng: &'r mut Rng,
+}
+
+impl Gen<'_> {
+    fn v(&mut self) -> String {
+        format!("v{}", self.rng.below(VREGS))
+    }
+    fn vpair(&mut self) -> String {
+        let r = 2 * self.rng.below(VREGS / 2);
+        format!("v[{}:{}]", r, r + 1)
+    }
+    fn s(&mut self) -> String {
+        format!("s{}", 8 + self.rng.below(6))
+    }
+    fn spair(&mut self) -> String {
+        let r = 8 + 2 * self.rng.below(3);
+        format!("s[{}:{}]", r, r + 1)
+    }
+    fn inline(&mut self) -> String {
+        (self.rng.below(81) as i32 - 16).to_string()
+    }
+    /// An e32 src0: any register or constant, or a literal.
+    fn src0(&mut self) -> String {
+        match self.rng.below(4) {
+            0 => self.s(),
+            1 => self.inline(),
+            2 => format!("0x{:x}", self.rng.value()),
+            _ => self.v(),
+        }
+    }
+    /// A VOP3 source: a vector register or an inline constant (VOP3 takes no
+    /// literal, and one scalar read at most is left to `src0`).
+    fn src3(&mut self) -> String {
+        if self.rng.below(3) == 0 {
+            self.inline()
+        } else {
+            self.v()
+        }
+    }
+    /// A mask destination of the VOP3 carry ops and compares.
+    fn mask(&mut self) -> &'static str {
+        self.rng.pick(&["vcc", "s[4:5]", "s[6:7]"])
+    }
+    /// A 64-bit e32 src0.
+    fn src0_64(&mut self) -> String {
+        match self.rng.below(3) {
+            0 => self.spair(),
+            1 => self.inline(),
+            _ => self.vpair(),
+        }
+    }
+
+    /// One instruction of a fusable form (or, rarely, one that is not, so that runs
+    /// end inside the program).
+    fn inst(&mut self) -> String {
+        let (d, a, b) = (self.v(), self.src0(), self.v());
+        match self.rng.below(22) {
+            0 => format!("v_mov_b32_e32 {d}, {a}"),
+            1 => {
+                let op = self.rng.pick(&[
+                    "and_b32",
+                    "or_b32",
+                    "xor_b32",
+                    "lshlrev_b32",
+                    "lshrrev_b32",
+                    "ashrrev_i32",
+                    "min_i32",
+                    "max_i32",
+                    "min_u32",
+                    "max_u32",
+                    "mul_u32_u24",
+                    "add_u32",
+                    "sub_u32",
+                    "subrev_u32",
+                ]);
+                format!("v_{op}_e32 {d}, {a}, {b}")
+            }
+            2 => {
+                let op = self.rng.pick(&["mul_lo_u32", "mul_hi_u32", "mul_hi_i32"]);
+                let (x, y) = (self.src3(), self.src3());
+                format!("v_{op} {d}, {x}, {y}")
+            }
+            3 => format!("v_not_b32_e32 {d}, {a}"),
+            4 => {
+                let op = self.rng.pick(&[
+                    "add3_u32",
+                    "lshl_add_u32",
+                    "add_lshl_u32",
+                    "lshl_or_b32",
+                    "and_or_b32",
+                    "or3_b32",
+                    "xad_u32",
+                    "bfi_b32",
+                    "min3_u32",
+                    "max3_u32",
+                    "min3_i32",
+                    "max3_i32",
+                ]);
+                let (x, y, z) = (self.src3(), self.src3(), self.src3());
+                format!("v_{op} {d}, {x}, {y}, {z}")
+            }
+            5 | 6 => {
+                let op = self
+                    .rng
+                    .pick(&["add_co_u32", "sub_co_u32", "subrev_co_u32"]);
+                format!("v_{op}_e32 {d}, vcc, {a}, {b}")
+            }
+            7 => {
+                let op = self
+                    .rng
+                    .pick(&["add_co_u32", "sub_co_u32", "subrev_co_u32"]);
+                let (m, x, y) = (self.mask(), self.src3(), self.src3());
+                format!("v_{op}_e64 {d}, {m}, {x}, {y}")
+            }
+            8 | 9 => {
+                let op = self
+                    .rng
+                    .pick(&["addc_co_u32", "subb_co_u32", "subbrev_co_u32"]);
+                // VCC is the one scalar read these forms may make.
+                let a = self.src3();
+                format!("v_{op}_e32 {d}, vcc, {a}, {b}, vcc")
+            }
+            10 => {
+                let op = self
+                    .rng
+                    .pick(&["addc_co_u32", "subb_co_u32", "subbrev_co_u32"]);
+                let (m, x, y, c) = (self.mask(), self.src3(), self.src3(), self.mask());
+                format!("v_{op}_e64 {d}, {m}, {x}, {y}, {c}")
+            }
+            11 => {
+                let x = self.src3();
+                format!("v_cndmask_b32_e32 {d}, {x}, {b}, vcc")
+            }
+            12 => {
+                let (x, y, m) = (self.src3(), self.src3(), self.mask());
+                format!("v_cndmask_b32_e64 {d}, {x}, {y}, {m}")
+            }
+            13 | 14 => {
+                let c = self
+                    .rng
+                    .pick(&["f", "lt", "eq", "le", "gt", "ne", "ge", "t"]);
+                let t = self.rng.pick(&["i32", "u32"]);
+                format!("v_cmp_{c}_{t}_e32 vcc, {a}, {b}")
+            }
+            15 => {
+                let c = self.rng.pick(&["lt", "eq", "le", "gt", "ne", "ge"]);
+                let t = self.rng.pick(&["i32", "u32"]);
+                let (m, x, y) = (self.mask(), self.src3(), self.src3());
+                format!("v_cmp_{c}_{t}_e64 {m}, {x}, {y}")
+            }
+            16 | 17 => {
+                let c = self
+                    .rng
+                    .pick(&["f", "lt", "eq", "le", "gt", "ne", "ge", "t"]);
+                let t = self.rng.pick(&["i64", "u64"]);
+                let (x, y) = (self.src0_64(), self.vpair());
+                format!("v_cmp_{c}_{t}_e32 vcc, {x}, {y}")
+            }
+            18 => {
+                let op = self
+                    .rng
+                    .pick(&["lshlrev_b64", "lshrrev_b64", "ashrrev_i64"]);
+                let n = self.rng.below(64);
+                let (d, x) = (self.vpair(), self.vpair());
+                format!("v_{op} {d}, {n}, {x}")
+            }
+            19 => {
+                let (d, x, y) = (self.vpair(), self.vpair(), self.vpair());
+                let sel = self.rng.pick(&["[0,0]", "[0,1]", "[1,0]", "[1,1]"]);
+                format!("v_pk_mov_b32 {d}, {x}, {y} op_sel:{sel}")
+            }
+            // A scalar dword written as a mask, then read as a value: the run must
+            // end between the two.
+            20 => {
+                let (x, y) = (self.src3(), self.src3());
+                format!("v_add_co_u32_e64 {d}, s[4:5], {x}, {y}\nv_mov_b32_e32 {b}, s5")
+            }
+            // A scalar instruction between runs.
+            _ => "s_add_u32 s8, s8, s9".to_string(),
+        }
+    }
+}
+
+/// Runs `program` from `start` on `w`.
+fn run(mem: &TestMemory, program: &Program, start: u64, mut w: Wave) -> Wave {
+    w.pc = start;
+    let mut lds = vec![0u8; 64];
+    let mut ctx = WaveContext {
+        program,
+        memory: mem,
+        lds: &mut lds,
+        apertures: Apertures::KFD,
+        stop: None,
+        max_instructions: 1_000_000,
+        yield_after: u64::MAX,
+    };
+    assert_eq!(w.run(&mut ctx).expect("wave runs"), WaveExit::Ended);
+    w
+}
+
+/// A wave with random lanes in v0..v11, random s4..s13 and VCC, and `exec`.
+fn random_wave(rng: &mut Rng, exec: u64) -> Wave {
+    let mut w = Wave::new();
+    for r in 0..VREGS {
+        for l in 0..WAVE_SIZE {
+            w.vgpr[r][l] = rng.value();
+        }
+    }
+    for s in [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 106, 107] {
+        w.sgpr[s] = rng.value();
+    }
+    w.set_exec(exec);
+    w
+}
+
+/// Runs `text` (fused and interpreted) from random waves; panics on a difference.
+/// Returns the instructions that ran fused.
+fn check_text(text: &str, seed: u64) -> usize {
+    let mem = TestMemory::default();
+    let bytes: Vec<u8> = assemble(&format!("{text}\ns_endpgm\n"))
+        .into_iter()
+        .flat_map(|(_, b)| b)
+        .collect();
+    let region = mem.alloc(bytes.len() as u64 + 64);
+    assert!(region.write_bytes(0, &bytes));
+    let r: Arc<dyn MemoryRegion> = region.clone();
+    let start = region.device_base();
+    let with = Program::new(&r);
+    let without = Program::new(&r).without_fusion();
+    let wave = || random_wave(&mut Rng(seed), u64::MAX);
+    let (a, b) = (
+        run(&mem, &with, start, wave()),
+        run(&mem, &without, start, wave()),
+    );
+    for reg in 0..VREGS {
+        assert_eq!(a.vgpr[reg], b.vgpr[reg], "v{reg} differs:\n{text}");
+    }
+    assert_eq!(a.sgpr, b.sgpr, "sgprs differ:\n{text}");
+    with.fused_instructions(start)
+}
+
+#[test]
+fn stream_loop_arithmetic_runs_fused() {
+    // STREAM copy's inner-loop VALU run (LLVM 16, -O2): interleaved 64-bit address
+    // adds through VCC and s[4:5], then the loop compare.
+    let text = "v_add_co_u32_e32 v2, vcc, v2, v6
+v_addc_co_u32_e32 v3, vcc, v3, v7, vcc
+v_mov_b32_e32 v0, s11
+v_add_co_u32_e32 v10, vcc, s10, v4
+v_add_co_u32_e64 v4, s[4:5], v4, v8
+v_addc_co_u32_e32 v11, vcc, v0, v5, vcc
+v_addc_co_u32_e64 v5, vcc, v5, v9, s[4:5]
+v_cmp_lt_u64_e32 vcc, s[8:9], v[2:3]";
+    let fused = check_text(text, 3);
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert_eq!(fused, 8);
+    }
+    // The high-half multiplies and 64-bit shifts by constants.
+    let text = "v_mul_hi_u32 v3, v7, v5
+v_mul_hi_i32 v4, v7, v5
+v_lshlrev_b64 v[6:7], 3, v[0:1]
+v_lshrrev_b64 v[8:9], 33, v[0:1]
+v_ashrrev_i64 v[10:11], 63, v[0:1]
+v_ashrrev_i64 v[0:1], 5, v[0:1]";
+    for seed in 1..4 {
+        check_text(text, seed);
+    }
+}
+
+/// `n` random programs of `len` instructions, each run from two random waves (all
+/// lanes active; `exec` otherwise): fused and interpreted results are equal.
+/// Returns the instructions that ran fused.
+fn check_programs(seed: u64, n: usize, len: usize, exec: u64) -> usize {
+    let mut rng = Rng(seed);
+    let mem = TestMemory::default();
+    let mut fused = 0;
+    for case in 0..n {
+        let src: Vec<String> = {
+            let mut g = Gen { rng: &mut rng };
+            (0..len).map(|_| g.inst()).collect()
+        };
+        let text = src.join("\n") + "\ns_endpgm\n";
+        let bytes: Vec<u8> = assemble(&text).into_iter().flat_map(|(_, b)| b).collect();
+        let region = mem.alloc(bytes.len() as u64 + 64);
+        assert!(region.write_bytes(0, &bytes));
+        let r: Arc<dyn MemoryRegion> = region.clone();
+        let start = region.device_base();
+        let with = Program::new(&r);
+        let without = Program::new(&r).without_fusion();
+        for exec in [u64::MAX, exec] {
+            // The same wave twice (from one seed).
+            let seed = rng.next() | 1;
+            let wave = || random_wave(&mut Rng(seed), exec);
+            let (a, b) = (
+                run(&mem, &with, start, wave()),
+                run(&mem, &without, start, wave()),
+            );
+            for reg in 0..VREGS {
+                assert_eq!(
+                    a.vgpr[reg], b.vgpr[reg],
+                    "v{reg} differs, case {case} (exec {exec:#x}):\n{text}"
+                );
+            }
+            assert_eq!(a.sgpr, b.sgpr, "sgprs differ, case {case}:\n{text}");
+            assert_eq!(a.instructions, b.instructions, "case {case}");
+        }
+        fused += with.fused_instructions(start);
+    }
+    fused
+}
+
+#[test]
+fn fused_runs_compute_what_the_interpreter_computes() {
+    let fused = check_programs(0x5EED_0001, 60, 24, 0xFFFF_0000_FFFF_FFF0);
+    // The programs must actually have been fused (on hosts that can): otherwise
+    // this test compares the interpreter with itself.
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert!(fused > 60 * 24 / 4, "only {fused} instructions ran fused");
+    }
+}
+
+#[test]
+fn long_fused_runs_keep_masks_in_order() {
+    // Longer programs: masks written, read and overwritten many times in one run.
+    let fused = check_programs(0x5EED_0002, 12, 120, u64::MAX >> 1);
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert!(fused > 12 * 120 / 4, "only {fused} instructions ran fused");
+    }
+}
