@@ -318,7 +318,7 @@ impl Program {
         }
         #[cfg(target_arch = "x86_64")]
         if self.fuse {
-            fuse_runs(&mut entries);
+            fuse_runs(&mut entries, &insts);
         }
         Block {
             entries: entries.into_boxed_slice(),
@@ -331,10 +331,15 @@ impl Program {
 /// Compiles the block's runs of integer VALU plans and attaches each to the entry
 /// of its first instruction (a block whose code cannot be compiled keeps none).
 #[cfg(target_arch = "x86_64")]
-fn fuse_runs(entries: &mut [Entry]) {
-    let runs = crate::valu::find_runs(entries.iter().map(|e| match &e.run {
-        Run::Int(p) => Some(p),
-        _ => None,
+fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) {
+    use crate::valu::Slot;
+    let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| match &e.run {
+        Run::Int(p) => Slot::Int(p),
+        Run::Scalar(s) => match s.sgpr_effects(inst) {
+            Some((reads, writes)) => Slot::Scalar(reads, writes),
+            None => Slot::Other,
+        },
+        _ => Slot::Other,
     }));
     let Some(code) = crate::valu::compile_runs(&runs) else {
         return;

@@ -1228,6 +1228,37 @@ fn taken(cond: bool) -> ScalarFlow {
 }
 
 impl ScalarPlan {
+    /// The scalar-file dwords (bit per index) this plan of `inst` reads and writes,
+    /// for a form whose only effects are those registers and SCC and which falls
+    /// through (`valu::jit` runs such instructions ahead of the vector instructions
+    /// around them); `None` for every other form (EXEC written, a branch, a barrier).
+    pub(crate) fn sgpr_effects(&self, inst: &Instruction) -> Option<(u128, u128)> {
+        let src = |s: Src| match s {
+            Src::R32(c) => 1u128 << c,
+            Src::R64(c) => 3u128 << c,
+            Src::K(_) => 0,
+        };
+        let dst = |d: Dst| match d {
+            Dst::D32(c) if c == code::NULL => 0,
+            Dst::D32(c) => 1u128 << c,
+            Dst::D64(c) => 3u128 << c,
+        };
+        let (reads, writes) = match inst {
+            Instruction::Sop2(_) => (src(self.a) | src(self.b), dst(self.d)),
+            Instruction::Sopc(_) => (src(self.a) | src(self.b), 0),
+            Instruction::Sop1(i) if matches!(i.op, Sop1Op::SMovB32 | Sop1Op::SMovB64) => {
+                (src(self.a), dst(self.d))
+            }
+            Instruction::Sopk(i) if i.op == SopkOp::SMovkI32 => (0, dst(self.d)),
+            Instruction::Sopp(i) if crate::wave::sopp_falls_through(i.op) => (0, 0),
+            _ => return None,
+        };
+        if writes & (3 << code::EXEC_LO) != 0 {
+            return None;
+        }
+        Some((reads, writes))
+    }
+
     /// The [`Flow`] of an executed plan.
     #[inline(always)]
     pub(crate) fn flow(&self, f: ScalarFlow) -> Flow {

@@ -246,7 +246,17 @@ impl Wave {
                 next += 1;
                 #[cfg(target_arch = "x86_64")]
                 if let (Some(f), true) = (&e.fused, fused_ok) {
-                    if crate::valu::run_fused(self, f) {
+                    // The run's scalar instructions first (they fall through).
+                    let scalars = |w: &mut Wave| {
+                        for &j in f.scalars.iter() {
+                            if let Some(Run::Scalar(s)) =
+                                block.entries.get(k + usize::from(j)).map(|e| &e.run)
+                            {
+                                w.run_scalar(s);
+                            }
+                        }
+                    };
+                    if crate::valu::run_fused(self, f, scalars) {
                         next = k + f.len;
                         continue;
                     }

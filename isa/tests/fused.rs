@@ -103,7 +103,7 @@ impl Gen<'_> {
     /// end inside the program).
     fn inst(&mut self) -> String {
         let (d, a, b) = (self.v(), self.src0(), self.v());
-        match self.rng.below(22) {
+        match self.rng.below(24) {
             0 => format!("v_mov_b32_e32 {d}, {a}"),
             1 => {
                 let op = self.rng.pick(&[
@@ -224,8 +224,25 @@ impl Gen<'_> {
                 let (x, y) = (self.src3(), self.src3());
                 format!("v_add_co_u32_e64 {d}, s[4:5], {x}, {y}\nv_mov_b32_e32 {b}, s5")
             }
-            // A scalar instruction between runs.
-            _ => "s_add_u32 s8, s8, s9".to_string(),
+            // A scalar instruction (three times in 24): it joins a run when it can run before the
+            // run's vector instructions (it writes nothing they read or wrote before
+            // it, and reads nothing they wrote), else it ends the run.
+            _ => self
+                .rng
+                .pick(&[
+                    "s_add_u32 s8, s8, s9",
+                    "s_addc_u32 s13, s13, 0",
+                    "s_cmp_eq_u64 s[8:9], 0",
+                    "s_cselect_b32 s11, s8, s9",
+                    "s_mov_b32 s10, s11",
+                    "s_movk_i32 s12, 0x1234",
+                    "s_waitcnt vmcnt(0)",
+                    "s_and_b64 s[6:7], vcc, exec",
+                    "s_mov_b64 vcc, s[8:9]",
+                    "s_mov_b32 s4, 7",
+                    "s_add_u32 s40, s41, 1",
+                ])
+                .to_string(),
         }
     }
 }

@@ -154,30 +154,56 @@ pub(crate) struct Builder {
     /// The run's masks by register: their scalar destinations (`u8::MAX`: a dword
     /// that is dropped).
     masks: Vec<[u8; 2]>,
-    /// Scalar dwords written by the run so far (bit per index).
+    /// Scalar dwords written by the run's vector ops so far (bit per index).
     written: u128,
+    /// Scalar dwords the run's vector ops read (as values or masks) so far.
+    reads: u128,
+    /// Block entries the run covers so far (vector ops and scalar instructions).
+    entries: usize,
+    /// Positions, among those entries, of the scalar instructions.
+    scalars: Vec<u8>,
     /// One past the highest vector-file register the run reads or writes.
     rows: usize,
 }
 
 impl Builder {
-    /// Ops in the run.
-    pub(crate) fn len(&self) -> usize {
-        self.ops.len()
-    }
-
     /// Appends `p` to the run; false (the run unchanged) if it does not fuse.
-    pub(crate) fn push(&mut self, p: &IntPlan) -> bool {
+    fn push(&mut self, p: &IntPlan) -> bool {
         let before = self.clone();
         match self.lower(p) {
             Some(op) => {
                 self.ops.push(op);
+                self.entries += 1;
                 true
             }
             None => {
                 *self = before;
                 false
             }
+        }
+    }
+
+    /// Appends a scalar instruction that reads and writes the scalar dwords
+    /// `reads`/`writes` (see `ScalarPlan::sgpr_effects`); false (the run unchanged)
+    /// unless it can run before the run's vector ops: it must not write what the
+    /// vector ops before it read or wrote, nor read what they wrote. (Vector ops
+    /// after it read its results either way.)
+    fn push_scalar(&mut self, reads: u128, writes: u128) -> bool {
+        let ok = writes & (self.reads | self.written) == 0
+            && reads & self.written == 0
+            && self.entries < usize::from(u8::MAX);
+        if ok {
+            self.scalars.push(self.entries as u8);
+            self.entries += 1;
+        }
+        ok
+    }
+
+    /// Drops the scalar instructions after the last vector op.
+    fn trim(&mut self) {
+        while self.scalars.last() == Some(&(self.entries as u8 - 1)) {
+            self.scalars.pop();
+            self.entries -= 1;
         }
     }
 
@@ -204,7 +230,10 @@ impl Builder {
                 Val::Row(r)
             }
             PlanSrc::Sreg(c) if self.was_written(c) => return None,
-            PlanSrc::Sreg(c) => Val::Const(self.row_of(Scalar::Sreg(c))),
+            PlanSrc::Sreg(c) => {
+                self.reads |= 1 << (c & 127);
+                Val::Const(self.row_of(Scalar::Sreg(c)))
+            }
             PlanSrc::Imm(v) => Val::Const(self.row_of(Scalar::Imm(v))),
         })
     }
@@ -220,7 +249,10 @@ impl Builder {
         for (d, p) in dw.iter_mut().zip(s) {
             *d = match p {
                 PlanSrc::Sreg(c) if self.was_written(c) => return None,
-                PlanSrc::Sreg(c) => Scalar::Sreg(c),
+                PlanSrc::Sreg(c) => {
+                    self.reads |= 1 << (c & 127);
+                    Scalar::Sreg(c)
+                }
                 PlanSrc::Imm(v) => Scalar::Imm(v),
                 PlanSrc::Vreg(_) => Scalar::Imm(0),
             };
@@ -398,14 +430,19 @@ impl Builder {
     }
 }
 
+/// A run's compiled code: System V, (vector file, scalar file).
+type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32);
+
 /// A compiled run, attached to the block entry of its first instruction.
 pub(crate) struct Fused {
-    /// The block's code.
-    code: Arc<ExecutableBuffer>,
+    /// The block's code (kept alive while `func` may be called).
+    _code: Arc<ExecutableBuffer>,
     /// This run's entry point in it.
-    entry: AssemblyOffset,
+    func: RunFn,
     /// Instructions the run covers (consecutive block entries).
     pub(crate) len: usize,
+    /// Positions, among them, of the scalar instructions, which run first.
+    pub(crate) scalars: Box<[u8]>,
     /// One past the highest vector-file register it reads or writes.
     rows: usize,
 }
@@ -433,10 +470,15 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
         runs.iter()
             .zip(starts)
             .map(|((at, b), entry)| {
+                // SAFETY: `entry` is where `emit_run` began a function of this
+                // signature in `code`, which is executable and is kept alive by the
+                // Arc each `Fused` holds.
+                let func = unsafe { std::mem::transmute::<*const u8, RunFn>(code.ptr(entry)) };
                 let fused = Fused {
-                    code: code.clone(),
-                    entry,
-                    len: b.ops.len(),
+                    _code: code.clone(),
+                    func,
+                    len: b.entries,
+                    scalars: b.scalars.clone().into_boxed_slice(),
                     rows: b.rows,
                 };
                 (*at, fused)
@@ -445,25 +487,25 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
     )
 }
 
-/// Runs `f` on `w`; false, having changed nothing, unless every lane is active and
-/// every register of the run is in the wave's vector file.
+/// Runs `f` on `w`, `scalars` first (which runs the run's scalar instructions);
+/// false, having changed nothing, unless every lane is active and every register of
+/// the run is in the wave's vector file.
 #[inline]
-pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> bool {
+pub(crate) fn run_fused(w: &mut Wave, f: &Fused, scalars: impl FnOnce(&mut Wave)) -> bool {
     if w.exec() != u64::MAX || w.vgpr.len() < f.rows {
         return false;
     }
+    if !f.scalars.is_empty() {
+        scalars(w);
+    }
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
     let sgpr = w.sgpr.as_mut_ptr();
-    // SAFETY: `f.entry` is the start of a function `emit_run` generated in
-    // `f.code` (kept alive by the Arc) with this signature, compiled only on hosts
-    // with AVX2. It reads and writes the lanes of vector-file registers below
-    // `f.rows`, which is within `w.vgpr` (checked above), scalar-file dwords below
-    // 128 (`Builder` takes indices only from plans, all below 128) and its own
-    // stack frame.
-    unsafe {
-        let func: extern "sysv64" fn(*mut u32, *mut u32) = std::mem::transmute(f.code.ptr(f.entry));
-        func(vgpr, sgpr);
-    }
+    // SAFETY: `f.func` is code `emit_run` generated (compiled only on hosts with
+    // AVX2, kept alive by `f`). It reads and writes the lanes of vector-file
+    // registers below `f.rows`, which is within `w.vgpr` (checked above), scalar-file
+    // dwords below 128 (`Builder` takes indices only from plans, all below 128) and
+    // its own stack frame.
+    unsafe { (f.func)(vgpr, sgpr) };
     true
 }
 
@@ -1029,27 +1071,41 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
     }
 }
 
-/// Finds the runs of `plans` (one per block entry, `None` where the entry has no
-/// integer plan) worth fusing: greedily from each entry, as many consecutive plans
-/// as fuse, when that is at least two. Returns (first entry, run) pairs.
-pub(crate) fn find_runs<'p>(
-    plans: impl Iterator<Item = Option<&'p IntPlan>>,
-) -> Vec<(usize, Builder)> {
-    let plans: Vec<Option<&IntPlan>> = plans.collect();
+/// What a block entry is to [`find_runs`].
+pub(crate) enum Slot<'p> {
+    /// An integer VALU plan.
+    Int(&'p IntPlan),
+    /// A scalar instruction with these scalar-file reads and writes (see
+    /// `ScalarPlan::sgpr_effects`).
+    Scalar(u128, u128),
+    /// Anything else (ends a run).
+    Other,
+}
+
+/// Finds the runs of a block's entries worth fusing: from each integer plan, as
+/// many following entries as join (integer plans that fuse, scalar instructions
+/// that can run first), ending with an integer plan, when that holds at least two
+/// integer plans. Returns (first entry, run) pairs.
+pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize, Builder)> {
+    let slots: Vec<Slot<'p>> = slots.collect();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < plans.len() {
+    while i < slots.len() {
         let mut b = Builder::default();
-        let mut j = i;
-        while let Some(Some(p)) = plans.get(j) {
-            if !b.push(p) {
+        for slot in &slots[i..] {
+            let joined = match *slot {
+                Slot::Int(p) => b.push(p),
+                Slot::Scalar(r, w) if !b.ops.is_empty() => b.push_scalar(r, w),
+                _ => false,
+            };
+            if !joined {
                 break;
             }
-            j += 1;
         }
-        if b.len() >= 2 {
-            out.push((i, b));
-            i = j;
+        b.trim();
+        if b.ops.len() >= 2 {
+            i += b.entries;
+            out.push((i - b.entries, b));
         } else {
             i += 1;
         }
