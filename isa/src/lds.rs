@@ -136,6 +136,13 @@ pub(crate) fn run_lds_plan(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         return unsafe { run_avx2(w, p, lds) };
     }
+    run_portable(w, p, lds)
+}
+
+/// `run_body` for hosts without AVX2 (out of line, so that the dispatch above keeps
+/// a small frame).
+#[inline(never)]
+fn run_portable(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
     run_body(w, p, lds)
 }
 
@@ -225,6 +232,71 @@ fn run_body(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
     }
 }
 
+/// The two forms LLVM's team-state updates use most, without the lane tables of
+/// the general shape below: a load of one address by every lane (a broadcast into
+/// the destination), and a store by one active lane. `None` for other forms; else
+/// what `run_sized` returns (false, with no effect, when an access leaves the LDS).
+/// Out of line: inlined, it changes how the general shape below is compiled, to the
+/// cost of consecutive stores (x86 instructions per execution, `inst_cost`).
+#[inline(never)]
+fn team_state_fast<const BYTES: usize>(
+    w: &mut Wave,
+    p: &LdsPlan,
+    lds: &mut [u8],
+    exec: u64,
+) -> Option<bool> {
+    let dwords = BYTES / 4;
+    let in_lds = |a: u32| {
+        p.offs[..p.slots]
+            .iter()
+            .all(|&off| u64::from(a) + u64::from(off) + BYTES as u64 <= lds.len() as u64)
+    };
+    match p.kind {
+        Kind::Load if exec == u64::MAX => {
+            let addr = w.vgpr.get(p.addr)?;
+            let a0 = addr[0];
+            // One pass without an early exit (it vectorises).
+            if addr.iter().fold(0, |d, &a| d | (a ^ a0)) != 0 {
+                return None;
+            }
+            if !in_lds(a0) {
+                return Some(false);
+            }
+            // Every value is read before any destination is written (the address
+            // register may be one).
+            let mut vals = [0u32; 4];
+            for (h, &off) in p.offs[..p.slots].iter().enumerate() {
+                for k in 0..dwords {
+                    vals[h * dwords + k] = word(lds, (a0 + off) as usize + 4 * k);
+                }
+            }
+            for (i, &v) in vals[..p.slots * dwords].iter().enumerate() {
+                if let Some(dst) = w.vgpr.get_mut(p.dst + i) {
+                    *dst = [v; WAVE_SIZE];
+                }
+            }
+            Some(true)
+        }
+        Kind::Store if exec.is_power_of_two() => {
+            let l = exec.trailing_zeros() as usize;
+            let a = w.vgpr.get(p.addr)?[l];
+            if !in_lds(a) {
+                return Some(false);
+            }
+            for (h, &off) in p.offs[..p.slots].iter().enumerate() {
+                let o = (a + off) as usize;
+                for k in 0..dwords {
+                    let v = w.vgpr.get(p.data[h] + k)?[l];
+                    lds.get_mut(o + 4 * k..o + 4 * k + 4)?
+                        .copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            Some(true)
+        }
+        _ => None,
+    }
+}
+
 /// `run_body` for elements of `BYTES` (= `p.bytes`) bytes.
 #[inline(always)]
 fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
@@ -241,6 +313,9 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
     if exec == 0 {
         return false;
     }
+    if let Some(done) = team_state_fast::<BYTES>(w, p, lds, exec) {
+        return done;
+    }
     // The address shape (with every lane active: one address, or consecutive
     // elements) and the highest active address, each found in as few passes over
     // the lanes as the shape allows; lane 0's address; and, for other shapes, a copy
@@ -250,10 +325,9 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
     };
     let full = exec == u64::MAX;
     let (uniform, seq, hi) = if full {
-        let (mut diff_uniform, mut diff_seq) = (0u32, 0u32);
-        for l in 0..WAVE_SIZE {
-            diff_uniform |= addr[l] ^ addr[0];
-        }
+        let a0 = addr[0];
+        let diff_uniform = addr.iter().fold(0, |d, &a| d | (a ^ a0));
+        let mut diff_seq = 0u32;
         if diff_uniform == 0 {
             (true, false, addr[0])
         } else {
