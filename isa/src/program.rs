@@ -164,9 +164,8 @@ pub struct Program {
 impl Program {
     /// A program over all of `region` (code addresses are device addresses in it).
     ///
-    /// Straight runs of integer VALU instructions are compiled to host code (see
-    /// [`without_fusion`](Self::without_fusion)) unless the environment variable
-    /// `ISA_NO_FUSION` is set.
+    /// Straight runs of integer VALU instructions are compiled to host code on hosts
+    /// that can run it (see [`without_fusion`](Self::without_fusion)).
     pub fn new(region: &Arc<dyn MemoryRegion>) -> Self {
         let len = region.len();
         let dwords = (len / 4) as usize;
@@ -177,7 +176,7 @@ impl Program {
             base: region.device_base(),
             len,
             pages: (0..npages).map(|_| OnceLock::new()).collect(),
-            fuse: std::env::var_os("ISA_NO_FUSION").is_none(),
+            fuse: true,
         }
     }
 

@@ -93,7 +93,7 @@ impl Job {
         let region = memory
             .region(entry)
             .ok_or_else(|| bad_kd(format!("entry point {entry:#x} is not in device memory")))?;
-        let program = programs.program_for(&region);
+        let program = programs.program_for(&region, settings.fusion);
         let grid_wgs: [u32; 3] =
             std::array::from_fn(|d| req.grid_size[d].div_ceil(req.workgroup_size[d]));
         Ok(Job {

@@ -18,11 +18,17 @@ pub(super) struct ProgramCache {
 }
 
 impl ProgramCache {
-    /// The cached program of `region`, or a new one (replacing a stale entry).
-    pub(super) fn program_for(&self, region: &Arc<dyn MemoryRegion>) -> Arc<Program> {
+    /// The cached program of `region`, or a new one (replacing a stale entry); a new
+    /// program compiles runs of integer VALU instructions to host code when `fusion`
+    /// (`DispatchSettings::fusion`).
+    pub(super) fn program_for(&self, region: &Arc<dyn MemoryRegion>, fusion: bool) -> Arc<Program> {
+        let new = || {
+            let p = Program::new(region);
+            Arc::new(if fusion { p } else { p.without_fusion() })
+        };
         let key = region.device_base();
         let Ok(mut map) = self.programs.lock() else {
-            return Arc::new(Program::new(region));
+            return new();
         };
         if let Some(p) = map.get(&key) {
             if p.is_over(region) {
@@ -31,7 +37,7 @@ impl ProgramCache {
         }
         // Drop entries whose code region is gone.
         map.retain(|_, p| p.region().is_some());
-        let p = Arc::new(Program::new(region));
+        let p = new();
         map.insert(key, p.clone());
         p
     }

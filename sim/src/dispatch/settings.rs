@@ -17,6 +17,9 @@ pub struct DispatchSettings {
     pub max_wave_instructions: u64,
     /// Workgroups whose instructions are printed to stderr.
     pub trace: TraceFilter,
+    /// Whether straight runs of integer VALU instructions are compiled to host code
+    /// (`isa::Program::without_fusion` when not); results are the same either way.
+    pub fusion: bool,
 }
 
 impl Default for DispatchSettings {
@@ -24,6 +27,7 @@ impl Default for DispatchSettings {
         DispatchSettings {
             max_wave_instructions: DEFAULT_MAX_WAVE_INSTRUCTIONS,
             trace: TraceFilter::Off,
+            fusion: true,
         }
     }
 }
