@@ -246,9 +246,10 @@ impl Wave {
                 next += 1;
                 #[cfg(target_arch = "x86_64")]
                 if let (Some(f), true) = (&e.fused, fused_ok) {
-                    // The run's scalar instructions first (they fall through).
-                    let scalars = |w: &mut Wave| {
-                        for &j in f.scalars.iter() {
+                    // The run's scalar instructions (they fall through), at the
+                    // positions the run gives.
+                    let scalars = |w: &mut Wave, at: &[u8]| {
+                        for &j in at {
                             if let Some(Run::Scalar(s)) =
                                 block.entries.get(k + usize::from(j)).map(|e| &e.run)
                             {

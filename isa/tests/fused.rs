@@ -30,13 +30,24 @@ impl Rng {
     /// A lane value: mostly edge values and small numbers, so that carries,
     /// equalities and sign changes occur.
     fn value(&mut self) -> u32 {
-        match self.below(8) {
+        match self.below(10) {
             0 => 0,
             1 => u32::MAX,
             2 => 0x8000_0000,
             3 => 0x7FFF_FFFF,
             4 => self.below(4) as u32,
             5 => u32::MAX - self.below(4) as u32,
+            // High dwords of f64 specials: infinity, quiet and signalling NaNs, a
+            // denormal, 1.0.
+            6 => *[
+                0x7FF0_0000,
+                0x7FF8_0000,
+                0x7FF4_0000,
+                0x000F_FFFF,
+                0x3FF0_0000,
+            ]
+            .get(self.below(5))
+            .unwrap_or(&0),
             _ => self.next() as u32,
         }
     }
@@ -90,6 +101,17 @@ impl Gen<'_> {
     fn mask(&mut self) -> &'static str {
         self.rng.pick(&["vcc", "s[4:5]", "s[6:7]"])
     }
+    /// A VOP3 64-bit source: a register pair or an inline constant.
+    fn src3_64(&mut self) -> String {
+        if self.rng.below(4) == 0 {
+            self.rng
+                .pick(&["0", "1.0", "-2.0", "0.5", "-4.0", "-1"])
+                .to_string()
+        } else {
+            self.vpair()
+        }
+    }
+
     /// A 64-bit e32 src0.
     fn src0_64(&mut self) -> String {
         match self.rng.below(3) {
@@ -103,7 +125,7 @@ impl Gen<'_> {
     /// end inside the program).
     fn inst(&mut self) -> String {
         let (d, a, b) = (self.v(), self.src0(), self.v());
-        match self.rng.below(24) {
+        match self.rng.below(26) {
             0 => format!("v_mov_b32_e32 {d}, {a}"),
             1 => {
                 let op = self.rng.pick(&[
@@ -224,7 +246,28 @@ impl Gen<'_> {
                 let (x, y) = (self.src3(), self.src3());
                 format!("v_add_co_u32_e64 {d}, s[4:5], {x}, {y}\nv_mov_b32_e32 {b}, s5")
             }
-            // A scalar instruction (three times in 24): it joins a run when it can run before the
+            21 | 22 => {
+                let d = self.vpair();
+                match self.rng.below(4) {
+                    0 => {
+                        let (x, y) = (self.src3_64(), self.src3_64());
+                        format!("v_add_f64 {d}, {x}, {y}")
+                    }
+                    1 => {
+                        let (x, y) = (self.src3_64(), self.src3_64());
+                        format!("v_mul_f64 {d}, {x}, {y}")
+                    }
+                    2 => {
+                        let (x, y, z) = (self.src3_64(), self.src3_64(), self.src3_64());
+                        format!("v_fma_f64 {d}, {x}, {y}, {z}")
+                    }
+                    _ => {
+                        let (x, y) = (self.src0_64(), self.vpair());
+                        format!("v_fmac_f64_e32 {d}, {x}, {y}")
+                    }
+                }
+            }
+            // A scalar instruction (three times in 26): it joins a run when it can run before the
             // run's vector instructions (it writes nothing they read or wrote before
             // it, and reads nothing they wrote), else it ends the run.
             _ => self
@@ -264,9 +307,12 @@ fn run(mem: &TestMemory, program: &Program, start: u64, mut w: Wave) -> Wave {
     w
 }
 
-/// A wave with random lanes in v0..v11, random s4..s13 and VCC, and `exec`.
+/// A wave with random lanes in v0..v11, random s4..s13 and VCC, and `exec`; MODE
+/// keeps f64 denormals (as kernels set it) in three waves of four, else flushes them
+/// (fused runs with f64 ops then decline).
 fn random_wave(rng: &mut Rng, exec: u64) -> Wave {
     let mut w = Wave::new();
+    w.mode = if rng.below(4) == 0 { 0 } else { 0xF0 };
     for r in 0..VREGS {
         for l in 0..WAVE_SIZE {
             w.vgpr[r][l] = rng.value();
@@ -279,9 +325,15 @@ fn random_wave(rng: &mut Rng, exec: u64) -> Wave {
     w
 }
 
-/// Runs `text` (fused and interpreted) from random waves; panics on a difference.
+/// Runs `text` (fused and interpreted) from a random wave; panics on a difference.
 /// Returns the instructions that ran fused.
 fn check_text(text: &str, seed: u64) -> usize {
+    check_wave(text, || random_wave(&mut Rng(seed), u64::MAX))
+}
+
+/// Runs `text` (fused and interpreted) from the wave `wave` makes; panics on a
+/// difference. Returns the instructions that ran fused.
+fn check_wave(text: &str, wave: impl Fn() -> Wave) -> usize {
     let mem = TestMemory::default();
     let bytes: Vec<u8> = assemble(&format!("{text}\ns_endpgm\n"))
         .into_iter()
@@ -293,7 +345,6 @@ fn check_text(text: &str, seed: u64) -> usize {
     let start = region.device_base();
     let with = Program::new(&r);
     let without = Program::new(&r).without_fusion();
-    let wave = || random_wave(&mut Rng(seed), u64::MAX);
     let (a, b) = (
         run(&mem, &with, start, wave()),
         run(&mem, &without, start, wave()),
@@ -391,5 +442,108 @@ fn long_fused_runs_keep_masks_in_order() {
     let fused = check_programs(0x5EED_0002, 12, 120, u64::MAX >> 1);
     if std::arch::is_x86_feature_detected!("avx2") {
         assert!(fused > 12 * 120 / 4, "only {fused} instructions ran fused");
+    }
+}
+
+/// Whether this host runs fused runs (elsewhere the tests only compare the
+/// interpreter with itself).
+fn fuses() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+#[test]
+fn f64_specials_give_the_interpreters_results_and_nans() {
+    // Every pair of specials (infinities, zeros, quiet and signalling NaNs with
+    // payloads, 1.0, a denormal) in 64 lanes: NaN operands, invalid operations
+    // (inf - inf, 0 * inf) and denormal results.
+    let specials: [u64; 8] = [
+        0x7FF0_0000_0000_0000,
+        0xFFF0_0000_0000_0000,
+        0,
+        0x8000_0000_0000_0000,
+        0x7FF8_0000_0000_1234,
+        0xFFF4_0000_0000_0042,
+        0x3FF0_0000_0000_0000,
+        0x0000_0000_0000_0003,
+    ];
+    let wave = || {
+        let mut w = random_wave(&mut Rng(5), u64::MAX);
+        w.mode = 0xF0;
+        for l in 0..WAVE_SIZE {
+            let (x, y) = (specials[l % 8], specials[l / 8]);
+            (w.vgpr[2][l], w.vgpr[3][l]) = (x as u32, (x >> 32) as u32);
+            (w.vgpr[4][l], w.vgpr[5][l]) = (y as u32, (y >> 32) as u32);
+            (w.vgpr[6][l], w.vgpr[7][l]) = (y as u32, (x >> 32) as u32);
+        }
+        w
+    };
+    let text = "v_add_f64 v[0:1], v[2:3], v[4:5]
+v_mul_f64 v[8:9], v[2:3], v[4:5]
+v_fma_f64 v[10:11], v[2:3], v[4:5], v[6:7]
+v_fmac_f64_e32 v[6:7], v[4:5], v[2:3]
+v_add_f64 v[2:3], v[4:5], -v[2:3]";
+    let fused = check_wave(text, wave);
+    if fuses() {
+        // The last has a modifier (no plan).
+        assert_eq!(fused, 4);
+    }
+}
+
+#[test]
+fn scalar_instructions_between_vector_ones_keep_their_order() {
+    let wave = || {
+        let mut w = random_wave(&mut Rng(9), u64::MAX);
+        (w.sgpr[8], w.sgpr[9]) = (0x1234_5678, 0x0F0F_0F0F);
+        w
+    };
+    // (program, instructions that run fused)
+    let cases = [
+        // VCC written by a vector op, then by a scalar one: the scalar one runs
+        // after the vector ops.
+        (
+            "v_cmp_t_u32_e32 vcc, v0, v10
+s_mov_b64 vcc, s[8:9]
+v_or3_b32 v4, v11, v3, v6
+v_mov_b32_e32 v5, v4",
+            4,
+        ),
+        // A scalar instruction reading a mask the vector ops wrote: after them.
+        (
+            "v_cmp_lt_u32_e32 vcc, v0, v1
+s_and_b64 s[6:7], vcc, exec
+v_mov_b32_e32 v2, v3",
+            3,
+        ),
+        // Once one scalar instruction runs after the vector ops, the later ones do
+        // too (here the second reads what the first wrote).
+        (
+            "v_cmp_lt_u32_e32 vcc, v0, v1
+s_mov_b64 s[10:11], vcc
+s_add_u32 s12, s10, 1
+v_mov_b32_e32 v2, v3",
+            4,
+        ),
+        // A scalar result read by a later vector op: the scalar one runs first.
+        (
+            "v_mov_b32_e32 v6, v7
+s_add_u32 s9, s9, 1
+v_add_u32_e32 v4, s9, v5",
+            3,
+        ),
+        // A scalar instruction writing what an earlier vector op read, read again by
+        // a later one: the run ends before the later one.
+        (
+            "v_add_u32_e32 v1, s8, v2
+v_mov_b32_e32 v6, v7
+s_add_u32 s8, s8, 1
+v_add_u32_e32 v4, s8, v5",
+            2,
+        ),
+    ];
+    for (text, want) in cases {
+        let fused = check_wave(text, wave);
+        if fuses() {
+            assert_eq!(fused, want, "{text}");
+        }
     }
 }

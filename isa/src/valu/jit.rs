@@ -19,33 +19,47 @@
 //! What fuses ([`Builder::push`]): the integer plans with a lane-wise host form:
 //! moves, selects, logic, shifts, min/max, 32-bit and high-half multiplies, the
 //! three-source adds/shifts/logic, the carry ops, the 32- and 64-bit compares
-//! without CMPX, and 64-bit shifts by a constant. A run ends before an op that
-//! would read, as a value, a scalar dword the run already wrote (its value would be
-//! a lane mask computed inside the run), that writes EXEC, whose mask destination
-//! overlaps an earlier one without being equal to it, or that needs a seventh mask.
+//! without CMPX, 64-bit shifts by a constant, and the f64 add, multiply and fused
+//! multiply-add (host IEEE arithmetic, NaN results replaced as `fp::nan_of` says).
+//! A run ends before an op that would read, as a value, a scalar dword the run
+//! already wrote (its value would be a lane mask computed inside the run), that
+//! writes EXEC, whose mask destination overlaps an earlier one without being equal
+//! to it, or that needs a fifth mask.
+//!
+//! Scalar instructions between the vector ops join the run when they touch only
+//! scalar registers and SCC ([`Builder::push_scalar`]); they keep their order among
+//! themselves, and run before the vector ops while that gives the program's results
+//! (they write nothing the vector ops before them read or wrote, and read nothing
+//! those wrote), else after them (and then the vector ops after them must not read
+//! what they write, nor write what they read or write).
 //!
 //! Preconditions checked per execution ([`run_fused`]): EXEC all ones (the plans
-//! then write every lane; with a partial EXEC the entries run one by one) and every
-//! register of the run inside the wave's vector file.
+//! then write every lane; with a partial EXEC the entries run one by one), every
+//! register of the run inside the wave's vector file and, for a run with f64 ops,
+//! the MODE the f64 plans need (round to nearest even, f64 denormals kept).
 //!
-//! Code: one executable buffer per block (dynasm-rs), entered with the System V
-//! ABI, rdi = the vector file (lane 0 of register 0), rsi = the scalar file. Frame:
-//! 32-byte rows (row 0: the lane bits 1, 2, ... 128; then one row per scalar or
-//! constant source, its value in 8 lanes), then one qword per mask read from before
-//! the run, one accumulator per mask of the run, and the sign-bias row. rdx is the group's byte offset
-//! in a register row, rcx the group's first lane (the shift of its 8 mask bits).
+//! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
+//! are encoded by [`vex`]), entered with the System V ABI, rdi = the vector file
+//! (lane 0 of register 0), rsi = the scalar file. Frame: 32-byte rows (row 0: the
+//! lane bits 1, 2, ... 128; then one row per scalar or constant source, its value in
+//! 8 lanes), then one qword per mask read from before the run and one accumulator
+//! per mask of the run. ymm14 holds the sign bias (0x8000_0000 per lane) of the
+//! unsigned compares, ymm8..ymm11 the run's masks for the current group. rdx is the
+//! group's byte offset in a register row, rcx the group's first lane (the shift of
+//! its 8 mask bits).
 
 use std::sync::Arc;
 
 use dynasmrt::x64::Assembler;
 use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuffer};
 
-use super::plan::{Bin, IntPlan, Kind, Tri};
+use super::fp::FpMode;
+use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
 use crate::wave::{Wave, WAVE_SIZE};
 
-/// Most masks (AVX registers ymm8..ymm13) one run keeps.
-const MASK_REGS: usize = 6;
+/// Most masks (AVX registers ymm8..ymm11) one run keeps.
+const MASK_REGS: usize = 4;
 /// The AVX register of mask 0.
 const MASK_BASE: u8 = 8;
 /// Bytes of one vector register (64 lanes).
@@ -133,6 +147,13 @@ enum Op {
         b: [Val; 2],
         out: usize,
     },
+    /// An f64 operation: `src[k]` = source k's (low, high) dwords (`c` only for
+    /// the fused multiply-add).
+    F64 {
+        op: F64Op,
+        d: u16,
+        src: [[Val; 2]; 3],
+    },
     /// `k` as `Kind::Shift64`, by the constant `n` (0..=63).
     Shift64 {
         k: u8,
@@ -160,23 +181,41 @@ pub(crate) struct Builder {
     reads: u128,
     /// Block entries the run covers so far (vector ops and scalar instructions).
     entries: usize,
-    /// Positions, among those entries, of the scalar instructions.
+    /// Positions, among those entries, of the scalar instructions (program order).
     scalars: Vec<u8>,
+    /// How many of `scalars` run before the vector ops; the rest run after them.
+    hoisted: usize,
+    /// Scalar dwords the scalar instructions that run after the vector ops read and
+    /// write (bit per index).
+    sunk_reads: u128,
+    sunk_writes: u128,
+    /// Whether the run has f64 ops (it then needs the default MODE).
+    f64: bool,
     /// One past the highest vector-file register the run reads or writes.
     rows: usize,
+    /// Scalar dwords the op being lowered reads and writes.
+    op_reads: u128,
+    op_writes: u128,
 }
 
 impl Builder {
     /// Appends `p` to the run; false (the run unchanged) if it does not fuse.
     fn push(&mut self, p: &IntPlan) -> bool {
         let before = self.clone();
-        match self.lower(p) {
-            Some(op) => {
+        (self.op_reads, self.op_writes) = (0, 0);
+        let lowered = self.lower(p);
+        // A vector op after a scalar instruction that runs after the vector ops must
+        // not read what that instruction writes, nor write what it reads or writes.
+        match lowered {
+            Some(op)
+                if self.op_reads & self.sunk_writes == 0
+                    && self.op_writes & (self.sunk_reads | self.sunk_writes) == 0 =>
+            {
                 self.ops.push(op);
                 self.entries += 1;
                 true
             }
-            None => {
+            _ => {
                 *self = before;
                 false
             }
@@ -189,14 +228,23 @@ impl Builder {
     /// vector ops before it read or wrote, nor read what they wrote. (Vector ops
     /// after it read its results either way.)
     fn push_scalar(&mut self, reads: u128, writes: u128) -> bool {
-        let ok = writes & (self.reads | self.written) == 0
-            && reads & self.written == 0
-            && self.entries < usize::from(u8::MAX);
-        if ok {
-            self.scalars.push(self.entries as u8);
-            self.entries += 1;
+        if self.entries >= usize::from(u8::MAX) {
+            return false;
         }
-        ok
+        // Before the vector ops, while every scalar instruction so far runs there.
+        let first = self.hoisted == self.scalars.len()
+            && writes & (self.reads | self.written) == 0
+            && reads & self.written == 0;
+        if first {
+            self.hoisted += 1;
+        } else {
+            // After them: the vector ops that follow are checked in `push`.
+            self.sunk_reads |= reads;
+            self.sunk_writes |= writes;
+        }
+        self.scalars.push(self.entries as u8);
+        self.entries += 1;
+        true
     }
 
     /// Drops the scalar instructions after the last vector op.
@@ -205,6 +253,7 @@ impl Builder {
             self.scalars.pop();
             self.entries -= 1;
         }
+        self.hoisted = self.hoisted.min(self.scalars.len());
     }
 
     /// The frame row of `s`.
@@ -232,6 +281,7 @@ impl Builder {
             PlanSrc::Sreg(c) if self.was_written(c) => return None,
             PlanSrc::Sreg(c) => {
                 self.reads |= 1 << (c & 127);
+                self.op_reads |= 1 << (c & 127);
                 Val::Const(self.row_of(Scalar::Sreg(c)))
             }
             PlanSrc::Imm(v) => Val::Const(self.row_of(Scalar::Imm(v))),
@@ -242,6 +292,7 @@ impl Builder {
     fn mask_in(&mut self, s: [PlanSrc; 2]) -> Option<MaskIn> {
         if let [PlanSrc::Sreg(lo), PlanSrc::Sreg(hi)] = s {
             if let Some(k) = self.masks.iter().position(|m| *m == [lo, hi]) {
+                self.op_reads |= 1 << (lo & 127) | 1 << (hi & 127);
                 return Some(MaskIn::Reg(k));
             }
         }
@@ -251,6 +302,7 @@ impl Builder {
                 PlanSrc::Sreg(c) if self.was_written(c) => return None,
                 PlanSrc::Sreg(c) => {
                     self.reads |= 1 << (c & 127);
+                    self.op_reads |= 1 << (c & 127);
                     Scalar::Sreg(c)
                 }
                 PlanSrc::Imm(v) => Scalar::Imm(v),
@@ -293,6 +345,7 @@ impl Builder {
             }
         };
         self.written |= mine;
+        self.op_writes |= mine;
         Some(Some(k))
     }
 
@@ -414,6 +467,19 @@ impl Builder {
                     out,
                 }
             }
+            Kind::F64(op) => {
+                let n = if op == F64Op::Fma { 3 } else { 2 };
+                let mut src = [[Val::Const(0); 2]; 3];
+                for (v, s) in src.iter_mut().zip(p.src).take(n) {
+                    *v = [self.val(s[0])?, self.val(s[1])?];
+                }
+                self.f64 = true;
+                Op::F64 {
+                    op,
+                    d: self.dst(p.dst, 2),
+                    src,
+                }
+            }
             Kind::Shift64(k) => {
                 let PlanSrc::Imm(n) = s0[0] else { return None };
                 let (lo, hi) = (self.val(s1[0])?, self.val(s1[1])?);
@@ -441,8 +507,12 @@ pub(crate) struct Fused {
     func: RunFn,
     /// Instructions the run covers (consecutive block entries).
     pub(crate) len: usize,
-    /// Positions, among them, of the scalar instructions, which run first.
+    /// Positions, among them, of the scalar instructions (program order).
     pub(crate) scalars: Box<[u8]>,
+    /// How many of `scalars` run before the vector ops (the rest run after them).
+    pub(crate) hoisted: usize,
+    /// Whether the run has f64 ops.
+    f64: bool,
     /// One past the highest vector-file register it reads or writes.
     rows: usize,
 }
@@ -479,6 +549,8 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
                     func,
                     len: b.entries,
                     scalars: b.scalars.clone().into_boxed_slice(),
+                    hoisted: b.hoisted,
+                    f64: b.f64,
                     rows: b.rows,
                 };
                 (*at, fused)
@@ -487,16 +559,29 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
     )
 }
 
-/// Runs `f` on `w`, `scalars` first (which runs the run's scalar instructions);
-/// false, having changed nothing, unless every lane is active and every register of
-/// the run is in the wave's vector file.
+/// Runs `f` on `w`; `scalars(w, positions)` runs the run's scalar instructions at
+/// those positions, before and after the vector ops. False, having changed nothing,
+/// unless every lane is active, every register of the run is in the wave's vector
+/// file and, for a run with f64 ops, MODE asks what the f64 plans do (round to
+/// nearest even, f64 denormals kept).
 #[inline]
-pub(crate) fn run_fused(w: &mut Wave, f: &Fused, scalars: impl FnOnce(&mut Wave)) -> bool {
+pub(crate) fn run_fused(
+    w: &mut Wave,
+    f: &Fused,
+    mut scalars: impl FnMut(&mut Wave, &[u8]),
+) -> bool {
     if w.exec() != u64::MAX || w.vgpr.len() < f.rows {
         return false;
     }
-    if !f.scalars.is_empty() {
-        scalars(w);
+    if f.f64 {
+        let fpm = FpMode::new(w.mode);
+        if fpm.round != 0 || fpm.flush_in64() || fpm.flush_out64() {
+            return false;
+        }
+    }
+    let (before, after) = f.scalars.split_at(f.hoisted.min(f.scalars.len()));
+    if !before.is_empty() {
+        scalars(w, before);
     }
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
     let sgpr = w.sgpr.as_mut_ptr();
@@ -506,16 +591,55 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused, scalars: impl FnOnce(&mut Wave)
     // dwords below 128 (`Builder` takes indices only from plans, all below 128) and
     // its own stack frame.
     unsafe { (f.func)(vgpr, sgpr) };
+    if !after.is_empty() {
+        scalars(w, after);
+    }
     true
 }
 
-/// `vmovmskps eax, ymm<y>` (VEX.256.0F 50 /r; dynasm-rs 3.2 rejects this form).
-fn movmsk_eax(a: &mut Assembler, y: u8) {
-    if y < 8 {
-        a.extend([0xC5, 0xFC, 0x50, 0xC0 | y]);
-    } else {
-        a.extend([0xC4, 0xC1, 0x7C, 0x50, 0xC0 | (y & 7)]);
+/// A VEX.256 register-to-register instruction `op dst, src1, src2[, imm]` (opcode
+/// map `map`: 1 = 0F, 2 = 0F38; `pp`: 0 none, 1 = 66), encoded here for the forms
+/// dynasm-rs 3.2 gets wrong: VMOVMSKPS (rejected), VFMADD231PD (assembled as the PS
+/// form), VSHUFPS (sources swapped).
+#[allow(clippy::too_many_arguments)] // the fields of the encoding
+fn vex(
+    a: &mut Assembler,
+    map: u8,
+    pp: u8,
+    w: bool,
+    op: u8,
+    dst: u8,
+    src1: u8,
+    src2: u8,
+    imm: Option<u8>,
+) {
+    let b1 = (u8::from(dst < 8) << 7) | (1 << 6) | (u8::from(src2 < 8) << 5) | map;
+    let b2 = (u8::from(w) << 7) | ((!src1 & 15) << 3) | (1 << 2) | pp;
+    a.extend([0xC4, b1, b2, op, 0xC0 | ((dst & 7) << 3) | (src2 & 7)]);
+    if let Some(i) = imm {
+        a.extend([i]);
     }
+}
+
+/// `vmovmskps eax, ymm<y>`.
+fn movmsk_eax(a: &mut Assembler, y: u8) {
+    vex(a, 1, 0, false, 0x50, 0, 0, y, None);
+}
+
+/// `vfmadd231pd acc, x, y` (acc = x·y + acc, one rounding).
+fn fma_pd(a: &mut Assembler, acc: u8, x: u8, y: u8) {
+    vex(a, 2, 1, true, 0xB8, acc, x, y, None);
+}
+
+/// `vshufps dst, x, y, imm`.
+fn shufps(a: &mut Assembler, dst: u8, x: u8, y: u8, imm: u8) {
+    vex(a, 1, 0, false, 0xC6, dst, x, y, Some(imm));
+}
+
+/// `y` = `v` (a 64-bit pattern) in each of its four qwords (uses rax).
+fn splat64(a: &mut Assembler, y: u8, v: u64) {
+    let v = v as i64;
+    dynasm!(a ; .arch x64 ; mov rax, QWORD v ; vmovq Rx(y), rax ; vpbroadcastq Ry(y), Rx(y));
 }
 
 /// Byte offsets of a run's frame.
@@ -1030,6 +1154,81 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
             if matches!(cond, 3 | 5 | 6) {
                 not(a, r);
             }
+        }
+        Op::F64 { op, d, src } => {
+            // Each source's low and high dwords (ymm0/1 a, ymm2/3 b, ymm4/5 c) joined
+            // into f64 lanes 0, 1, 4, 5 (unpack low) and 2, 3, 6, 7 (unpack high):
+            // ymm6/ymm0 a, ymm7/ymm2 b, ymm12/ymm4 c.
+            let n = if op == F64Op::Fma { 3 } else { 2 };
+            for (k, s) in src.iter().take(n).enumerate() {
+                let k = 2 * k as u8;
+                load(a, k, s[0]);
+                load(a, k + 1, s[1]);
+            }
+            let halves: [(u8, u8, u8); 2] = [(6, 7, 12), (0, 2, 4)];
+            dynasm!(a
+                ; .arch x64
+                ; vpunpckldq ymm6, ymm0, ymm1
+                ; vpunpckhdq ymm0, ymm0, ymm1
+                ; vpunpckldq ymm7, ymm2, ymm3
+                ; vpunpckhdq ymm2, ymm2, ymm3
+            );
+            if n == 3 {
+                dynasm!(a
+                    ; .arch x64
+                    ; vpunpckldq ymm12, ymm4, ymm5
+                    ; vpunpckhdq ymm4, ymm4, ymm5
+                );
+            }
+            // Results: ymm13 (lanes 0, 1, 4, 5), ymm1 (lanes 2, 3, 6, 7).
+            for ((x, y, z), r) in halves.into_iter().zip([13u8, 1]) {
+                match op {
+                    F64Op::Add => dynasm!(a ; .arch x64 ; vaddpd Ry(r), Ry(x), Ry(y)),
+                    F64Op::Mul => dynasm!(a ; .arch x64 ; vmulpd Ry(r), Ry(x), Ry(y)),
+                    F64Op::Fma => {
+                        dynasm!(a ; .arch x64 ; vmovapd Ry(r), Ry(z));
+                        fma_pd(a, r, x, y);
+                    }
+                }
+            }
+            // A NaN result is the first NaN source quieted, else the default NaN
+            // (`fp::nan_of`); the host's NaN differs, so NaN lanes are replaced.
+            let done = a.new_dynamic_label();
+            dynasm!(a
+                ; .arch x64
+                ; vcmppd ymm15, ymm13, ymm13, 3
+                ; vcmppd ymm3, ymm1, ymm1, 3
+                ; vorpd ymm15, ymm15, ymm3
+                ; vptest ymm15, ymm15
+                ; jz =>done
+            );
+            for ((x, y, z), r) in halves.into_iter().zip([13u8, 1]) {
+                // ymm5: the replacement, from the last source to the first so that
+                // the first NaN source wins; ymm3: a source's NaN lanes; ymm15 the
+                // source quieted.
+                splat64(a, 5, 0x7FF8_0000_0000_0000);
+                let srcs = [x, y, z];
+                for &s in srcs[..n].iter().rev() {
+                    splat64(a, 15, 0x0008_0000_0000_0000);
+                    dynasm!(a
+                        ; .arch x64
+                        ; vcmppd ymm3, Ry(s), Ry(s), 3
+                        ; vorpd ymm15, ymm15, Ry(s)
+                        ; vblendvpd ymm5, ymm5, ymm15, ymm3
+                    );
+                }
+                dynasm!(a
+                    ; .arch x64
+                    ; vcmppd ymm3, Ry(r), Ry(r), 3
+                    ; vblendvpd Ry(r), Ry(r), ymm5, ymm3
+                );
+            }
+            dynasm!(a ; .arch x64 ; =>done);
+            // Back to low and high dwords in lane order.
+            shufps(a, 3, 13, 1, 0x88);
+            shufps(a, 5, 13, 1, 0xDD);
+            store(a, d, 3);
+            store(a, d + 1, 5);
         }
         Op::Shift64 { k, n, d, lo, hi } => {
             load(a, 0, lo);
