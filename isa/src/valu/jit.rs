@@ -249,7 +249,11 @@ impl Builder {
 
     /// Drops the scalar instructions after the last vector op.
     fn trim(&mut self) {
-        while self.scalars.last() == Some(&(self.entries as u8 - 1)) {
+        // A scalar instruction is the last entry while its position is entries - 1.
+        while let Some(&last) = self.scalars.last() {
+            if usize::from(last) + 1 != self.entries {
+                break;
+            }
             self.scalars.pop();
             self.entries -= 1;
         }
@@ -1290,6 +1294,10 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
     let mut out = Vec::new();
     let mut i = 0;
     while i < slots.len() {
+        if !matches!(slots[i], Slot::Int(_)) {
+            i += 1;
+            continue;
+        }
         let mut b = Builder::default();
         for slot in &slots[i..] {
             let joined = match *slot {
