@@ -53,6 +53,15 @@ pub enum DispatchError {
     /// Host memory for scratch could not be provided.
     #[error("out of resources: {0}")]
     OutOfResources(String),
+    /// The virtual device panicked while running workgroup `workgroup` (a bug of the
+    /// device, not of the kernel): the dispatch fails instead of never completing.
+    #[error("internal error of the virtual device in workgroup {workgroup}: {message}")]
+    Internal {
+        /// Linear id of the workgroup that was running.
+        workgroup: u64,
+        /// The panic's message.
+        message: String,
+    },
 }
 
 impl DispatchError {
@@ -78,6 +87,7 @@ impl DispatchError {
             DispatchError::InvalidKernelObject { .. } => HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
             DispatchError::InvalidRequest(_) => HSA_STATUS_ERROR_INVALID_ARGUMENT,
             DispatchError::OutOfResources(_) => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+            DispatchError::Internal { .. } => HSA_STATUS_ERROR,
         }
     }
 

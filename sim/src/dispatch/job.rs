@@ -162,9 +162,17 @@ impl Job {
             if wg >= self.total_workgroups {
                 break;
             }
-            if let Err(e) = self.run_workgroup(wg, &mut state) {
-                self.fail(e);
-                break;
+            match guarded(wg, || self.run_workgroup(wg, &mut state)) {
+                Ok(()) => {}
+                Err(e @ DispatchError::Internal { .. }) => {
+                    // The waves' state is whatever the panic left: not reused.
+                    self.fail(e);
+                    return;
+                }
+                Err(e) => {
+                    self.fail(e);
+                    break;
+                }
             }
         }
         for w in state.waves.iter_mut() {
@@ -332,5 +340,56 @@ impl Job {
                 });
             }
         }
+    }
+}
+
+/// Runs workgroup `wg` with `run`, turning a panic (a bug of the virtual device)
+/// into [`DispatchError::Internal`], so that the dispatch fails and its completion
+/// signal is set instead of the queue thread or a worker dying with it.
+fn guarded(wg: u64, run: impl FnOnce() -> Result<(), DispatchError>) -> Result<(), DispatchError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        Err(DispatchError::Internal {
+            workgroup: wg,
+            message,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_a_workgroup_becomes_an_internal_error() {
+        // (The default hook prints both panics; they are expected.)
+        let text = guarded(7, || panic!("block decoding overflowed"));
+        let formatted = guarded(8, || panic!("lane {} of {}", 3, 64));
+        assert_eq!(
+            text,
+            Err(DispatchError::Internal {
+                workgroup: 7,
+                message: "block decoding overflowed".into()
+            })
+        );
+        assert_eq!(
+            formatted,
+            Err(DispatchError::Internal {
+                workgroup: 8,
+                message: "lane 3 of 64".into()
+            })
+        );
+        assert_eq!(
+            formatted.unwrap_err().hsa_status(),
+            hsa_sys::HSA_STATUS_ERROR
+        );
+        // Results of workgroups that do not panic pass through.
+        assert_eq!(guarded(9, || Ok(())), Ok(()));
+        let fault = DispatchError::OutOfResources("scratch".into());
+        assert_eq!(guarded(9, || Err(fault.clone())), Err(fault));
     }
 }
