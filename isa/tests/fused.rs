@@ -53,6 +53,9 @@ impl Rng {
     }
 }
 
+/// The compare conditions of `v_cmp_*` (the e64 cases leave out `f` and `t`).
+const CONDITIONS: [&str; 8] = ["f", "lt", "eq", "le", "gt", "ne", "ge", "t"];
+
 /// Vector registers the programs use (v0..v11; pairs start at even registers).
 const VREGS: usize = 12;
 
@@ -207,22 +210,18 @@ impl Gen<'_> {
                 format!("v_cndmask_b32_e64 {d}, {x}, {y}, {m}")
             }
             13 | 14 => {
-                let c = self
-                    .rng
-                    .pick(&["f", "lt", "eq", "le", "gt", "ne", "ge", "t"]);
+                let c = self.rng.pick(&CONDITIONS);
                 let t = self.rng.pick(&["i32", "u32"]);
                 format!("v_cmp_{c}_{t}_e32 vcc, {a}, {b}")
             }
             15 => {
-                let c = self.rng.pick(&["lt", "eq", "le", "gt", "ne", "ge"]);
+                let c = self.rng.pick(&CONDITIONS[1..7]);
                 let t = self.rng.pick(&["i32", "u32"]);
                 let (m, x, y) = (self.mask(), self.src3(), self.src3());
                 format!("v_cmp_{c}_{t}_e64 {m}, {x}, {y}")
             }
             16 | 17 => {
-                let c = self
-                    .rng
-                    .pick(&["f", "lt", "eq", "le", "gt", "ne", "ge", "t"]);
+                let c = self.rng.pick(&CONDITIONS);
                 let t = self.rng.pick(&["i64", "u64"]);
                 let (x, y) = (self.src0_64(), self.vpair());
                 format!("v_cmp_{c}_{t}_e32 vcc, {x}, {y}")

@@ -711,6 +711,13 @@ fn bias(a: &mut Assembler, out: u8, x: u8) {
     dynasm!(a ; .arch x64 ; vpxor Ry(out), Ry(x), Ry(BIAS));
 }
 
+/// Whether condition `cond` (`simd::cmp_u32` numbering) is computed as the negation
+/// of another: LE as not GT, NE as not EQ, GE as not LT (AVX2 compares only for
+/// greater-than and equality).
+fn negated(cond: u8) -> bool {
+    matches!(cond, 3 | 5 | 6)
+}
+
 /// ymm `out` = compare `cond` (`simd::cmp_u32` numbering) of the signed-ordered
 /// lanes `x` and `y`.
 fn compare(a: &mut Assembler, cond: u8, x: u8, y: u8, out: u8) {
@@ -721,7 +728,7 @@ fn compare(a: &mut Assembler, cond: u8, x: u8, y: u8, out: u8) {
         3 | 4 => dynasm!(a ; .arch x64 ; vpcmpgtd Ry(out), Ry(x), Ry(y)),
         _ => dynasm!(a ; .arch x64 ; vpcmpeqd Ry(out), Ry(out), Ry(out)),
     }
-    if matches!(cond, 3 | 5 | 6) {
+    if negated(cond) {
         not(a, out);
     }
 }
@@ -1155,7 +1162,7 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
                 0 => dynasm!(a ; .arch x64 ; vpxor Ry(r), Ry(r), Ry(r)),
                 _ => dynasm!(a ; .arch x64 ; vpcmpeqd Ry(r), Ry(r), Ry(r)),
             }
-            if matches!(cond, 3 | 5 | 6) {
+            if negated(cond) {
                 not(a, r);
             }
         }
