@@ -714,14 +714,25 @@ pub(crate) fn sop2_result(op: Sop2Op, a: u64, b: u64, scc_in: bool) -> Option<(u
             (u64::from(if c { a32 } else { b32 }), Some(c))
         }
         O::SCselectB32 | O::SCselectB64 => (if scc_in { a } else { b }, None),
-        O::SAndB32 | O::SAndB64 => nz(a & b),
-        O::SOrB32 | O::SOrB64 => nz(a | b),
-        O::SXorB32 | O::SXorB64 => nz(a ^ b),
-        O::SAndn2B32 | O::SAndn2B64 => nz(a & !b),
-        O::SOrn2B32 | O::SOrn2B64 => nz(a | !b),
-        O::SNandB32 | O::SNandB64 => nz(!(a & b)),
-        O::SNorB32 | O::SNorB64 => nz(!(a | b)),
-        O::SXnorB32 | O::SXnorB64 => nz(!(a ^ b)),
+        // The 32-bit forms' result (and SCC) is the low dword: a 64-bit view of
+        // their operands (complemented registers, sign-extended constants) has
+        // other bits above it.
+        O::SAndB32 => nz(u64::from(a32 & b32)),
+        O::SOrB32 => nz(u64::from(a32 | b32)),
+        O::SXorB32 => nz(u64::from(a32 ^ b32)),
+        O::SAndn2B32 => nz(u64::from(a32 & !b32)),
+        O::SOrn2B32 => nz(u64::from(a32 | !b32)),
+        O::SNandB32 => nz(u64::from(!(a32 & b32))),
+        O::SNorB32 => nz(u64::from(!(a32 | b32))),
+        O::SXnorB32 => nz(u64::from(!(a32 ^ b32))),
+        O::SAndB64 => nz(a & b),
+        O::SOrB64 => nz(a | b),
+        O::SXorB64 => nz(a ^ b),
+        O::SAndn2B64 => nz(a & !b),
+        O::SOrn2B64 => nz(a | !b),
+        O::SNandB64 => nz(!(a & b)),
+        O::SNorB64 => nz(!(a | b)),
+        O::SXnorB64 => nz(!(a ^ b)),
         O::SLshlB32 => nz(u64::from(a32 << (b32 & 31))),
         O::SLshlB64 => nz(a << (b32 & 63)),
         O::SLshrB32 => nz(u64::from(a32 >> (b32 & 31))),
@@ -1409,6 +1420,37 @@ mod tests {
             .unwrap();
         assert_eq!(w.sgpr[0], 77);
         assert!(w.scc);
+    }
+
+    #[test]
+    fn b32_logic_sets_scc_from_the_32_bit_result() {
+        // SCC = (D != 0) with D the 32-bit result: the bits a 64-bit view of the
+        // operands gives above bit 31 (complemented zero-extended registers, a
+        // sign-extended inline constant) must not set it.
+        let mut h = Harness::new(0);
+        let mut w = wave();
+        let minus_one = Operand::Const {
+            code: 193,
+            value: u64::MAX,
+        };
+        w.sgpr[1] = u32::MAX;
+        w.sgpr[2] = u32::MAX;
+        w.sgpr[3] = 0;
+        let cases = [
+            (Sop2Op::SNandB32, s(1, 1), s(2, 1)),
+            (Sop2Op::SNorB32, s(1, 1), s(3, 1)),
+            (Sop2Op::SXnorB32, s(1, 1), s(3, 1)),
+            (Sop2Op::SOrn2B32, s(3, 1), s(1, 1)),
+            (Sop2Op::SXorB32, s(1, 1), minus_one),
+            (Sop2Op::SAndn2B32, minus_one, s(1, 1)),
+        ];
+        for (op, a, b) in cases {
+            w.scc = true;
+            w.sgpr[0] = 0xDEAD;
+            h.exec(&mut w, &sop2(op, s(0, 1), a, b)).unwrap();
+            assert_eq!(w.sgpr[0], 0, "{op:?}");
+            assert!(!w.scc, "{op:?} set SCC for a zero result");
+        }
     }
 
     #[test]
