@@ -8,10 +8,11 @@
 //!   it a block and a whole 64-lane wave at a time.
 //! * Memory is reached only through [`GlobalMemory`] / [`MemoryRegion`]; every access
 //!   is checked, and one outside memory is a [`Fault::Memory`], never a host access.
-//! * On x86-64 hosts with AVX2, a straight run of integer VALU instructions is compiled
-//!   to host code when its block is decoded (`valu/jit.rs`, dynasm-rs) and runs as one
-//!   step when every lane is active; that code reads and writes only the wave's
-//!   register files, whose size is checked before each run.
+//! * On x86-64 hosts with AVX2, a straight run of integer VALU and scalar instructions
+//!   is compiled to host code when its block is decoded (`valu/jit.rs`, dynasm-rs) and
+//!   runs as one step (when every lane is active, if it has vector instructions); that
+//!   code reads and writes only the wave's register files and SCC, the vector file's
+//!   size checked before each run.
 //!
 //! The crate knows instructions, registers and lanes, nothing of HSA.
 

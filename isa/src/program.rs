@@ -91,7 +91,8 @@ pub(crate) struct Entry {
     /// Byte address of the following instruction.
     pub(crate) next: u64,
     /// The fused run starting at this entry (see `valu::jit`): the entry and the
-    /// next `len - 1` run as one step when every lane is active.
+    /// next `len - 1` run as one step (when every lane is active, if the run has
+    /// vector instructions).
     #[cfg(target_arch = "x86_64")]
     pub(crate) fused: Option<Box<crate::valu::Fused>>,
 }
@@ -164,8 +165,8 @@ pub struct Program {
 impl Program {
     /// A program over all of `region` (code addresses are device addresses in it).
     ///
-    /// Straight runs of integer VALU instructions are compiled to host code on hosts
-    /// that can run it (see [`without_fusion`](Self::without_fusion)).
+    /// Straight runs of integer VALU and scalar instructions are compiled to host
+    /// code on hosts that can run it (see [`without_fusion`](Self::without_fusion)).
     pub fn new(region: &Arc<dyn MemoryRegion>) -> Self {
         let len = region.len();
         let dwords = (len / 4) as usize;
@@ -181,7 +182,7 @@ impl Program {
     }
 
     /// This program with every instruction interpreted one by one: no run of
-    /// integer VALU instructions is compiled to host code. Results are the same
+    /// instructions is compiled to host code. Results are the same
     /// either way (the tests compare them).
     pub fn without_fusion(mut self) -> Self {
         self.fuse = false;
@@ -327,17 +328,14 @@ impl Program {
     }
 }
 
-/// Compiles the block's runs of integer VALU plans and attaches each to the entry
+/// Compiles the block's runs of integer VALU and scalar plans and attaches each to the entry
 /// of its first instruction (a block whose code cannot be compiled keeps none).
 #[cfg(target_arch = "x86_64")]
 fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) {
     use crate::valu::Slot;
     let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| match &e.run {
         Run::Int(p) => Slot::Int(p),
-        Run::Scalar(s) => match s.sgpr_effects(inst) {
-            Some((reads, writes)) => Slot::Scalar(reads, writes),
-            None => Slot::Other,
-        },
+        Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
         _ => Slot::Other,
     }));
     let Some(code) = crate::valu::compile_runs(&runs) else {

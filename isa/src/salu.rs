@@ -1238,12 +1238,46 @@ fn taken(cond: bool) -> ScalarFlow {
     }
 }
 
+/// What a planned scalar instruction that falls through and touches nothing but
+/// the scalar file and SCC does, for `valu::jit`, which compiles such instructions to
+/// host code (see [`ScalarPlan::native`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Native {
+    /// The operation.
+    pub(crate) form: NativeForm,
+    /// First source (`Src::K(0)` when unused).
+    pub(crate) a: Src,
+    /// Second source (`Src::K(0)` when unused).
+    pub(crate) b: Src,
+    /// Destination (`Dst::D32(null)` when none).
+    pub(crate) d: Dst,
+    /// Scalar-file dwords read (bit per index; EXEC included, SCC not).
+    pub(crate) reads: u128,
+    /// Scalar-file dwords written (bit per index; EXEC included, SCC not).
+    pub(crate) writes: u128,
+}
+
+/// The operation of a [`Native`] instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NativeForm {
+    /// A SOP2 opcode (semantics of `sop2_result`).
+    Sop2(Sop2Op),
+    /// A SOPC opcode (semantics of `sopc_result`).
+    Sopc(SopcOp),
+    /// `s_mov_b32`, `s_mov_b64`, `s_movk_i32`: `d = a`.
+    Mov,
+    /// An `s_*_saveexec_b64` opcode (semantics of `saveexec_result`, in the plan's
+    /// order: `d` = old EXEC, then EXEC and SCC from the new mask).
+    Saveexec(Sop1Op),
+    /// A SOPP form that only falls through (`s_waitcnt`, `s_nop`, ...).
+    Nop,
+}
+
 impl ScalarPlan {
-    /// The scalar-file dwords (bit per index) this plan of `inst` reads and writes,
-    /// for a form whose only effects are those registers and SCC and which falls
-    /// through (`valu::jit` runs such instructions ahead of the vector instructions
-    /// around them); `None` for every other form (EXEC written, a branch, a barrier).
-    pub(crate) fn sgpr_effects(&self, inst: &Instruction) -> Option<(u128, u128)> {
+    /// This plan of `inst` as a [`Native`] instruction, for the forms that fall
+    /// through and whose only effects are scalar-file registers (EXEC among them)
+    /// and SCC; `None` for every other form (branches, `s_endpgm`, `s_barrier`).
+    pub(crate) fn native(&self, inst: &Instruction) -> Option<Native> {
         let src = |s: Src| match s {
             Src::R32(c) => 1u128 << c,
             Src::R64(c) => 3u128 << c,
@@ -1254,20 +1288,36 @@ impl ScalarPlan {
             Dst::D32(c) => 1u128 << c,
             Dst::D64(c) => 3u128 << c,
         };
-        let (reads, writes) = match inst {
-            Instruction::Sop2(_) => (src(self.a) | src(self.b), dst(self.d)),
-            Instruction::Sopc(_) => (src(self.a) | src(self.b), 0),
+        let exec = 3u128 << code::EXEC_LO;
+        let (form, reads, writes) = match inst {
+            Instruction::Sop2(i) => (
+                NativeForm::Sop2(i.op),
+                src(self.a) | src(self.b),
+                dst(self.d),
+            ),
+            Instruction::Sopc(i) => (NativeForm::Sopc(i.op), src(self.a) | src(self.b), 0),
             Instruction::Sop1(i) if matches!(i.op, Sop1Op::SMovB32 | Sop1Op::SMovB64) => {
-                (src(self.a), dst(self.d))
+                (NativeForm::Mov, src(self.a), dst(self.d))
             }
-            Instruction::Sopk(i) if i.op == SopkOp::SMovkI32 => (0, dst(self.d)),
-            Instruction::Sopp(i) if crate::wave::sopp_falls_through(i.op) => (0, 0),
+            Instruction::Sop1(i) if saveexec_result(i.op, 0, 0).is_some() => (
+                NativeForm::Saveexec(i.op),
+                src(self.a) | exec,
+                dst(self.d) | exec,
+            ),
+            Instruction::Sopk(i) if i.op == SopkOp::SMovkI32 => (NativeForm::Mov, 0, dst(self.d)),
+            Instruction::Sopp(i) if crate::wave::sopp_falls_through(i.op) => {
+                (NativeForm::Nop, 0, 0)
+            }
             _ => return None,
         };
-        if writes & (3 << code::EXEC_LO) != 0 {
-            return None;
-        }
-        Some((reads, writes))
+        Some(Native {
+            form,
+            a: self.a,
+            b: self.b,
+            d: self.d,
+            reads,
+            writes,
+        })
     }
 
     /// The [`Flow`] of an executed plan.

@@ -236,7 +236,7 @@ impl Wave {
             let fits = before.saturating_add(block.entries.len() as u64) <= ctx.max_instructions;
             // `self.pc` is written only when the wave leaves the block (no instruction
             // reads it): on a jump, an exit, a fault, or after the last entry.
-            // Fused runs (straight integer VALU runs compiled to host code) run only
+            // Fused runs (straight VALU and scalar runs compiled to host code) run only
             // when no entry of the block needs the budget compared or a trace line.
             #[cfg(target_arch = "x86_64")]
             let fused_ok = fits && !trace;
@@ -246,18 +246,7 @@ impl Wave {
                 next += 1;
                 #[cfg(target_arch = "x86_64")]
                 if let (Some(f), true) = (&e.fused, fused_ok) {
-                    // The run's scalar instructions (they fall through), at the
-                    // positions the run gives.
-                    let scalars = |w: &mut Wave, at: &[u8]| {
-                        for &j in at {
-                            if let Some(Run::Scalar(s)) =
-                                block.entries.get(k + usize::from(j)).map(|e| &e.run)
-                            {
-                                w.run_scalar(s);
-                            }
-                        }
-                    };
-                    if crate::valu::run_fused(self, f, scalars) {
+                    if crate::valu::run_fused(self, f) {
                         next = k + f.len;
                         continue;
                     }

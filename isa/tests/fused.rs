@@ -289,6 +289,150 @@ impl Gen<'_> {
     }
 }
 
+impl Gen<'_> {
+    /// A 32-bit scalar source: s8..s13, an inline constant or a literal.
+    fn ssrc(&mut self) -> String {
+        match self.rng.below(4) {
+            0 => self.inline(),
+            1 => format!("0x{:x}", self.rng.value()),
+            _ => self.s(),
+        }
+    }
+    /// A 64-bit scalar source: a pair, VCC, EXEC or an inline constant.
+    fn ssrc64(&mut self) -> String {
+        match self.rng.below(6) {
+            0 => self.inline(),
+            1 => "vcc".to_string(),
+            2 => "exec".to_string(),
+            _ => self.spair(),
+        }
+    }
+    /// A 64-bit scalar destination: mostly a pair, sometimes VCC or EXEC.
+    fn sdst64(&mut self) -> String {
+        match self.rng.below(8) {
+            0 => "vcc".to_string(),
+            1 => "exec".to_string(),
+            _ => self.spair(),
+        }
+    }
+
+    /// One scalar instruction of any planned form (and a few unplanned ones, which
+    /// end runs), reading and writing s8..s13, VCC, EXEC and SCC.
+    fn scalar(&mut self) -> String {
+        match self.rng.below(9) {
+            0..=2 => {
+                let op = self.rng.pick(&[
+                    "add_u32",
+                    "sub_u32",
+                    "add_i32",
+                    "sub_i32",
+                    "addc_u32",
+                    "subb_u32",
+                    "min_i32",
+                    "min_u32",
+                    "max_i32",
+                    "max_u32",
+                    "cselect_b32",
+                    "and_b32",
+                    "or_b32",
+                    "xor_b32",
+                    "andn2_b32",
+                    "orn2_b32",
+                    "nand_b32",
+                    "nor_b32",
+                    "xnor_b32",
+                    "lshl_b32",
+                    "lshr_b32",
+                    "ashr_i32",
+                    "bfm_b32",
+                    "mul_i32",
+                    "mul_hi_u32",
+                    "bfe_u32",
+                    "lshl1_add_u32",
+                    "lshl2_add_u32",
+                    "lshl3_add_u32",
+                    "lshl4_add_u32",
+                ]);
+                let (d, a) = (self.s(), self.ssrc());
+                // One literal at most.
+                let b = if a.starts_with("0x") {
+                    self.s()
+                } else {
+                    self.ssrc()
+                };
+                format!("s_{op} {d}, {a}, {b}")
+            }
+            3 | 4 => {
+                let op = self.rng.pick(&[
+                    "cselect_b64",
+                    "and_b64",
+                    "or_b64",
+                    "xor_b64",
+                    "andn2_b64",
+                    "orn2_b64",
+                    "nand_b64",
+                    "nor_b64",
+                    "xnor_b64",
+                ]);
+                let (d, a, b) = (self.sdst64(), self.ssrc64(), self.ssrc64());
+                format!("s_{op} {d}, {a}, {b}")
+            }
+            5 => {
+                let op = self.rng.pick(&["lshl_b64", "lshr_b64", "ashr_i64"]);
+                let (d, a, b) = (self.sdst64(), self.ssrc64(), self.ssrc());
+                format!("s_{op} {d}, {a}, {b}")
+            }
+            6 => {
+                let c = self.rng.pick(&["eq", "lg", "gt", "ge", "lt", "le"]);
+                let t = self.rng.pick(&["i32", "u32"]);
+                let a = self.ssrc();
+                let b = if a.starts_with("0x") {
+                    self.s()
+                } else {
+                    self.ssrc()
+                };
+                match self.rng.below(4) {
+                    0 => {
+                        let op = self.rng.pick(&["bitcmp0_b32", "bitcmp1_b32"]);
+                        format!("s_{op} {a}, {b}")
+                    }
+                    1 => {
+                        let op = self.rng.pick(&[
+                            "bitcmp0_b64",
+                            "bitcmp1_b64",
+                            "cmp_eq_u64",
+                            "cmp_lg_u64",
+                        ]);
+                        let x = self.ssrc64();
+                        let y = if op.starts_with("bit") {
+                            self.ssrc()
+                        } else {
+                            self.ssrc64()
+                        };
+                        format!("s_{op} {x}, {y}")
+                    }
+                    _ => format!("s_cmp_{c}_{t} {a}, {b}"),
+                }
+            }
+            7 => {
+                let op = self.rng.pick(&[
+                    "and", "or", "xor", "andn2", "orn2", "nand", "nor", "xnor", "andn1", "orn1",
+                ]);
+                let (d, a) = (self.spair(), self.ssrc64());
+                format!("s_{op}_saveexec_b64 {d}, {a}")
+            }
+            _ => match self.rng.below(6) {
+                0 => format!("s_mov_b32 {}, {}", self.s(), self.ssrc()),
+                1 => format!("s_mov_b64 {}, {}", self.sdst64(), self.ssrc64()),
+                2 => format!("s_movk_i32 {}, 0x{:x}", self.s(), self.rng.below(0x10000)),
+                3 => "s_waitcnt vmcnt(0) lgkmcnt(0)".to_string(),
+                4 => "s_nop 1".to_string(),
+                _ => format!("s_not_b32 {}, {}", self.s(), self.s()),
+            },
+        }
+    }
+}
+
 /// Runs `program` from `start` on `w`.
 fn run(mem: &TestMemory, program: &Program, start: u64, mut w: Wave) -> Wave {
     w.pc = start;
@@ -530,19 +674,245 @@ v_add_u32_e32 v4, s9, v5",
             3,
         ),
         // A scalar instruction writing what an earlier vector op read, read again by
-        // a later one: the run ends before the later one.
+        // a later one: it runs after the vector ops, and the run ends before the
+        // later one (which alone is no run).
         (
             "v_add_u32_e32 v1, s8, v2
 v_mov_b32_e32 v6, v7
 s_add_u32 s8, s8, 1
 v_add_u32_e32 v4, s8, v5",
-            2,
+            3,
         ),
     ];
     for (text, want) in cases {
         let fused = check_wave(text, wave);
         if fuses() {
             assert_eq!(fused, want, "{text}");
+        }
+    }
+}
+
+/// `n` random programs of `len` instructions, half of them scalar (every planned
+/// form, EXEC and SCC read and written, SCC's value recorded after half of them),
+/// each run from waves with random SCC, all lanes active or `exec`: fused (scalar
+/// and mixed runs) and interpreted results are equal, SCC and the instruction count
+/// included. Returns the instructions that ran fused.
+fn check_scalar_programs(seed: u64, n: usize, len: usize, exec: u64) -> usize {
+    let mut rng = Rng(seed);
+    let mem = TestMemory::default();
+    let mut fused = 0;
+    for case in 0..n {
+        let src: Vec<String> = {
+            let mut g = Gen { rng: &mut rng };
+            (0..len)
+                .map(|_| {
+                    if g.rng.below(2) == 1 {
+                        return g.inst();
+                    }
+                    // SCC's history, recorded without changing SCC: s14 is
+                    // multiplied by 3 or 5 as SCC is set or clear.
+                    let record = "\ns_cselect_b32 s15, 3, 5\ns_mul_i32 s14, s14, s15";
+                    let record = if g.rng.below(2) == 0 { record } else { "" };
+                    g.scalar() + record
+                })
+                .collect()
+        };
+        let text = src.join("\n") + "\ns_endpgm\n";
+        let bytes: Vec<u8> = assemble(&text).into_iter().flat_map(|(_, b)| b).collect();
+        let region = mem.alloc(bytes.len() as u64 + 64);
+        assert!(region.write_bytes(0, &bytes));
+        let r: Arc<dyn MemoryRegion> = region.clone();
+        let start = region.device_base();
+        let with = Program::new(&r);
+        let without = Program::new(&r).without_fusion();
+        for exec in [u64::MAX, exec] {
+            let seed = rng.next() | 1;
+            let wave = || {
+                let mut g = Rng(seed);
+                let mut w = random_wave(&mut g, exec);
+                w.scc = g.below(2) == 1;
+                w.sgpr[14] = 1;
+                w
+            };
+            let (a, b) = (
+                run(&mem, &with, start, wave()),
+                run(&mem, &without, start, wave()),
+            );
+            for reg in 0..VREGS {
+                assert_eq!(
+                    a.vgpr[reg], b.vgpr[reg],
+                    "v{reg} differs, case {case} (exec {exec:#x}):\n{text}"
+                );
+            }
+            assert_eq!(a.sgpr, b.sgpr, "sgprs differ, case {case}:\n{text}");
+            assert_eq!(a.scc, b.scc, "SCC differs, case {case}:\n{text}");
+            assert_eq!(a.instructions, b.instructions, "case {case}");
+        }
+        fused += with.fused_instructions(start);
+    }
+    fused
+}
+
+#[test]
+fn scalar_runs_compute_what_the_interpreter_computes() {
+    let fused = check_scalar_programs(0x5EED_0003, 150, 24, 0x0F0F_F0F0_FFFF_0001);
+    if fuses() {
+        assert!(fused > 150 * 24 / 3, "only {fused} instructions ran fused");
+    }
+}
+
+#[test]
+fn long_scalar_runs_keep_scc_and_exec_in_order() {
+    let fused = check_scalar_programs(0x5EED_0004, 12, 120, u64::MAX << 3);
+    if fuses() {
+        assert!(fused > 12 * 120 / 3, "only {fused} instructions ran fused");
+    }
+}
+
+/// Edge values of the scalar operands: zero, one, shift counts around 32 and 64,
+/// the sign boundary, all ones.
+const EDGES: [u32; 12] = [
+    0,
+    1,
+    2,
+    31,
+    32,
+    33,
+    63,
+    64,
+    0x7FFF_FFFF,
+    0x8000_0000,
+    0xFFFF_FFFF,
+    0xFFFF_FFFE,
+];
+
+#[test]
+fn scalar_forms_give_the_interpreters_results_on_edge_values() {
+    // Every scalar form with host code, on every pair of edge values in s8/s9 (and
+    // derived ones in s10/s11 and EXEC), with SCC clear and set: the fused run (the
+    // instruction and an s_nop) leaves the scalar file and SCC as the interpreter.
+    let mut forms: Vec<String> = Vec::new();
+    for op in [
+        "add_u32",
+        "sub_u32",
+        "add_i32",
+        "sub_i32",
+        "addc_u32",
+        "subb_u32",
+        "min_i32",
+        "min_u32",
+        "max_i32",
+        "max_u32",
+        "cselect_b32",
+        "and_b32",
+        "or_b32",
+        "xor_b32",
+        "andn2_b32",
+        "orn2_b32",
+        "lshl_b32",
+        "lshr_b32",
+        "ashr_i32",
+        "bfm_b32",
+        "mul_i32",
+        "mul_hi_u32",
+        "lshl1_add_u32",
+        "lshl2_add_u32",
+        "lshl3_add_u32",
+        "lshl4_add_u32",
+    ] {
+        // Registers, and constants whose 64-bit view has high bits (-1, -7) or not.
+        for (a, b) in [
+            ("s8", "s9"),
+            ("-1", "s9"),
+            ("s8", "-7"),
+            ("0x80000001", "s9"),
+        ] {
+            forms.push(format!("s_{op} s12, {a}, {b}"));
+        }
+    }
+    for op in [
+        "cselect_b64",
+        "and_b64",
+        "or_b64",
+        "xor_b64",
+        "andn2_b64",
+        "orn2_b64",
+        "nand_b64",
+        "nor_b64",
+        "xnor_b64",
+    ] {
+        forms.push(format!("s_{op} s[12:13], s[8:9], s[10:11]"));
+        forms.push(format!("s_{op} exec, -3, exec"));
+    }
+    for op in ["lshl_b64", "lshr_b64", "ashr_i64"] {
+        forms.push(format!("s_{op} s[12:13], s[8:9], s10"));
+    }
+    for c in ["eq", "lg", "gt", "ge", "lt", "le"] {
+        for t in ["i32", "u32"] {
+            forms.push(format!("s_cmp_{c}_{t} s8, s9"));
+            forms.push(format!("s_cmp_{c}_{t} s8, -2"));
+        }
+    }
+    for op in ["bitcmp0_b32", "bitcmp1_b32"] {
+        forms.push(format!("s_{op} s8, s9"));
+    }
+    for op in ["bitcmp0_b64", "bitcmp1_b64"] {
+        forms.push(format!("s_{op} s[8:9], s10"));
+    }
+    for op in ["cmp_eq_u64", "cmp_lg_u64"] {
+        forms.push(format!("s_{op} s[8:9], s[10:11]"));
+    }
+    for op in [
+        "and", "or", "xor", "andn2", "orn2", "nand", "nor", "xnor", "andn1", "orn1",
+    ] {
+        forms.push(format!("s_{op}_saveexec_b64 s[12:13], s[8:9]"));
+    }
+    forms.extend(
+        [
+            "s_mov_b32 s12, s8",
+            "s_mov_b32 s12, -5",
+            "s_mov_b64 s[12:13], s[8:9]",
+            "s_mov_b64 exec, s[10:11]",
+            "s_mov_b64 s[12:13], -5",
+            "s_mov_b64 s[12:13], 0x80000001",
+            "s_movk_i32 s12, 0x8765",
+        ]
+        .map(String::from),
+    );
+    let mem = TestMemory::default();
+    for form in &forms {
+        let text = format!("{form}\ns_nop 0\ns_endpgm\n");
+        let bytes: Vec<u8> = assemble(&text).into_iter().flat_map(|(_, b)| b).collect();
+        let region = mem.alloc(bytes.len() as u64 + 64);
+        assert!(region.write_bytes(0, &bytes));
+        let r: Arc<dyn MemoryRegion> = region.clone();
+        let start = region.device_base();
+        let with = Program::new(&r);
+        let without = Program::new(&r).without_fusion();
+        if fuses() {
+            assert_eq!(with.fused_instructions(start), 2, "{form} has no host code");
+        }
+        for (i, j) in (0..EDGES.len()).flat_map(|i| (0..EDGES.len()).map(move |j| (i, j))) {
+            for scc in [false, true] {
+                let n = EDGES.len();
+                let wave = || {
+                    let mut w = Wave::new();
+                    (w.sgpr[8], w.sgpr[9]) = (EDGES[i], EDGES[j]);
+                    (w.sgpr[10], w.sgpr[11]) = (EDGES[(i + j) % n], EDGES[(i * j) % n]);
+                    w.sgpr[12] = 0x1234_5678;
+                    w.sgpr[13] = 0x9ABC_DEF0;
+                    w.set_exec(u64::from(EDGES[j]) << 32 | u64::from(EDGES[(i + 3) % n]));
+                    w.scc = scc;
+                    w
+                };
+                let (a, b) = (
+                    run(&mem, &with, start, wave()),
+                    run(&mem, &without, start, wave()),
+                );
+                let at = format!("{form} with s8..s11 = {:x?}, SCC {scc}", &b.sgpr[8..12]);
+                assert_eq!(a.sgpr, b.sgpr, "sgprs differ: {at}");
+                assert_eq!(a.scc, b.scc, "SCC differs: {at}");
+            }
         }
     }
 }

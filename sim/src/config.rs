@@ -8,7 +8,7 @@
 //! | `HSA_SIM_WORKERS` | host threads that run the workgroups of one dispatch | host cores |
 //! | `HSA_SIM_MAX_WAVE_INSTRUCTIONS` | instructions a wave may execute before it is stopped as runaway | 10^10 |
 //! | `HSA_SIM_TRACE` | `all`, or a comma-separated list of linear workgroup ids whose instructions are printed | off |
-//! | `HSA_SIM_FUSION` | `0` or `off`: interpret every instruction (no run of integer VALU instructions compiled to host code) | on |
+//! | `HSA_SIM_FUSION` | `0` or `off`: interpret every instruction (no run of integer VALU and scalar instructions compiled to host code) | on |
 //!
 //! The last three configure the runtime's dispatcher
 //! ([`crate::dispatch::DispatchSettings`]). Read elsewhere: `HSA_SIM_DEBUG` /

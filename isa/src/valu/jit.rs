@@ -1,6 +1,7 @@
 //! Fused runs: a straight run of planned integer VALU instructions (`valu::plan`)
-//! compiled to x86-64 AVX2 code when its block is decoded, and executed as one step
-//! whenever every lane of the wave is active.
+//! and scalar instructions (`salu::ScalarPlan`) compiled to x86-64 code (AVX2 for
+//! the vector ops) when its block is decoded, and executed as one step (with vector
+//! ops, whenever every lane of the wave is active).
 //!
 //! Why: the interpreter pays, per instruction, a dispatch, the resolution of its
 //! operands and its own pass over the 64 lanes, which costs about as much as the
@@ -26,21 +27,26 @@
 //! writes EXEC, whose mask destination overlaps an earlier one without being equal
 //! to it, or that needs a fifth mask.
 //!
-//! Scalar instructions between the vector ops join the run when they touch only
-//! scalar registers and SCC ([`Builder::push_scalar`]); they keep their order among
-//! themselves, and run before the vector ops while that gives the program's results
-//! (they write nothing the vector ops before them read or wrote, and read nothing
-//! those wrote), else after them (and then the vector ops after them must not read
-//! what they write, nor write what they read or write).
+//! Scalar instructions join the run when they fall through and touch only scalar
+//! registers (EXEC among them) and SCC ([`Builder::push_scalar`], [`emit_native`]:
+//! SOP2 arithmetic, logic, shifts, selects and multiplies, SOPC compares, moves,
+//! `s_*_saveexec_b64`, the SOPP no-ops); they keep their order among themselves, and
+//! run before the vector ops while that gives the program's results (they write
+//! nothing the vector ops before them read or wrote, and read nothing those wrote),
+//! else after them (and then the vector ops after them must not read what they
+//! write, nor write what they read or write). No vector op follows a write to EXEC.
+//! A run may hold scalar instructions only.
 //!
-//! Preconditions checked per execution ([`run_fused`]): EXEC all ones (the plans
-//! then write every lane; with a partial EXEC the entries run one by one), every
-//! register of the run inside the wave's vector file and, for a run with f64 ops,
-//! the MODE the f64 plans need (round to nearest even, f64 denormals kept).
+//! Preconditions checked per execution ([`run_fused`]), for a run with vector ops:
+//! EXEC all ones (the plans then write every lane; with a partial EXEC the entries
+//! run one by one), every register of the run inside the wave's vector file and,
+//! for a run with f64 ops, the MODE the f64 plans need (round to nearest even, f64
+//! denormals kept).
 //!
 //! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
 //! are encoded by [`vex`]), entered with the System V ABI, rdi = the vector file
-//! (lane 0 of register 0), rsi = the scalar file. Frame: 32-byte rows (row 0: the
+//! (lane 0 of register 0), rsi = the scalar file, rdx = SCC (a byte, 0 or 1; kept in
+//! r8). Scalar instructions use rax, rcx and r9. The vector ops' frame: 32-byte rows (row 0: the
 //! lane bits 1, 2, ... 128; then one row per scalar or constant source, its value in
 //! 8 lanes), then one qword per mask read from before the run and one accumulator
 //! per mask of the run. ymm14 holds the sign bias (0x8000_0000 per lane) of the
@@ -56,6 +62,9 @@ use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuff
 use super::fp::FpMode;
 use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
+use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp};
+use crate::operand::code;
+use crate::salu::{Dst, Native, NativeForm, Src};
 use crate::wave::{Wave, WAVE_SIZE};
 
 /// Most masks (AVX registers ymm8..ymm11) one run keeps.
@@ -181,10 +190,13 @@ pub(crate) struct Builder {
     reads: u128,
     /// Block entries the run covers so far (vector ops and scalar instructions).
     entries: usize,
-    /// Positions, among those entries, of the scalar instructions (program order).
-    scalars: Vec<u8>,
+    /// The scalar instructions (program order).
+    scalars: Vec<Native>,
     /// How many of `scalars` run before the vector ops; the rest run after them.
     hoisted: usize,
+    /// Whether a scalar instruction of the run writes EXEC (no vector op may follow
+    /// it: the vector ops run under the EXEC checked when the run starts).
+    exec_written: bool,
     /// Scalar dwords the scalar instructions that run after the vector ops read and
     /// write (bit per index).
     sunk_reads: u128,
@@ -201,6 +213,9 @@ pub(crate) struct Builder {
 impl Builder {
     /// Appends `p` to the run; false (the run unchanged) if it does not fuse.
     fn push(&mut self, p: &IntPlan) -> bool {
+        if self.exec_written || self.entries >= usize::from(u8::MAX) {
+            return false;
+        }
         let before = self.clone();
         (self.op_reads, self.op_writes) = (0, 0);
         let lowered = self.lower(p);
@@ -222,42 +237,33 @@ impl Builder {
         }
     }
 
-    /// Appends a scalar instruction that reads and writes the scalar dwords
-    /// `reads`/`writes` (see `ScalarPlan::sgpr_effects`); false (the run unchanged)
-    /// unless it can run before the run's vector ops: it must not write what the
-    /// vector ops before it read or wrote, nor read what they wrote. (Vector ops
-    /// after it read its results either way.)
-    fn push_scalar(&mut self, reads: u128, writes: u128) -> bool {
-        if self.entries >= usize::from(u8::MAX) {
+    /// Appends a scalar instruction; false (the run unchanged) if its form has no
+    /// host code here ([`emit_native`]). It runs before the run's vector ops while
+    /// that gives the program's results (every scalar instruction before it runs
+    /// there too, and it writes nothing the vector ops before it read or wrote, nor
+    /// reads what they wrote), else after them. (Vector ops after it read its
+    /// results either way. EXEC is a register like the others here: the vector ops
+    /// write every lane whatever it holds, and none may follow a write to it.)
+    fn push_scalar(&mut self, n: &Native) -> bool {
+        if self.entries >= usize::from(u8::MAX)
+            || !emit_native(&mut dynasmrt::SimpleAssembler::new(), n)
+        {
             return false;
         }
-        // Before the vector ops, while every scalar instruction so far runs there.
         let first = self.hoisted == self.scalars.len()
-            && writes & (self.reads | self.written) == 0
-            && reads & self.written == 0;
+            && n.writes & (self.reads | self.written) == 0
+            && n.reads & self.written == 0;
         if first {
             self.hoisted += 1;
         } else {
             // After them: the vector ops that follow are checked in `push`.
-            self.sunk_reads |= reads;
-            self.sunk_writes |= writes;
+            self.sunk_reads |= n.reads;
+            self.sunk_writes |= n.writes;
         }
-        self.scalars.push(self.entries as u8);
+        self.exec_written |= n.writes & (3 << EXEC_LO) != 0;
+        self.scalars.push(*n);
         self.entries += 1;
         true
-    }
-
-    /// Drops the scalar instructions after the last vector op.
-    fn trim(&mut self) {
-        // A scalar instruction is the last entry while its position is entries - 1.
-        while let Some(&last) = self.scalars.last() {
-            if usize::from(last) + 1 != self.entries {
-                break;
-            }
-            self.scalars.pop();
-            self.entries -= 1;
-        }
-        self.hoisted = self.hoisted.min(self.scalars.len());
     }
 
     /// The frame row of `s`.
@@ -500,8 +506,8 @@ impl Builder {
     }
 }
 
-/// A run's compiled code: System V, (vector file, scalar file).
-type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32);
+/// A run's compiled code: System V, (vector file, scalar file, SCC).
+type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool);
 
 /// A compiled run, attached to the block entry of its first instruction.
 pub(crate) struct Fused {
@@ -511,10 +517,8 @@ pub(crate) struct Fused {
     func: RunFn,
     /// Instructions the run covers (consecutive block entries).
     pub(crate) len: usize,
-    /// Positions, among them, of the scalar instructions (program order).
-    pub(crate) scalars: Box<[u8]>,
-    /// How many of `scalars` run before the vector ops (the rest run after them).
-    pub(crate) hoisted: usize,
+    /// Whether the run has vector ops (it then needs every lane active).
+    vector: bool,
     /// Whether the run has f64 ops.
     f64: bool,
     /// One past the highest vector-file register it reads or writes.
@@ -552,8 +556,7 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
                     _code: code.clone(),
                     func,
                     len: b.entries,
-                    scalars: b.scalars.clone().into_boxed_slice(),
-                    hoisted: b.hoisted,
+                    vector: !b.ops.is_empty(),
                     f64: b.f64,
                     rows: b.rows,
                 };
@@ -563,18 +566,13 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
     )
 }
 
-/// Runs `f` on `w`; `scalars(w, positions)` runs the run's scalar instructions at
-/// those positions, before and after the vector ops. False, having changed nothing,
-/// unless every lane is active, every register of the run is in the wave's vector
-/// file and, for a run with f64 ops, MODE asks what the f64 plans do (round to
+/// Runs `f` on `w`. False, having changed nothing, if the run has vector ops and a
+/// lane is inactive or a register of the run is outside the wave's vector file, or
+/// the run has f64 ops and MODE asks other than what the f64 plans do (round to
 /// nearest even, f64 denormals kept).
 #[inline]
-pub(crate) fn run_fused(
-    w: &mut Wave,
-    f: &Fused,
-    mut scalars: impl FnMut(&mut Wave, &[u8]),
-) -> bool {
-    if w.exec() != u64::MAX || w.vgpr.len() < f.rows {
+pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> bool {
+    if f.vector && (w.exec() != u64::MAX || w.vgpr.len() < f.rows) {
         return false;
     }
     if f.f64 {
@@ -583,21 +581,15 @@ pub(crate) fn run_fused(
             return false;
         }
     }
-    let (before, after) = f.scalars.split_at(f.hoisted.min(f.scalars.len()));
-    if !before.is_empty() {
-        scalars(w, before);
-    }
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
     let sgpr = w.sgpr.as_mut_ptr();
+    let scc: *mut bool = &mut w.scc;
     // SAFETY: `f.func` is code `emit_run` generated (compiled only on hosts with
     // AVX2, kept alive by `f`). It reads and writes the lanes of vector-file
-    // registers below `f.rows`, which is within `w.vgpr` (checked above), scalar-file
-    // dwords below 128 (`Builder` takes indices only from plans, all below 128) and
-    // its own stack frame.
-    unsafe { (f.func)(vgpr, sgpr) };
-    if !after.is_empty() {
-        scalars(w, after);
-    }
+    // registers below `f.rows` (only if `f.vector`), which is within `w.vgpr`
+    // (checked above), scalar-file dwords below 128 (`Builder` takes indices only
+    // from plans, all below 128), `w.scc` (stored as 0 or 1) and its own stack frame.
+    unsafe { (f.func)(vgpr, sgpr, scc) };
     true
 }
 
@@ -644,6 +636,275 @@ fn shufps(a: &mut Assembler, dst: u8, x: u8, y: u8, imm: u8) {
 fn splat64(a: &mut Assembler, y: u8, v: u64) {
     let v = v as i64;
     dynasm!(a ; .arch x64 ; mov rax, QWORD v ; vmovq Rx(y), rax ; vpbroadcastq Ry(y), Rx(y));
+}
+
+/// Loads scalar source `s` into rax (`r` = 0) or rcx (`r` = 1): its 64-bit value
+/// when `wide`, else its low dword (zero-extended).
+fn scalar_src<A: DynasmApi>(a: &mut A, r: u8, s: Src, wide: bool) {
+    match s {
+        Src::R32(c) => {
+            let off = 4 * i32::from(c);
+            dynasm!(a ; .arch x64 ; mov Rd(r), [rsi + off]);
+        }
+        Src::R64(c) => {
+            let off = 4 * i32::from(c);
+            if wide {
+                dynasm!(a ; .arch x64 ; mov Rq(r), [rsi + off]);
+            } else {
+                dynasm!(a ; .arch x64 ; mov Rd(r), [rsi + off]);
+            }
+        }
+        Src::K(v) if wide => {
+            let v = v as i64;
+            dynasm!(a ; .arch x64 ; mov Rq(r), QWORD v);
+        }
+        Src::K(v) => {
+            let v = v as u32 as i32;
+            dynasm!(a ; .arch x64 ; mov Rd(r), v);
+        }
+    }
+}
+
+/// Stores rax to scalar destination `d` (its low dword for `Dst::D32`; nothing for
+/// `null`).
+fn scalar_dst<A: DynasmApi>(a: &mut A, d: Dst) {
+    match d {
+        Dst::D32(c) if c == code::NULL => {}
+        Dst::D32(c) => {
+            let off = 4 * i32::from(c);
+            dynasm!(a ; .arch x64 ; mov [rsi + off], eax);
+        }
+        Dst::D64(c) => {
+            let off = 4 * i32::from(c);
+            dynasm!(a ; .arch x64 ; mov [rsi + off], rax);
+        }
+    }
+}
+
+/// Emits host code for scalar instruction `n` (rsi = the scalar file, r8 = SCC as a
+/// byte 0 or 1; rax, rcx, r9 scratch), with the semantics of `salu::sop2_result`,
+/// `sopc_result` and `saveexec_result`, and the plans' order of writes. False if
+/// its form has no code here (the instruction then stays out of runs); what was
+/// emitted is then meaningless.
+fn emit_native<A: DynasmApi>(a: &mut A, n: &Native) -> bool {
+    match n.form {
+        NativeForm::Nop => {}
+        NativeForm::Mov => {
+            scalar_src(a, 0, n.a, matches!(n.d, Dst::D64(_)));
+            scalar_dst(a, n.d);
+        }
+        NativeForm::Sopc(op) => return emit_sopc(a, op, n),
+        NativeForm::Saveexec(op) => {
+            use Sop1Op as O;
+            let exec = 4 * i32::from(EXEC_LO);
+            scalar_src(a, 1, n.a, true);
+            dynasm!(a ; .arch x64 ; mov rax, [rsi + exec]);
+            // r9 = the new EXEC from s (rcx) and the old EXEC (rax).
+            match op {
+                O::SAndSaveexecB64 => dynasm!(a ; .arch x64 ; mov r9, rcx ; and r9, rax),
+                O::SOrSaveexecB64 => dynasm!(a ; .arch x64 ; mov r9, rcx ; or r9, rax),
+                O::SXorSaveexecB64 => dynasm!(a ; .arch x64 ; mov r9, rcx ; xor r9, rax),
+                O::SAndn2SaveexecB64 => {
+                    dynasm!(a ; .arch x64 ; mov r9, rax ; not r9 ; and r9, rcx)
+                }
+                O::SOrn2SaveexecB64 => {
+                    dynasm!(a ; .arch x64 ; mov r9, rax ; not r9 ; or r9, rcx)
+                }
+                O::SNandSaveexecB64 => {
+                    dynasm!(a ; .arch x64 ; mov r9, rcx ; and r9, rax ; not r9)
+                }
+                O::SNorSaveexecB64 => {
+                    dynasm!(a ; .arch x64 ; mov r9, rcx ; or r9, rax ; not r9)
+                }
+                O::SXnorSaveexecB64 => {
+                    dynasm!(a ; .arch x64 ; mov r9, rcx ; xor r9, rax ; not r9)
+                }
+                O::SAndn1SaveexecB64 => {
+                    dynasm!(a ; .arch x64 ; mov r9, rcx ; not r9 ; and r9, rax)
+                }
+                O::SOrn1SaveexecB64 => {
+                    dynasm!(a ; .arch x64 ; mov r9, rcx ; not r9 ; or r9, rax)
+                }
+                _ => return false,
+            }
+            scalar_dst(a, n.d);
+            dynasm!(a
+                ; .arch x64
+                ; mov [rsi + exec], r9
+                ; test r9, r9
+                ; setne BYTE [r8]
+            );
+        }
+        NativeForm::Sop2(op) => return emit_sop2(a, op, n),
+    }
+    true
+}
+
+/// [`emit_native`] for SOPC: SCC from the compare or bit test.
+fn emit_sopc<A: DynasmApi>(a: &mut A, op: SopcOp, n: &Native) -> bool {
+    use SopcOp as C;
+    let wide = matches!(
+        op,
+        C::SBitcmp0B64 | C::SBitcmp1B64 | C::SCmpEqU64 | C::SCmpLgU64
+    );
+    scalar_src(a, 0, n.a, wide);
+    scalar_src(a, 1, n.b, wide);
+    match op {
+        C::SBitcmp0B32 | C::SBitcmp1B32 => dynasm!(a ; .arch x64 ; bt eax, ecx),
+        C::SBitcmp0B64 | C::SBitcmp1B64 => dynasm!(a ; .arch x64 ; bt rax, rcx),
+        _ if wide => dynasm!(a ; .arch x64 ; cmp rax, rcx),
+        _ => dynasm!(a ; .arch x64 ; cmp eax, ecx),
+    }
+    match op {
+        C::SCmpEqI32 | C::SCmpEqU32 | C::SCmpEqU64 => dynasm!(a ; .arch x64 ; sete BYTE [r8]),
+        C::SCmpLgI32 | C::SCmpLgU32 | C::SCmpLgU64 => dynasm!(a ; .arch x64 ; setne BYTE [r8]),
+        C::SCmpGtI32 => dynasm!(a ; .arch x64 ; setg BYTE [r8]),
+        C::SCmpGeI32 => dynasm!(a ; .arch x64 ; setge BYTE [r8]),
+        C::SCmpLtI32 => dynasm!(a ; .arch x64 ; setl BYTE [r8]),
+        C::SCmpLeI32 => dynasm!(a ; .arch x64 ; setle BYTE [r8]),
+        C::SCmpGtU32 => dynasm!(a ; .arch x64 ; seta BYTE [r8]),
+        C::SCmpGeU32 => dynasm!(a ; .arch x64 ; setae BYTE [r8]),
+        C::SCmpLtU32 => dynasm!(a ; .arch x64 ; setb BYTE [r8]),
+        C::SCmpLeU32 => dynasm!(a ; .arch x64 ; setbe BYTE [r8]),
+        // The tested bit is in CF.
+        C::SBitcmp1B32 | C::SBitcmp1B64 => dynasm!(a ; .arch x64 ; setb BYTE [r8]),
+        C::SBitcmp0B32 | C::SBitcmp0B64 => dynasm!(a ; .arch x64 ; setae BYTE [r8]),
+        _ => return false,
+    }
+    true
+}
+
+/// [`emit_native`] for SOP2: the result in rax (stored to the destination), SCC
+/// where the opcode sets it.
+fn emit_sop2<A: DynasmApi>(a: &mut A, op: Sop2Op, n: &Native) -> bool {
+    use Sop2Op as O;
+    // Which sources are 64-bit (the 64-bit shifts take a 32-bit count).
+    let (wide_a, wide_b) = match op {
+        O::SLshlB64 | O::SLshrB64 | O::SAshrI64 => (true, false),
+        O::SCselectB64
+        | O::SAndB64
+        | O::SOrB64
+        | O::SXorB64
+        | O::SAndn2B64
+        | O::SOrn2B64
+        | O::SNandB64
+        | O::SNorB64
+        | O::SXnorB64 => (true, true),
+        _ => (false, false),
+    };
+    scalar_src(a, 0, n.a, wide_a);
+    scalar_src(a, 1, n.b, wide_b);
+    // SCC = the result is not zero (flags of the last instruction).
+    let nonzero = |a: &mut A| dynasm!(a ; .arch x64 ; setne BYTE [r8]);
+    match op {
+        O::SAddU32 => dynasm!(a ; .arch x64 ; add eax, ecx ; setb BYTE [r8]),
+        O::SSubU32 => dynasm!(a ; .arch x64 ; sub eax, ecx ; setb BYTE [r8]),
+        O::SAddI32 => dynasm!(a ; .arch x64 ; add eax, ecx ; seto BYTE [r8]),
+        O::SSubI32 => dynasm!(a ; .arch x64 ; sub eax, ecx ; seto BYTE [r8]),
+        // SCC into CF (neg sets CF when its operand is not zero), then the add or
+        // subtract with it.
+        O::SAddcU32 => dynasm!(a
+            ; .arch x64
+            ; movzx r9d, BYTE [r8]
+            ; neg r9d
+            ; adc eax, ecx
+            ; setb BYTE [r8]
+        ),
+        O::SSubbU32 => dynasm!(a
+            ; .arch x64
+            ; movzx r9d, BYTE [r8]
+            ; neg r9d
+            ; sbb eax, ecx
+            ; setb BYTE [r8]
+        ),
+        O::SMinI32 => dynasm!(a ; .arch x64 ; cmp eax, ecx ; setl BYTE [r8] ; cmovge eax, ecx),
+        O::SMinU32 => dynasm!(a ; .arch x64 ; cmp eax, ecx ; setb BYTE [r8] ; cmovae eax, ecx),
+        O::SMaxI32 => dynasm!(a ; .arch x64 ; cmp eax, ecx ; setg BYTE [r8] ; cmovle eax, ecx),
+        O::SMaxU32 => dynasm!(a ; .arch x64 ; cmp eax, ecx ; seta BYTE [r8] ; cmovbe eax, ecx),
+        O::SCselectB32 | O::SCselectB64 => {
+            dynasm!(a ; .arch x64 ; cmp BYTE [r8], 0 ; cmove rax, rcx)
+        }
+        O::SAndB32 => dynasm!(a ; .arch x64 ; and eax, ecx),
+        O::SOrB32 => dynasm!(a ; .arch x64 ; or eax, ecx),
+        O::SXorB32 => dynasm!(a ; .arch x64 ; xor eax, ecx),
+        O::SAndn2B32 => dynasm!(a ; .arch x64 ; not ecx ; and eax, ecx),
+        O::SOrn2B32 => dynasm!(a ; .arch x64 ; not ecx ; or eax, ecx),
+        O::SNandB32 => dynasm!(a ; .arch x64 ; and eax, ecx ; not eax ; test eax, eax),
+        O::SNorB32 => dynasm!(a ; .arch x64 ; or eax, ecx ; not eax ; test eax, eax),
+        O::SXnorB32 => dynasm!(a ; .arch x64 ; xor eax, ecx ; not eax ; test eax, eax),
+        O::SAndB64 => dynasm!(a ; .arch x64 ; and rax, rcx),
+        O::SOrB64 => dynasm!(a ; .arch x64 ; or rax, rcx),
+        O::SXorB64 => dynasm!(a ; .arch x64 ; xor rax, rcx),
+        O::SAndn2B64 => dynasm!(a ; .arch x64 ; not rcx ; and rax, rcx),
+        O::SOrn2B64 => dynasm!(a ; .arch x64 ; not rcx ; or rax, rcx),
+        O::SNandB64 => dynasm!(a ; .arch x64 ; and rax, rcx ; not rax ; test rax, rax),
+        O::SNorB64 => dynasm!(a ; .arch x64 ; or rax, rcx ; not rax ; test rax, rax),
+        O::SXnorB64 => dynasm!(a ; .arch x64 ; xor rax, rcx ; not rax ; test rax, rax),
+        // The host masks the count to 5 (6) bits as the ISA does; a zero count sets
+        // no flags, hence the tests.
+        O::SLshlB32 => dynasm!(a ; .arch x64 ; shl eax, cl ; test eax, eax),
+        O::SLshrB32 => dynasm!(a ; .arch x64 ; shr eax, cl ; test eax, eax),
+        O::SAshrI32 => dynasm!(a ; .arch x64 ; sar eax, cl ; test eax, eax),
+        O::SLshlB64 => dynasm!(a ; .arch x64 ; shl rax, cl ; test rax, rax),
+        O::SLshrB64 => dynasm!(a ; .arch x64 ; shr rax, cl ; test rax, rax),
+        O::SAshrI64 => dynasm!(a ; .arch x64 ; sar rax, cl ; test rax, rax),
+        // ((1 << (a & 31)) - 1) << (b & 31).
+        O::SBfmB32 => dynasm!(a
+            ; .arch x64
+            ; mov r9d, ecx
+            ; mov ecx, eax
+            ; mov eax, 1
+            ; shl eax, cl
+            ; dec eax
+            ; mov ecx, r9d
+            ; shl eax, cl
+        ),
+        O::SMulI32 => dynasm!(a ; .arch x64 ; imul eax, ecx),
+        // The low 64 bits of the product of the zero-extended dwords are their
+        // unsigned product.
+        O::SMulHiU32 => dynasm!(a ; .arch x64 ; imul rax, rcx ; shr rax, 32),
+        O::SLshl1AddU32 | O::SLshl2AddU32 | O::SLshl3AddU32 | O::SLshl4AddU32 => {
+            let sh = match op {
+                O::SLshl1AddU32 => 1,
+                O::SLshl2AddU32 => 2,
+                O::SLshl3AddU32 => 3,
+                _ => 4,
+            };
+            // The 33..36-bit sum: its low dword is the result, SCC its carry out.
+            dynasm!(a ; .arch x64 ; shl rax, sh ; add rax, rcx);
+            scalar_dst(a, n.d);
+            dynasm!(a ; .arch x64 ; shr rax, 32 ; setne BYTE [r8]);
+            return true;
+        }
+        _ => return false,
+    }
+    match op {
+        O::SAndB32
+        | O::SOrB32
+        | O::SXorB32
+        | O::SAndn2B32
+        | O::SOrn2B32
+        | O::SNandB32
+        | O::SNorB32
+        | O::SXnorB32
+        | O::SAndB64
+        | O::SOrB64
+        | O::SXorB64
+        | O::SAndn2B64
+        | O::SOrn2B64
+        | O::SNandB64
+        | O::SNorB64
+        | O::SXnorB64
+        | O::SLshlB32
+        | O::SLshrB32
+        | O::SAshrI32
+        | O::SLshlB64
+        | O::SLshrB64
+        | O::SAshrI64 => nonzero(a),
+        _ => {}
+    }
+    scalar_dst(a, n.d);
+    true
 }
 
 /// Byte offsets of a run's frame.
@@ -800,19 +1061,43 @@ fn live_masks(ops: &[Op]) -> Vec<bool> {
 
 /// Emits one run; returns its entry point.
 fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
-    let rows = 1 + b.consts.len() as i32;
-    let ext = 32 * rows;
-    let acc = ext + 8 * b.ext.len() as i32;
-    let size = (acc + 8 * b.masks.len() as i32 + 31) & !31;
-    let f = Frame { ext, acc, size };
     let start = a.offset();
-    dynasm!(a
-        ; .arch x64
-        ; push rbp
-        ; mov rbp, rsp
-        ; sub rsp, f.size
-        ; and rsp, -32
-    );
+    dynasm!(a ; .arch x64 ; mov r8, rdx);
+    let (before, after) = b.scalars.split_at(b.hoisted.min(b.scalars.len()));
+    for n in before {
+        emit_native(a, n);
+    }
+    if !b.ops.is_empty() {
+        let rows = 1 + b.consts.len() as i32;
+        let ext = 32 * rows;
+        let acc = ext + 8 * b.ext.len() as i32;
+        let size = (acc + 8 * b.masks.len() as i32 + 31) & !31;
+        let f = Frame { ext, acc, size };
+        dynasm!(a
+            ; .arch x64
+            ; push rbp
+            ; mov rbp, rsp
+            ; sub rsp, f.size
+            ; and rsp, -32
+        );
+        emit_vector(a, b, &f);
+        dynasm!(a
+            ; .arch x64
+            ; mov rsp, rbp
+            ; pop rbp
+            ; vzeroupper
+        );
+    }
+    for n in after {
+        emit_native(a, n);
+    }
+    dynasm!(a ; .arch x64 ; ret);
+    start
+}
+
+/// Emits the vector ops of a run: the frame's rows and masks, the loop over the
+/// groups, and the masks' write-back to the scalar file.
+fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
     if b.ops.iter().any(Op::reads_ext) {
         for i in 0..8 {
             let off = 4 * i;
@@ -867,7 +1152,7 @@ fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
         ; =>top
     );
     for (op, live) in b.ops.iter().zip(live_masks(&b.ops)) {
-        emit_op(a, &f, op, live);
+        emit_op(a, f, op, live);
     }
     for k in 0..b.masks.len() {
         let off = f.acc + 8 * k as i32;
@@ -893,14 +1178,6 @@ fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
             dynasm!(a ; .arch x64 ; shr rax, 32 ; mov [rsi + d], eax);
         }
     }
-    dynasm!(a
-        ; .arch x64
-        ; mov rsp, rbp
-        ; pop rbp
-        ; vzeroupper
-        ; ret
-    );
-    start
 }
 
 /// Emits one op for the current group (temporaries ymm0..ymm7, ymm15); `live`:
@@ -1285,39 +1562,34 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
 pub(crate) enum Slot<'p> {
     /// An integer VALU plan.
     Int(&'p IntPlan),
-    /// A scalar instruction with these scalar-file reads and writes (see
-    /// `ScalarPlan::sgpr_effects`).
-    Scalar(u128, u128),
+    /// A scalar instruction that falls through and touches only the scalar file and
+    /// SCC (see `ScalarPlan::native`).
+    Scalar(Native),
     /// Anything else (ends a run).
     Other,
 }
 
-/// Finds the runs of a block's entries worth fusing: from each integer plan, as
-/// many following entries as join (integer plans that fuse, scalar instructions
-/// that can run first), ending with an integer plan, when that holds at least two
-/// integer plans. Returns (first entry, run) pairs.
+/// Finds the runs of a block's entries worth compiling: from each integer plan or
+/// scalar instruction, as many following entries as join (integer plans that fuse,
+/// scalar instructions with host code, in the order rules of [`Builder`]), when
+/// that is at least two. Returns (first entry, run) pairs.
 pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize, Builder)> {
     let slots: Vec<Slot<'p>> = slots.collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < slots.len() {
-        if !matches!(slots[i], Slot::Int(_)) {
-            i += 1;
-            continue;
-        }
         let mut b = Builder::default();
         for slot in &slots[i..] {
-            let joined = match *slot {
+            let joined = match slot {
                 Slot::Int(p) => b.push(p),
-                Slot::Scalar(r, w) if !b.ops.is_empty() => b.push_scalar(r, w),
-                _ => false,
+                Slot::Scalar(n) => b.push_scalar(n),
+                Slot::Other => false,
             };
             if !joined {
                 break;
             }
         }
-        b.trim();
-        if b.ops.len() >= 2 {
+        if b.entries >= 2 {
             i += b.entries;
             out.push((i - b.entries, b));
         } else {
