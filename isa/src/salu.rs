@@ -1255,6 +1255,8 @@ pub(crate) struct Native {
     pub(crate) reads: u128,
     /// Scalar-file dwords written (bit per index; EXEC included, SCC not).
     pub(crate) writes: u128,
+    /// Branch target (byte address) of `NativeForm::Branch`.
+    pub(crate) target: u64,
 }
 
 /// The operation of a [`Native`] instruction.
@@ -1271,12 +1273,16 @@ pub(crate) enum NativeForm {
     Saveexec(Sop1Op),
     /// A SOPP form that only falls through (`s_waitcnt`, `s_nop`, ...).
     Nop,
+    /// `s_branch` or an `s_cbranch_*` on SCC, VCC or EXEC (to `Native::target`):
+    /// the last instruction of its block.
+    Branch(SoppOp),
 }
 
 impl ScalarPlan {
     /// This plan of `inst` as a [`Native`] instruction, for the forms that fall
     /// through and whose only effects are scalar-file registers (EXEC among them)
-    /// and SCC; `None` for every other form (branches, `s_endpgm`, `s_barrier`).
+    /// and SCC, and for the branches on SCC, VCC and EXEC; `None` for every other
+    /// form (`s_endpgm`, `s_barrier`, ...).
     pub(crate) fn native(&self, inst: &Instruction) -> Option<Native> {
         let src = |s: Src| match s {
             Src::R32(c) => 1u128 << c,
@@ -1308,6 +1314,16 @@ impl ScalarPlan {
             Instruction::Sopp(i) if crate::wave::sopp_falls_through(i.op) => {
                 (NativeForm::Nop, 0, 0)
             }
+            Instruction::Sopp(i) => {
+                use SoppOp as O;
+                let reads = match i.op {
+                    O::SBranch | O::SCbranchScc0 | O::SCbranchScc1 => 0,
+                    O::SCbranchVccz | O::SCbranchVccnz => 3u128 << code::VCC_LO,
+                    O::SCbranchExecz | O::SCbranchExecnz => exec,
+                    _ => return None,
+                };
+                (NativeForm::Branch(i.op), reads, 0)
+            }
             _ => return None,
         };
         Some(Native {
@@ -1317,6 +1333,7 @@ impl ScalarPlan {
             d: self.d,
             reads,
             writes,
+            target: self.target,
         })
     }
 

@@ -26,6 +26,8 @@ use crate::memory::{GlobalMemory, RegionCache};
 use crate::operand::{code, Operand};
 use crate::program::{Block, Program, Run};
 use crate::salu::ScalarFlow;
+#[cfg(target_arch = "x86_64")]
+use crate::valu::Ran;
 
 /// Blocks a running wave remembers by start (see [`Wave::run`]).
 const RECENT_BLOCKS: usize = 4;
@@ -241,32 +243,49 @@ impl Wave {
             #[cfg(target_arch = "x86_64")]
             let fused_ok = fits && !trace;
             let mut next = 0;
-            while let (Some(e), Some(inst)) = (block.entries.get(next), block.insts.get(next)) {
+            'entries: while let (Some(e), Some(inst)) =
+                (block.entries.get(next), block.insts.get(next))
+            {
                 let k = next;
                 next += 1;
-                #[cfg(target_arch = "x86_64")]
-                if let (Some(f), true) = (&e.fused, fused_ok) {
-                    if crate::valu::run_fused(self, f) {
-                        next = k + f.len;
-                        continue;
+                // The entry whose control flow is taken below (the last one of a
+                // fused run that jumped), and that flow.
+                let (e, flow) = 'flow: {
+                    #[cfg(target_arch = "x86_64")]
+                    if let (Some(f), true) = (&e.fused, fused_ok) {
+                        match crate::valu::run_fused(self, f) {
+                            Ran::Declined => {}
+                            Ran::Next => {
+                                next = k + f.len;
+                                continue 'entries;
+                            }
+                            Ran::Jump(target) => {
+                                next = k + f.len;
+                                if let Some(last) = block.entries.get(next - 1) {
+                                    break 'flow (last, Ok(Flow::Jump(target)));
+                                }
+                            }
+                        }
                     }
-                }
-                let count = before + k as u64 + 1;
-                if !fits && count > ctx.max_instructions {
-                    self.instructions = count;
-                    self.pc = e.pc;
-                    return Err(Fault::InstructionLimit {
-                        limit: ctx.max_instructions,
-                        pc: e.pc,
-                    });
-                }
-                // Planned instructions that fall through go straight to the next
-                // entry (unless traced).
-                let flow = match self.run_planned(&e.run, ctx) {
-                    Some(ScalarFlow::Next) if !trace => continue,
-                    Some(f) => Ok(e.run.flow(f)),
-                    None => self.step(inst, e.pc, e.next, ctx),
+                    let count = before + k as u64 + 1;
+                    if !fits && count > ctx.max_instructions {
+                        self.instructions = count;
+                        self.pc = e.pc;
+                        return Err(Fault::InstructionLimit {
+                            limit: ctx.max_instructions,
+                            pc: e.pc,
+                        });
+                    }
+                    // Planned instructions that fall through go straight to the next
+                    // entry (unless traced).
+                    let flow = match self.run_planned(&e.run, ctx) {
+                        Some(ScalarFlow::Next) if !trace => continue 'entries,
+                        Some(f) => Ok(e.run.flow(f)),
+                        None => self.step(inst, e.pc, e.next, ctx),
+                    };
+                    (e, flow)
                 };
+                let count = before + next as u64;
                 self.instructions = count;
                 if trace {
                     self.trace_line(inst, e.pc, flow.as_ref().err());

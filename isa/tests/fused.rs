@@ -697,7 +697,7 @@ v_add_u32_e32 v4, s8, v5",
 /// each run from waves with random SCC, all lanes active or `exec`: fused (scalar
 /// and mixed runs) and interpreted results are equal, SCC and the instruction count
 /// included. Returns the instructions that ran fused.
-fn check_scalar_programs(seed: u64, n: usize, len: usize, exec: u64) -> usize {
+fn check_scalar_programs(seed: u64, n: usize, len: usize, exec: u64, branches: bool) -> usize {
     let mut rng = Rng(seed);
     let mem = TestMemory::default();
     let mut fused = 0;
@@ -718,6 +718,11 @@ fn check_scalar_programs(seed: u64, n: usize, len: usize, exec: u64) -> usize {
                 .collect()
         };
         let text = src.join("\n") + "\ns_endpgm\n";
+        let text = if branches {
+            with_forward_branches(&mut rng, &text)
+        } else {
+            text
+        };
         let bytes: Vec<u8> = assemble(&text).into_iter().flat_map(|(_, b)| b).collect();
         let region = mem.alloc(bytes.len() as u64 + 64);
         assert!(region.write_bytes(0, &bytes));
@@ -755,7 +760,7 @@ fn check_scalar_programs(seed: u64, n: usize, len: usize, exec: u64) -> usize {
 
 #[test]
 fn scalar_runs_compute_what_the_interpreter_computes() {
-    let fused = check_scalar_programs(0x5EED_0003, 150, 24, 0x0F0F_F0F0_FFFF_0001);
+    let fused = check_scalar_programs(0x5EED_0003, 150, 24, 0x0F0F_F0F0_FFFF_0001, false);
     if fuses() {
         assert!(fused > 150 * 24 / 3, "only {fused} instructions ran fused");
     }
@@ -763,10 +768,103 @@ fn scalar_runs_compute_what_the_interpreter_computes() {
 
 #[test]
 fn long_scalar_runs_keep_scc_and_exec_in_order() {
-    let fused = check_scalar_programs(0x5EED_0004, 12, 120, u64::MAX << 3);
+    let fused = check_scalar_programs(0x5EED_0004, 12, 120, u64::MAX << 3, false);
     if fuses() {
         assert!(fused > 12 * 120 / 3, "only {fused} instructions ran fused");
     }
+}
+
+/// `text` (one instruction per line, the last `s_endpgm`) with forward branches of
+/// every kind inserted before one instruction in five, each to a later instruction
+/// (at most six on), as immediate dword offsets (llvm-mc's encodings leave labels
+/// unresolved).
+fn with_forward_branches(rng: &mut Rng, text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    // (index in `out` of the branch, index in `lines` of its target, mnemonic)
+    let mut out: Vec<String> = Vec::new();
+    let mut branches: Vec<(usize, usize, &str)> = Vec::new();
+    let mut at: Vec<usize> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i + 1 < lines.len() && rng.below(5) == 0 {
+            let kind = rng.pick(&[
+                "s_branch",
+                "s_cbranch_scc0",
+                "s_cbranch_scc1",
+                "s_cbranch_vccz",
+                "s_cbranch_vccnz",
+                "s_cbranch_execz",
+                "s_cbranch_execnz",
+            ]);
+            let to = (i + 1 + rng.below(6)).min(lines.len() - 1);
+            branches.push((out.len(), to, kind));
+            out.push(format!("{kind} 0"));
+        }
+        at.push(out.len());
+        out.push(line.to_string());
+    }
+    // Byte offsets of the instructions (branches are 4 bytes whatever their offset).
+    let sizes: Vec<usize> = assemble(&out.join("\n"))
+        .into_iter()
+        .map(|(_, b)| b.len())
+        .collect();
+    assert_eq!(
+        sizes.len(),
+        out.len(),
+        "one encoding per line:\n{}",
+        out.join("\n")
+    );
+    let offset: Vec<usize> = sizes
+        .iter()
+        .scan(0, |o, n| {
+            let here = *o;
+            *o += n;
+            Some(here)
+        })
+        .collect();
+    for (b, to, kind) in branches {
+        let dwords = (offset[at[to]] - (offset[b] + 4)) / 4;
+        out[b] = format!("{kind} {dwords}");
+    }
+    out.join("\n") + "\n"
+}
+
+#[test]
+fn runs_ending_in_branches_jump_as_the_interpreter_does() {
+    // Random scalar and vector programs with forward branches on SCC, VCC and EXEC
+    // (taken and not): the same registers, SCC and instruction counts.
+    let fused = check_scalar_programs(0x5EED_0005, 100, 24, 0x00FF_FF00_0000_FFFF, true);
+    if fuses() {
+        // (Counted in each program's first block only.)
+        assert!(fused > 100 * 24 / 8, "only {fused} instructions ran fused");
+    }
+    // A counted loop whose back edge ends a run: 5 turns of the last 4
+    // instructions before the move.
+    let text = "s_mov_b32 s8, 5
+s_add_u32 s9, s9, s8
+s_add_u32 s8, s8, -1
+s_cmp_lg_u32 s8, 0
+s_cbranch_scc1 65532
+v_mov_b32_e32 v0, s9";
+    let w = check_wave(text, || random_wave(&mut Rng(4), u64::MAX));
+    if fuses() {
+        assert_eq!(w, 5, "{text}");
+    }
+    // Counted by hand: the move, 5 turns of 4, the vector move and s_endpgm.
+    let mem = TestMemory::default();
+    let bytes: Vec<u8> = assemble(&format!("{text}\ns_endpgm\n"))
+        .into_iter()
+        .flat_map(|(_, b)| b)
+        .collect();
+    let region = mem.alloc(bytes.len() as u64 + 64);
+    assert!(region.write_bytes(0, &bytes));
+    let r: Arc<dyn MemoryRegion> = region.clone();
+    let w = run(
+        &mem,
+        &Program::new(&r),
+        region.device_base(),
+        random_wave(&mut Rng(4), u64::MAX),
+    );
+    assert_eq!(w.instructions, 1 + 5 * 4 + 2);
 }
 
 /// Edge values of the scalar operands: zero, one, shift counts around 32 and 64,

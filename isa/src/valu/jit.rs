@@ -62,7 +62,7 @@ use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuff
 use super::fp::FpMode;
 use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
-use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp};
+use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp, SoppOp};
 use crate::operand::code;
 use crate::salu::{Dst, Native, NativeForm, Src};
 use crate::wave::{Wave, WAVE_SIZE};
@@ -197,6 +197,8 @@ pub(crate) struct Builder {
     /// Whether a scalar instruction of the run writes EXEC (no vector op may follow
     /// it: the vector ops run under the EXEC checked when the run starts).
     exec_written: bool,
+    /// The branch that ends the run (after everything else, on the final state).
+    branch: Option<Native>,
     /// Scalar dwords the scalar instructions that run after the vector ops read and
     /// write (bit per index).
     sunk_reads: u128,
@@ -213,7 +215,7 @@ pub(crate) struct Builder {
 impl Builder {
     /// Appends `p` to the run; false (the run unchanged) if it does not fuse.
     fn push(&mut self, p: &IntPlan) -> bool {
-        if self.exec_written || self.entries >= usize::from(u8::MAX) {
+        if self.exec_written || self.branch.is_some() || self.entries >= usize::from(u8::MAX) {
             return false;
         }
         let before = self.clone();
@@ -245,9 +247,15 @@ impl Builder {
     /// results either way. EXEC is a register like the others here: the vector ops
     /// write every lane whatever it holds, and none may follow a write to it.)
     fn push_scalar(&mut self, n: &Native) -> bool {
-        if self.entries >= usize::from(u8::MAX)
-            || !emit_native(&mut dynasmrt::SimpleAssembler::new(), n)
-        {
+        if self.branch.is_some() || self.entries >= usize::from(u8::MAX) {
+            return false;
+        }
+        if let NativeForm::Branch(_) = n.form {
+            self.branch = Some(*n);
+            self.entries += 1;
+            return true;
+        }
+        if !emit_native(&mut dynasmrt::SimpleAssembler::new(), n) {
             return false;
         }
         let first = self.hoisted == self.scalars.len()
@@ -506,8 +514,9 @@ impl Builder {
     }
 }
 
-/// A run's compiled code: System V, (vector file, scalar file, SCC).
-type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool);
+/// A run's compiled code: System V, (vector file, scalar file, SCC) -> whether the
+/// run's branch is taken (0: no, or no branch).
+type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool) -> u32;
 
 /// A compiled run, attached to the block entry of its first instruction.
 pub(crate) struct Fused {
@@ -519,6 +528,8 @@ pub(crate) struct Fused {
     pub(crate) len: usize,
     /// Whether the run has vector ops (it then needs every lane active).
     vector: bool,
+    /// Where the run's branch jumps when taken.
+    target: u64,
     /// Whether the run has f64 ops.
     f64: bool,
     /// One past the highest vector-file register it reads or writes.
@@ -557,6 +568,7 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
                     func,
                     len: b.entries,
                     vector: !b.ops.is_empty(),
+                    target: b.branch.map_or(0, |n| n.target),
                     f64: b.f64,
                     rows: b.rows,
                 };
@@ -566,19 +578,29 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
     )
 }
 
-/// Runs `f` on `w`. False, having changed nothing, if the run has vector ops and a
-/// lane is inactive or a register of the run is outside the wave's vector file, or
-/// the run has f64 ops and MODE asks other than what the f64 plans do (round to
-/// nearest even, f64 denormals kept).
+/// How a fused run went.
+pub(crate) enum Ran {
+    /// It did not run, having changed nothing: the run has vector ops and a lane
+    /// is inactive or a register of the run is outside the wave's vector file, or
+    /// the run has f64 ops and MODE asks other than what the f64 plans do (round to
+    /// nearest even, f64 denormals kept).
+    Declined,
+    /// It ran and falls through to the entry after it.
+    Next,
+    /// It ran and its branch jumps to this address.
+    Jump(u64),
+}
+
+/// Runs `f` on `w` (see [`Ran`]).
 #[inline]
-pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> bool {
+pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> Ran {
     if f.vector && (w.exec() != u64::MAX || w.vgpr.len() < f.rows) {
-        return false;
+        return Ran::Declined;
     }
     if f.f64 {
         let fpm = FpMode::new(w.mode);
         if fpm.round != 0 || fpm.flush_in64() || fpm.flush_out64() {
-            return false;
+            return Ran::Declined;
         }
     }
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
@@ -589,8 +611,12 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> bool {
     // registers below `f.rows` (only if `f.vector`), which is within `w.vgpr`
     // (checked above), scalar-file dwords below 128 (`Builder` takes indices only
     // from plans, all below 128), `w.scc` (stored as 0 or 1) and its own stack frame.
-    unsafe { (f.func)(vgpr, sgpr, scc) };
-    true
+    let taken = unsafe { (f.func)(vgpr, sgpr, scc) };
+    if taken == 0 {
+        Ran::Next
+    } else {
+        Ran::Jump(f.target)
+    }
 }
 
 /// A VEX.256 register-to-register instruction `op dst, src1, src2[, imm]` (opcode
@@ -736,6 +762,8 @@ fn emit_native<A: DynasmApi>(a: &mut A, n: &Native) -> bool {
             );
         }
         NativeForm::Sop2(op) => return emit_sop2(a, op, n),
+        // Emitted last, by `emit_run`.
+        NativeForm::Branch(_) => return false,
     }
     true
 }
@@ -1090,6 +1118,36 @@ fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
     }
     for n in after {
         emit_native(a, n);
+    }
+    // eax = whether the branch is taken.
+    let test64 = |a: &mut Assembler, c: u8| {
+        let off = 4 * i32::from(c);
+        dynasm!(a ; .arch x64 ; xor eax, eax ; cmp QWORD [rsi + off], 0);
+    };
+    match b.branch.map(|n| n.form) {
+        Some(NativeForm::Branch(op)) => match op {
+            SoppOp::SCbranchScc0 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8] ; xor eax, 1),
+            SoppOp::SCbranchScc1 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8]),
+            SoppOp::SCbranchVccz => {
+                test64(a, code::VCC_LO);
+                dynasm!(a ; .arch x64 ; sete al);
+            }
+            SoppOp::SCbranchVccnz => {
+                test64(a, code::VCC_LO);
+                dynasm!(a ; .arch x64 ; setne al);
+            }
+            SoppOp::SCbranchExecz => {
+                test64(a, EXEC_LO);
+                dynasm!(a ; .arch x64 ; sete al);
+            }
+            SoppOp::SCbranchExecnz => {
+                test64(a, EXEC_LO);
+                dynasm!(a ; .arch x64 ; setne al);
+            }
+            // s_branch (`ScalarPlan::native` gives no other).
+            _ => dynasm!(a ; .arch x64 ; mov eax, 1),
+        },
+        _ => dynasm!(a ; .arch x64 ; xor eax, eax),
     }
     dynasm!(a ; .arch x64 ; ret);
     start
