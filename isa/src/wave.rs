@@ -254,7 +254,12 @@ impl Wave {
                     #[cfg(target_arch = "x86_64")]
                     if let (Some(f), true) = (&e.fused, fused_ok) {
                         match crate::valu::run_fused(self, f) {
-                            Ran::Declined => {}
+                            // Nothing ran: the interpreter runs the entry.
+                            Ran::Stopped(0) => {}
+                            Ran::Stopped(n) => {
+                                next = k + n;
+                                continue 'entries;
+                            }
                             Ran::Next => {
                                 next = k + f.len;
                                 continue 'entries;

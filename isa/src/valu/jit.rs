@@ -34,14 +34,16 @@
 //! run before the vector ops while that gives the program's results (they write
 //! nothing the vector ops before them read or wrote, and read nothing those wrote),
 //! else after them (and then the vector ops after them must not read what they
-//! write, nor write what they read or write). No vector op follows a write to EXEC.
-//! A run may hold scalar instructions only.
+//! write, nor write what they read or write). No vector op follows a write to EXEC
+//! made after the first vector op. A run may hold scalar instructions only, and may
+//! end with its block's branch.
 //!
 //! Preconditions checked per execution ([`run_fused`]), for a run with vector ops:
-//! EXEC all ones (the plans then write every lane; with a partial EXEC the entries
-//! run one by one), every register of the run inside the wave's vector file and,
-//! for a run with f64 ops, the MODE the f64 plans need (round to nearest even, f64
-//! denormals kept).
+//! every register of the run inside the wave's vector file and, for a run with f64
+//! ops, the MODE the f64 plans need (round to nearest even, f64 denormals kept);
+//! and EXEC all ones once the scalar instructions before the first vector op (the
+//! prefix) ran (the plans then write every lane; with a partial EXEC the run stops
+//! there, and the interpreter runs the rest one by one).
 //!
 //! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
 //! are encoded by [`vex`]), entered with the System V ABI, rdi = the vector file
@@ -194,8 +196,11 @@ pub(crate) struct Builder {
     scalars: Vec<Native>,
     /// How many of `scalars` run before the vector ops; the rest run after them.
     hoisted: usize,
-    /// Whether a scalar instruction of the run writes EXEC (no vector op may follow
-    /// it: the vector ops run under the EXEC checked when the run starts).
+    /// How many of `scalars` come before the first vector op (they run first, and
+    /// EXEC is checked after them).
+    prefix: usize,
+    /// Whether a scalar instruction after the first vector op writes EXEC (no vector
+    /// op may follow it: the vector ops run under the EXEC checked before them).
     exec_written: bool,
     /// The branch that ends the run (after everything else, on the final state).
     branch: Option<Native>,
@@ -268,7 +273,11 @@ impl Builder {
             self.sunk_reads |= n.reads;
             self.sunk_writes |= n.writes;
         }
-        self.exec_written |= n.writes & (3 << EXEC_LO) != 0;
+        if self.ops.is_empty() {
+            self.prefix += 1;
+        } else {
+            self.exec_written |= n.writes & (3 << EXEC_LO) != 0;
+        }
         self.scalars.push(*n);
         self.entries += 1;
         true
@@ -514,8 +523,10 @@ impl Builder {
     }
 }
 
-/// A run's compiled code: System V, (vector file, scalar file, SCC) -> whether the
-/// run's branch is taken (0: no, or no branch).
+/// A run's compiled code: System V, (vector file, scalar file, SCC) -> 0: it ran
+/// and falls through (its branch, if any, not taken); 1: it ran and its branch is
+/// taken; 2: it stopped after its prefix (the scalar instructions before its first
+/// vector op), EXEC then not being all ones.
 type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool) -> u32;
 
 /// A compiled run, attached to the block entry of its first instruction.
@@ -526,8 +537,10 @@ pub(crate) struct Fused {
     func: RunFn,
     /// Instructions the run covers (consecutive block entries).
     pub(crate) len: usize,
-    /// Whether the run has vector ops (it then needs every lane active).
+    /// Whether the run has vector ops (they need every lane active).
     vector: bool,
+    /// Entries before its first vector op (see `Builder::prefix`).
+    prefix: usize,
     /// Where the run's branch jumps when taken.
     target: u64,
     /// Whether the run has f64 ops.
@@ -568,6 +581,7 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
                     func,
                     len: b.entries,
                     vector: !b.ops.is_empty(),
+                    prefix: b.prefix,
                     target: b.branch.map_or(0, |n| n.target),
                     f64: b.f64,
                     rows: b.rows,
@@ -580,11 +594,13 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> 
 
 /// How a fused run went.
 pub(crate) enum Ran {
-    /// It did not run, having changed nothing: the run has vector ops and a lane
-    /// is inactive or a register of the run is outside the wave's vector file, or
-    /// the run has f64 ops and MODE asks other than what the f64 plans do (round to
-    /// nearest even, f64 denormals kept).
-    Declined,
+    /// Only its first `n` entries ran (none: it changed nothing), the rest are left
+    /// to the interpreter: the run has vector ops, and a lane is inactive after the
+    /// scalar instructions before them (its prefix, which then ran), or a register
+    /// of the run is outside the wave's vector file, or the run has f64 ops and
+    /// MODE asks other than what the f64 plans do (round to nearest even, f64
+    /// denormals kept).
+    Stopped(usize),
     /// It ran and falls through to the entry after it.
     Next,
     /// It ran and its branch jumps to this address.
@@ -594,13 +610,13 @@ pub(crate) enum Ran {
 /// Runs `f` on `w` (see [`Ran`]).
 #[inline]
 pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> Ran {
-    if f.vector && (w.exec() != u64::MAX || w.vgpr.len() < f.rows) {
-        return Ran::Declined;
+    if f.vector && w.vgpr.len() < f.rows {
+        return Ran::Stopped(0);
     }
     if f.f64 {
         let fpm = FpMode::new(w.mode);
         if fpm.round != 0 || fpm.flush_in64() || fpm.flush_out64() {
-            return Ran::Declined;
+            return Ran::Stopped(0);
         }
     }
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
@@ -611,11 +627,10 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> Ran {
     // registers below `f.rows` (only if `f.vector`), which is within `w.vgpr`
     // (checked above), scalar-file dwords below 128 (`Builder` takes indices only
     // from plans, all below 128), `w.scc` (stored as 0 or 1) and its own stack frame.
-    let taken = unsafe { (f.func)(vgpr, sgpr, scc) };
-    if taken == 0 {
-        Ran::Next
-    } else {
-        Ran::Jump(f.target)
+    match unsafe { (f.func)(vgpr, sgpr, scc) } {
+        0 => Ran::Next,
+        1 => Ran::Jump(f.target),
+        _ => Ran::Stopped(f.prefix),
     }
 }
 
@@ -1092,6 +1107,23 @@ fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
     let start = a.offset();
     dynasm!(a ; .arch x64 ; mov r8, rdx);
     let (before, after) = b.scalars.split_at(b.hoisted.min(b.scalars.len()));
+    let (prefix, before) = before.split_at(b.prefix.min(before.len()));
+    for n in prefix {
+        emit_native(a, n);
+    }
+    if !b.ops.is_empty() {
+        // Every lane active, or stop after the prefix.
+        let exec = 4 * i32::from(EXEC_LO);
+        let go = a.new_dynamic_label();
+        dynasm!(a
+            ; .arch x64
+            ; cmp QWORD [rsi + exec], -1
+            ; je =>go
+            ; mov eax, 2
+            ; ret
+            ; =>go
+        );
+    }
     for n in before {
         emit_native(a, n);
     }
