@@ -118,14 +118,67 @@ impl Block {
     }
 }
 
+/// The number of the next [`Program`] made (0 is no program's).
+static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Slots of a [`BlockCache`] (a power of two).
+const CACHED_BLOCKS: usize = 128;
+
+/// A wave's cache of the blocks it entered, kept across [`Wave::run`](crate::Wave::run)
+/// calls (a wave leaves `run` at every `s_barrier`; LLVM's loops pass several per
+/// iteration), so that entering a block costs a compare rather than the program's
+/// page lookup. Direct-mapped by PC; it holds the blocks of one program (`program`,
+/// its number), and is emptied when the wave runs another. It holds `Arc`s of the
+/// blocks: it keeps them alive without borrowing the program (a reference count is
+/// touched only when a slot is filled).
+pub(crate) struct BlockCache {
+    program: u64,
+    slots: Box<[(u64, Option<Arc<Block>>)]>,
+}
+
+impl Default for BlockCache {
+    fn default() -> Self {
+        Self {
+            program: 0,
+            slots: vec![(0, None); CACHED_BLOCKS].into_boxed_slice(),
+        }
+    }
+}
+
+impl BlockCache {
+    /// The block of `program` starting at `pc`, from the cache or from `program`
+    /// (decoding it on first use).
+    ///
+    /// # Errors
+    /// As [`Program::block_hinted`].
+    #[inline]
+    pub(crate) fn get<'a>(&'a mut self, program: &'a Program, pc: u64) -> Result<&'a Block, Fault> {
+        if self.program != program.uid {
+            self.slots.iter_mut().for_each(|s| *s = (0, None));
+            self.program = program.uid;
+        }
+        let k = (pc >> 2) as usize & (CACHED_BLOCKS - 1);
+        let Some(slot) = self.slots.get_mut(k) else {
+            return program.block_hinted(pc, &mut None).map(|b| &**b);
+        };
+        if slot.0 != pc || slot.1.is_none() {
+            *slot = (pc, Some(program.block_hinted(pc, &mut None)?.clone()));
+        }
+        match &slot.1 {
+            Some(b) => Ok(b),
+            None => Err(Fault::BadPc { pc }),
+        }
+    }
+}
+
 /// A lazily allocated page of `PAGE_DWORDS` block slots.
-type Page = Box<[OnceLock<Block>]>;
+type Page = Box<[OnceLock<Arc<Block>>]>;
 
 /// A page of block slots (see [`Program::block_hinted`]).
 #[derive(Clone, Copy)]
 pub(crate) struct PageHint<'p> {
     number: usize,
-    slots: &'p [OnceLock<Block>],
+    slots: &'p [OnceLock<Arc<Block>>],
 }
 
 /// Whether `inst` ends a block: everything `Wave::step` may answer
@@ -158,6 +211,8 @@ pub struct Program {
     base: u64,
     len: u64,
     pages: Box<[OnceLock<Page>]>,
+    /// This program's number, unique in the process (see [`BlockCache`]).
+    uid: u64,
     /// Whether blocks get fused runs (see `valu::jit`).
     fuse: bool,
 }
@@ -177,6 +232,7 @@ impl Program {
             base: region.device_base(),
             len,
             pages: (0..npages).map(|_| OnceLock::new()).collect(),
+            uid: NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             fuse: true,
         }
     }
@@ -253,7 +309,7 @@ impl Program {
         &'p self,
         pc: u64,
         hint: &mut Option<PageHint<'p>>,
-    ) -> Result<&'p Block, Fault> {
+    ) -> Result<&'p Arc<Block>, Fault> {
         let off = pc.wrapping_sub(self.base);
         if off >= self.len || off & 3 != 0 {
             return Err(Fault::BadPc { pc });
@@ -269,7 +325,7 @@ impl Program {
                 slots
             }
         };
-        Ok(page[idx % PAGE_DWORDS].get_or_init(|| self.build_block(pc)))
+        Ok(page[idx % PAGE_DWORDS].get_or_init(|| Arc::new(self.build_block(pc))))
     }
 
     /// Decodes the block starting at `pc` (inside the region, dword aligned).

@@ -24,13 +24,10 @@ use crate::generated::opcodes::SoppOp;
 use crate::inst::Instruction;
 use crate::memory::{GlobalMemory, RegionCache};
 use crate::operand::{code, Operand};
-use crate::program::{Block, Program, Run};
+use crate::program::{BlockCache, Program, Run};
 use crate::salu::ScalarFlow;
 #[cfg(target_arch = "x86_64")]
 use crate::valu::Ran;
-
-/// Blocks a running wave remembers by start (see [`Wave::run`]).
-const RECENT_BLOCKS: usize = 4;
 
 /// Lanes per wave.
 pub const WAVE_SIZE: usize = 64;
@@ -127,6 +124,8 @@ pub struct Wave {
     pub instructions: u64,
     /// Regions this wave used recently plus its private (scratch) regions.
     pub regions: RegionCache,
+    /// The blocks this wave entered (taken out while it runs).
+    blocks: Option<BlockCache>,
     /// Scratch lanes for results computed before they are written (no state).
     pub(crate) tmp: Box<[VReg; 2]>,
     /// Scratch lanes for splat sources of planned instructions (no state).
@@ -152,6 +151,7 @@ impl Wave {
             hw_id: 0,
             instructions: 0,
             regions: RegionCache::new(),
+            blocks: Some(BlockCache::default()),
             tmp: Box::new([[0; WAVE_SIZE]; 2]),
             splat: Box::new([[0; WAVE_SIZE]; 6]),
         }
@@ -212,25 +212,26 @@ impl Wave {
     /// A [`Fault`] naming the instruction's PC: memory faults, unsupported or illegal
     /// instructions, `s_trap`, the instruction budget, or an external stop.
     pub fn run(&mut self, ctx: &mut WaveContext<'_>) -> Result<WaveExit, Fault> {
+        // The block cache is moved out while the wave runs (the blocks are borrowed
+        // from it while the registers change).
+        let mut blocks = self.blocks.take().unwrap_or_default();
+        let exit = self.run_blocks(ctx, &mut blocks);
+        self.blocks = Some(blocks);
+        exit
+    }
+
+    /// [`run`](Self::run), entering blocks through `blocks`.
+    fn run_blocks(
+        &mut self,
+        ctx: &mut WaveContext<'_>,
+        blocks: &mut BlockCache,
+    ) -> Result<WaveExit, Fault> {
         let yield_at = self.instructions.saturating_add(ctx.yield_after);
         let trace = TRACE.with(|t| t.get());
         let program = ctx.program;
-        let mut page = None;
-        // The blocks last entered, with their starts: a loop of a few blocks (a
-        // branch inside a loop body) goes round them without a lookup.
-        let mut recent: [Option<(u64, &Block)>; RECENT_BLOCKS] = [None; RECENT_BLOCKS];
-        let mut victim = 0;
         'blocks: loop {
             let start = self.pc;
-            let block = match recent.iter().flatten().find(|(s, _)| *s == start) {
-                Some(&(_, b)) => b,
-                None => {
-                    let b = program.block_hinted(start, &mut page)?;
-                    recent[victim] = Some((start, b));
-                    victim = (victim + 1) % RECENT_BLOCKS;
-                    b
-                }
-            };
+            let block = blocks.get(program, start)?;
             // The counter is written only when the wave leaves the block or traces:
             // entry k is instruction `before + k + 1`. When the whole block fits in the
             // budget, no entry compares it.
