@@ -53,8 +53,8 @@
 //! 8 lanes), then one qword per mask read from before the run and one accumulator
 //! per mask of the run. ymm14 holds the sign bias (0x8000_0000 per lane) of the
 //! unsigned compares, ymm8..ymm11 the run's masks for the current group. rdx is the
-//! group's byte offset in a register row, rcx the group's first lane (the shift of
-//! its 8 mask bits).
+//! group's byte offset in a register row, rcx the group's number g (its 8 bits of a
+//! 64-lane mask are the mask's byte g).
 
 use std::sync::Arc;
 
@@ -987,11 +987,11 @@ fn mask(a: &mut Assembler, f: &Frame, m: MaskIn, tmp: u8) -> u8 {
         MaskIn::Reg(k) => MASK_BASE + k as u8,
         MaskIn::Ext(k) => {
             let off = f.ext + 8 * k as i32;
-            // The group's 8 bits, in every lane, tested against the lane bits (row 0).
+            // The group's 8 bits (byte g), in every lane, tested against the lane
+            // bits (row 0).
             dynasm!(a
                 ; .arch x64
-                ; mov rax, [rsp + off]
-                ; shr rax, cl
+                ; movzx eax, BYTE [rsp + rcx + off]
                 ; vmovd Rx(tmp), eax
                 ; vpbroadcastd Ry(tmp), Rx(tmp)
                 ; vpand Ry(tmp), Ry(tmp), [rsp]
@@ -1230,10 +1230,6 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
             }
         }
     }
-    for k in 0..b.masks.len() {
-        let off = f.acc + 8 * k as i32;
-        dynasm!(a ; .arch x64 ; mov QWORD [rsp + off], 0);
-    }
     let top = a.new_dynamic_label();
     dynasm!(a
         ; .arch x64
@@ -1244,16 +1240,17 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
     for (op, live) in b.ops.iter().zip(live_masks(&b.ops)) {
         emit_op(a, f, op, live);
     }
+    // The group's 8 bits of each mask are byte g of its accumulator.
     for k in 0..b.masks.len() {
         let off = f.acc + 8 * k as i32;
         movmsk_eax(a, MASK_BASE + k as u8);
-        dynasm!(a ; .arch x64 ; shl rax, cl ; or [rsp + off], rax);
+        dynasm!(a ; .arch x64 ; mov [rsp + rcx + off], al);
     }
     dynasm!(a
         ; .arch x64
         ; add edx, 32
-        ; add ecx, 8
-        ; cmp ecx, WAVE_SIZE as i32
+        ; inc ecx
+        ; cmp ecx, (WAVE_SIZE / 8) as i32
         ; jb =>top
     );
     for (k, pair) in b.masks.iter().enumerate() {
