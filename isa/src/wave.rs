@@ -244,13 +244,12 @@ impl Wave {
             #[cfg(target_arch = "x86_64")]
             let fused_ok = fits && !trace;
             let mut next = 0;
-            'entries: while let (Some(e), Some(inst)) =
-                (block.entries.get(next), block.insts.get(next))
-            {
+            'entries: while let Some(e) = block.entries.get(next) {
                 let k = next;
                 next += 1;
                 // The entry whose control flow is taken below (the last one of a
-                // fused run that jumped), and that flow.
+                // fused run that jumped), and that flow. (A fault returns at once: the
+                // flow stays a small value.)
                 let (e, flow) = 'flow: {
                     #[cfg(target_arch = "x86_64")]
                     if let (Some(f), true) = (&e.fused, fused_ok) {
@@ -268,7 +267,7 @@ impl Wave {
                             Ran::Jump(target) => {
                                 next = k + f.len;
                                 if let Some(last) = block.entries.get(next - 1) {
-                                    break 'flow (last, Ok(Flow::Jump(target)));
+                                    break 'flow (last, Flow::Jump(target));
                                 }
                             }
                         }
@@ -287,18 +286,30 @@ impl Wave {
                     let flow = match self.run_planned(&e.run, ctx) {
                         Some(ScalarFlow::Next) if !trace => continue 'entries,
                         Some(f) => Ok(e.run.flow(f)),
-                        None => self.step(inst, e.pc, e.next, ctx),
+                        None => match block.insts.get(k) {
+                            Some(inst) => self.step(inst, e.pc, e.next, ctx),
+                            None => Err(Fault::BadPc { pc: e.pc }),
+                        },
                     };
-                    (e, flow)
+                    if trace {
+                        if let Some(inst) = block.insts.get(k) {
+                            self.trace_line(inst, e.pc, flow.as_ref().err());
+                        }
+                    }
+                    match flow {
+                        Ok(flow) => (e, flow),
+                        Err(f) => {
+                            self.instructions = count;
+                            self.pc = e.pc;
+                            return Err(f);
+                        }
+                    }
                 };
                 let count = before + next as u64;
                 self.instructions = count;
-                if trace {
-                    self.trace_line(inst, e.pc, flow.as_ref().err());
-                }
                 match flow {
-                    Ok(Flow::Next) => {}
-                    Ok(Flow::Jump(target)) => {
+                    Flow::Next => {}
+                    Flow::Jump(target) => {
                         self.pc = target;
                         if target <= e.pc {
                             if let Some(stop) = ctx.stop {
@@ -312,13 +323,9 @@ impl Wave {
                         }
                         continue 'blocks;
                     }
-                    Ok(Flow::Exit(x)) => {
+                    Flow::Exit(x) => {
                         self.pc = e.next;
                         return Ok(x);
-                    }
-                    Err(f) => {
-                        self.pc = e.pc;
-                        return Err(f);
                     }
                 }
             }
