@@ -1739,6 +1739,7 @@ impl Wave {
             (Some(lo), Some(hi)) if pair_consecutive(lo, hi, p.offset, step) => {
                 (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(p.offset)
             }
+            (Some(_), Some(_)) if p.load => return self.gather_fast(p, ctx),
             _ => return false,
         };
         if p.flat {
@@ -1753,6 +1754,66 @@ impl Wave {
             }
         }
         self.consecutive_fast(ctx, base, usize::from(p.bytes), p.load, p.data, p.vdst)
+    }
+
+    /// [`run_flat_plan`](Self::run_flat_plan) for a load whose lanes' addresses are
+    /// not consecutive (a gather; every lane active): when they all fall in one region
+    /// and outside the LDS and scratch apertures, every lane's line is prefetched
+    /// (so that the misses overlap), then each lane's dword or qword is loaded, a
+    /// relaxed atomic, straight into the destination registers. Returns false, having
+    /// done nothing visible, otherwise (the general path then runs and reports any
+    /// fault).
+    #[inline(never)]
+    fn gather_fast(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>) -> bool {
+        let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) else {
+            return false;
+        };
+        let addrs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
+            (u64::from(a_lo[l]) | u64::from(a_hi[l]) << 32).wrapping_add_signed(p.offset)
+        });
+        let (lo, hi) = lane_bounds(&addrs, u64::MAX);
+        let bytes = usize::from(p.bytes);
+        let Some(size) = (hi - lo).checked_add(bytes as u64) else {
+            return false;
+        };
+        if p.flat {
+            let meets = |aperture: u64| {
+                let start = aperture & !0xFFFF_FFFF;
+                start <= hi && lo <= start | 0xFFFF_FFFF
+            };
+            if meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base) {
+                return false;
+            }
+        }
+        let Some((r, _)) = p.vdst.as_ref().and_then(reg_base) else {
+            return false;
+        };
+        let vgpr = &mut self.vgpr;
+        if r + bytes / 4 > vgpr.len() {
+            return false;
+        }
+        let Some(span) = self.regions.span(ctx.memory, lo, size) else {
+            return false;
+        };
+        if size > 64 * 64 {
+            for a in addrs {
+                span.prefetch((a - lo) as usize);
+            }
+        }
+        if bytes == 4 {
+            let d = &mut vgpr[r];
+            for (l, a) in addrs.iter().enumerate() {
+                d[l] = span.load_u32((a - lo) as usize);
+            }
+        } else {
+            let (d0, d1) = vgpr[r..].split_at_mut(1);
+            for (l, a) in addrs.iter().enumerate() {
+                let v = span.load_u64((a - lo) as usize);
+                d0[0][l] = v as u32;
+                d1[0][l] = (v >> 32) as u32;
+            }
+        }
+        true
     }
 
     // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
@@ -2865,6 +2926,62 @@ mod tests {
                 e => panic!("{e}"),
             }
             assert_eq!(w.vgpr[6], before);
+        }
+    }
+
+    #[test]
+    fn scattered_lanes_load_what_each_lane_addresses() {
+        // Every lane active, addresses scattered over a region (some unaligned, some
+        // equal): each lane gets the bytes at its own address; a lane outside the
+        // region is a fault naming it, with no register written.
+        let mut h = Harness::new(0);
+        let r = h.alloc(1 << 16);
+        let init: Vec<u8> = (0..1u32 << 16)
+            .map(|i| (i * 151 + 7 + (i >> 8)) as u8)
+            .collect();
+        assert!(r.write_bytes(0, &init));
+        let le32 = |at: usize| u32::from_le_bytes(init[at..at + 4].try_into().unwrap());
+        let scatter = |l: usize| (l * 40_503 + 977 * (l % 3)) % ((1 << 16) - 8);
+        for (bytes, offset) in [(4u64, 0i32), (8, 0), (8, 16), (4, -12)] {
+            let (load, what) = if bytes == 4 {
+                (FlatOp::LoadDword, "dword")
+            } else {
+                (FlatOp::LoadDwordx2, "dwordx2")
+            };
+            let mut w = wave();
+            for l in 0..WAVE_SIZE {
+                let a =
+                    (r.device_base() + scatter(l) as u64).wrapping_add_signed(-i64::from(offset));
+                w.vgpr[0][l] = a as u32;
+                w.vgpr[1][l] = (a >> 32) as u32;
+            }
+            h.exec(&mut w, &global_pair(load, Some(v(6, 2)), None, offset))
+                .unwrap();
+            for l in 0..WAVE_SIZE {
+                assert_eq!(w.vgpr[6][l], le32(scatter(l)), "{what} lane {l}");
+                if bytes == 8 {
+                    assert_eq!(w.vgpr[7][l], le32(scatter(l) + 4), "{what} lane {l}");
+                }
+            }
+            // Lane 37 one qword past the region's end.
+            let end = r.device_base() + (1 << 16);
+            let a = end.wrapping_add_signed(-i64::from(offset));
+            (w.vgpr[0][37], w.vgpr[1][37]) = (a as u32, (a >> 32) as u32);
+            let before = (w.vgpr[6], w.vgpr[7]);
+            match h
+                .exec(&mut w, &global_pair(load, Some(v(6, 2)), None, offset))
+                .unwrap_err()
+            {
+                Fault::Memory { address, lane, .. } => {
+                    assert_eq!(address, end, "{what}");
+                    assert_eq!(lane, Some(37), "{what}");
+                }
+                e => panic!("{e}"),
+            }
+            assert!(
+                (w.vgpr[6], w.vgpr[7]) == before,
+                "{what}: registers written"
+            );
         }
     }
 
