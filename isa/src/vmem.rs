@@ -720,6 +720,78 @@ fn bounds_body(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
     (lo, hi)
 }
 
+/// The lowest and highest of the 64-bit lane values `lo[l] | hi[l] << 32` when every
+/// lane's high dword is lane 0's (addresses inside one 4 GiB window: 32-bit
+/// minima and maxima suffice); `None` otherwise.
+#[inline(always)]
+fn pair_bounds_body(lo: &VReg, hi: &VReg) -> Option<(u64, u64)> {
+    let h = hi[0];
+    if hi.iter().any(|&x| x != h) {
+        return None;
+    }
+    let min = lo.iter().copied().min().unwrap_or(0);
+    let max = lo.iter().copied().max().unwrap_or(0);
+    let base = u64::from(h) << 32;
+    Some((base | u64::from(min), base | u64::from(max)))
+}
+
+/// `pair_bounds_body` with AVX2 32-bit minima and maxima, eight lanes at a time.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pair_bounds_avx2(lo: &VReg, hi: &VReg) -> Option<(u64, u64)> {
+    use std::arch::x86_64::{
+        _mm256_loadu_si256, _mm256_max_epu32, _mm256_min_epu32, _mm256_or_si256, _mm256_set1_epi32,
+        _mm256_setzero_si256, _mm256_storeu_si256, _mm256_testz_si256, _mm256_xor_si256,
+    };
+    let h = _mm256_set1_epi32(hi[0] as i32);
+    let (mut diff, mut min, mut max) = (
+        _mm256_setzero_si256(),
+        _mm256_set1_epi32(-1),
+        _mm256_setzero_si256(),
+    );
+    for c in 0..WAVE_SIZE / 8 {
+        // SAFETY: dwords 8c..8c + 8 of each 64-dword row are in bounds (c < 8).
+        let (l, x) = unsafe {
+            (
+                _mm256_loadu_si256(lo.as_ptr().add(8 * c).cast()),
+                _mm256_loadu_si256(hi.as_ptr().add(8 * c).cast()),
+            )
+        };
+        diff = _mm256_or_si256(diff, _mm256_xor_si256(x, h));
+        min = _mm256_min_epu32(min, l);
+        max = _mm256_max_epu32(max, l);
+    }
+    if _mm256_testz_si256(diff, diff) == 0 {
+        return None;
+    }
+    let (mut mins, mut maxs) = ([0u32; 8], [0u32; 8]);
+    // SAFETY: each array holds 8 dwords.
+    unsafe {
+        _mm256_storeu_si256(mins.as_mut_ptr().cast(), min);
+        _mm256_storeu_si256(maxs.as_mut_ptr().cast(), max);
+    }
+    let base = u64::from(hi[0]) << 32;
+    let (min, max) = (
+        mins.iter().copied().min().unwrap_or(0),
+        maxs.iter().copied().max().unwrap_or(0),
+    );
+    Some((base | u64::from(min), base | u64::from(max)))
+}
+
+/// See [`pair_bounds_body`].
+#[inline]
+fn pair_bounds(lo: &VReg, hi: &VReg) -> Option<(u64, u64)> {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { pair_bounds_avx2(lo, hi) };
+    }
+    pair_bounds_body(lo, hi)
+}
+
 /// Whether lane l's address is `addrs[0] + l·step` in every lane, without wrapping.
 #[inline(always)]
 fn consecutive_body(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
@@ -1771,7 +1843,18 @@ impl Wave {
         let addrs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
             (u64::from(a_lo[l]) | u64::from(a_hi[l]) << 32).wrapping_add_signed(p.offset)
         });
-        let (lo, hi) = lane_bounds(&addrs, u64::MAX);
+        // The offset moves every address alike: when neither bound wraps, they are
+        // the bounds of the addresses.
+        let (lo, hi) = match pair_bounds(a_lo, a_hi) {
+            Some((min, max)) => match (
+                min.checked_add_signed(p.offset),
+                max.checked_add_signed(p.offset),
+            ) {
+                (Some(lo), Some(hi)) => (lo, hi),
+                _ => return false,
+            },
+            None => lane_bounds(&addrs, u64::MAX),
+        };
         let bytes = usize::from(p.bytes);
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return false;
@@ -2926,6 +3009,39 @@ mod tests {
                 e => panic!("{e}"),
             }
             assert_eq!(w.vgpr[6], before);
+        }
+    }
+
+    #[test]
+    fn pair_bounds_are_the_bounds_of_the_64_bit_lanes() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for case in 0..200 {
+            let h = next() as u32;
+            let mut lo = [0u32; WAVE_SIZE];
+            let mut hi = [h; WAVE_SIZE];
+            for l in 0..WAVE_SIZE {
+                lo[l] = match case % 3 {
+                    0 => next() as u32,
+                    1 => 0x1000 + (next() % 64) as u32,
+                    _ => [0, u32::MAX, 0x8000_0000][l % 3],
+                };
+            }
+            // One case in four: a lane in another 4 GiB window.
+            let split = case % 4 == 3;
+            if split {
+                hi[(next() % 64) as usize] = h.wrapping_add(1);
+            }
+            let addrs: [u64; WAVE_SIZE] =
+                std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32);
+            let want = (!split).then(|| bounds_body(&addrs, u64::MAX));
+            assert_eq!(pair_bounds_body(&lo, &hi), want, "case {case}");
+            assert_eq!(pair_bounds(&lo, &hi), want, "case {case}");
         }
     }
 
