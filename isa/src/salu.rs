@@ -778,13 +778,7 @@ pub(crate) fn sop2_result(op: Sop2Op, a: u64, b: u64, scc_in: bool) -> Option<(u
             (a32 as i32).wrapping_sub(b32 as i32).unsigned_abs(),
         )),
         O::SLshl1AddU32 | O::SLshl2AddU32 | O::SLshl3AddU32 | O::SLshl4AddU32 => {
-            let sh = match op {
-                O::SLshl1AddU32 => 1,
-                O::SLshl2AddU32 => 2,
-                O::SLshl3AddU32 => 3,
-                _ => 4,
-            };
-            let s = (u64::from(a32) << sh) + u64::from(b32);
+            let s = (u64::from(a32) << lshl_add_shift(op).unwrap_or(0)) + u64::from(b32);
             (s & 0xFFFF_FFFF, Some(s >> 32 != 0))
         }
         O::SPackLlB32B16 => (u64::from((a32 & 0xFFFF) | (b32 & 0xFFFF) << 16), None),
@@ -842,6 +836,17 @@ pub(crate) fn saveexec_result(op: Sop1Op, a: u64, exec: u64) -> Option<u64> {
         O::SOrn1SaveexecB64 => !s | e,
         _ => return None,
     })
+}
+
+/// The shift of `s_lshl<N>_add_u32` (N); `None` for other opcodes.
+pub(crate) fn lshl_add_shift(op: Sop2Op) -> Option<u32> {
+    match op {
+        Sop2Op::SLshl1AddU32 => Some(1),
+        Sop2Op::SLshl2AddU32 => Some(2),
+        Sop2Op::SLshl3AddU32 => Some(3),
+        Sop2Op::SLshl4AddU32 => Some(4),
+        _ => None,
+    }
 }
 
 fn nz(v: u64) -> (u64, Option<bool>) {

@@ -56,6 +56,36 @@ impl Rng {
 /// The compare conditions of `v_cmp_*` (the e64 cases leave out `f` and `t`).
 const CONDITIONS: [&str; 8] = ["f", "lt", "eq", "le", "gt", "ne", "ge", "t"];
 
+/// The 32-bit SOP2 forms with host code in runs (`s_<op> sdst, src0, src1`).
+const SOP2_32: [&str; 26] = [
+    "add_u32",
+    "sub_u32",
+    "add_i32",
+    "sub_i32",
+    "addc_u32",
+    "subb_u32",
+    "min_i32",
+    "min_u32",
+    "max_i32",
+    "max_u32",
+    "cselect_b32",
+    "and_b32",
+    "or_b32",
+    "xor_b32",
+    "andn2_b32",
+    "orn2_b32",
+    "lshl_b32",
+    "lshr_b32",
+    "ashr_i32",
+    "bfm_b32",
+    "mul_i32",
+    "mul_hi_u32",
+    "lshl1_add_u32",
+    "lshl2_add_u32",
+    "lshl3_add_u32",
+    "lshl4_add_u32",
+];
+
 /// Vector registers the programs use (v0..v11; pairs start at even registers).
 const VREGS: usize = 12;
 
@@ -321,38 +351,13 @@ impl Gen<'_> {
     fn scalar(&mut self) -> String {
         match self.rng.below(9) {
             0..=2 => {
-                let op = self.rng.pick(&[
-                    "add_u32",
-                    "sub_u32",
-                    "add_i32",
-                    "sub_i32",
-                    "addc_u32",
-                    "subb_u32",
-                    "min_i32",
-                    "min_u32",
-                    "max_i32",
-                    "max_u32",
-                    "cselect_b32",
-                    "and_b32",
-                    "or_b32",
-                    "xor_b32",
-                    "andn2_b32",
-                    "orn2_b32",
-                    "nand_b32",
-                    "nor_b32",
-                    "xnor_b32",
-                    "lshl_b32",
-                    "lshr_b32",
-                    "ashr_i32",
-                    "bfm_b32",
-                    "mul_i32",
-                    "mul_hi_u32",
-                    "bfe_u32",
-                    "lshl1_add_u32",
-                    "lshl2_add_u32",
-                    "lshl3_add_u32",
-                    "lshl4_add_u32",
-                ]);
+                // The forms with host code, and a few without (they end runs).
+                let op = if self.rng.below(8) == 0 {
+                    self.rng
+                        .pick(&["nand_b32", "nor_b32", "xnor_b32", "bfe_u32"])
+                } else {
+                    self.rng.pick(&SOP2_32)
+                };
                 let (d, a) = (self.s(), self.ssrc());
                 // One literal at most.
                 let b = if a.starts_with("0x") {
@@ -433,6 +438,20 @@ impl Gen<'_> {
     }
 }
 
+/// `text` assembled into memory of `mem`: a program with fused runs, one that
+/// interprets every instruction, and the address of the first instruction.
+fn programs(mem: &TestMemory, text: &str) -> (Program, Program, u64) {
+    let bytes: Vec<u8> = assemble(text).into_iter().flat_map(|(_, b)| b).collect();
+    let region = mem.alloc(bytes.len() as u64 + 64);
+    assert!(region.write_bytes(0, &bytes));
+    let r: Arc<dyn MemoryRegion> = region.clone();
+    (
+        Program::new(&r),
+        Program::new(&r).without_fusion(),
+        region.device_base(),
+    )
+}
+
 /// Runs `program` from `start` on `w`.
 fn run(mem: &TestMemory, program: &Program, start: u64, mut w: Wave) -> Wave {
     w.pc = start;
@@ -478,16 +497,7 @@ fn check_text(text: &str, seed: u64) -> usize {
 /// difference. Returns the instructions that ran fused.
 fn check_wave(text: &str, wave: impl Fn() -> Wave) -> usize {
     let mem = TestMemory::default();
-    let bytes: Vec<u8> = assemble(&format!("{text}\ns_endpgm\n"))
-        .into_iter()
-        .flat_map(|(_, b)| b)
-        .collect();
-    let region = mem.alloc(bytes.len() as u64 + 64);
-    assert!(region.write_bytes(0, &bytes));
-    let r: Arc<dyn MemoryRegion> = region.clone();
-    let start = region.device_base();
-    let with = Program::new(&r);
-    let without = Program::new(&r).without_fusion();
+    let (with, without, start) = programs(&mem, &format!("{text}\ns_endpgm\n"));
     let (a, b) = (
         run(&mem, &with, start, wave()),
         run(&mem, &without, start, wave()),
@@ -540,33 +550,42 @@ fn check_programs(seed: u64, n: usize, len: usize, exec: u64) -> usize {
             (0..len).map(|_| g.inst()).collect()
         };
         let text = src.join("\n") + "\ns_endpgm\n";
-        let bytes: Vec<u8> = assemble(&text).into_iter().flat_map(|(_, b)| b).collect();
-        let region = mem.alloc(bytes.len() as u64 + 64);
-        assert!(region.write_bytes(0, &bytes));
-        let r: Arc<dyn MemoryRegion> = region.clone();
-        let start = region.device_base();
-        let with = Program::new(&r);
-        let without = Program::new(&r).without_fusion();
-        for exec in [u64::MAX, exec] {
-            // The same wave twice (from one seed).
-            let seed = rng.next() | 1;
-            let wave = || random_wave(&mut Rng(seed), exec);
-            let (a, b) = (
-                run(&mem, &with, start, wave()),
-                run(&mem, &without, start, wave()),
-            );
-            for reg in 0..VREGS {
-                assert_eq!(
-                    a.vgpr[reg], b.vgpr[reg],
-                    "v{reg} differs, case {case} (exec {exec:#x}):\n{text}"
-                );
-            }
-            assert_eq!(a.sgpr, b.sgpr, "sgprs differ, case {case}:\n{text}");
-            assert_eq!(a.instructions, b.instructions, "case {case}");
-        }
-        fused += with.fused_instructions(start);
+        fused += compare_fused(&mem, &text, case, [u64::MAX, exec], &mut rng, random_wave);
     }
     fused
+}
+
+/// Assembles `text` (case `case`) and runs it on a program with fusion and on one
+/// without, from the same wave (`wave(rng, exec)` on a generator seeded from `rng`)
+/// for each EXEC of `execs`; panics on a difference in the registers, SCC or the
+/// instruction count. Returns the instructions that ran fused.
+fn compare_fused(
+    mem: &TestMemory,
+    text: &str,
+    case: usize,
+    execs: [u64; 2],
+    rng: &mut Rng,
+    wave: impl Fn(&mut Rng, u64) -> Wave,
+) -> usize {
+    let (with, without, start) = programs(mem, text);
+    for exec in execs {
+        // The same wave twice (from one seed).
+        let seed = rng.next() | 1;
+        let (a, b) = (
+            run(mem, &with, start, wave(&mut Rng(seed), exec)),
+            run(mem, &without, start, wave(&mut Rng(seed), exec)),
+        );
+        for reg in 0..VREGS {
+            assert_eq!(
+                a.vgpr[reg], b.vgpr[reg],
+                "v{reg} differs, case {case} (exec {exec:#x}):\n{text}"
+            );
+        }
+        assert_eq!(a.sgpr, b.sgpr, "sgprs differ, case {case}:\n{text}");
+        assert_eq!(a.scc, b.scc, "SCC differs, case {case}:\n{text}");
+        assert_eq!(a.instructions, b.instructions, "case {case}");
+    }
+    with.fused_instructions(start)
 }
 
 #[test]
@@ -723,37 +742,13 @@ fn check_scalar_programs(seed: u64, n: usize, len: usize, exec: u64, branches: b
         } else {
             text
         };
-        let bytes: Vec<u8> = assemble(&text).into_iter().flat_map(|(_, b)| b).collect();
-        let region = mem.alloc(bytes.len() as u64 + 64);
-        assert!(region.write_bytes(0, &bytes));
-        let r: Arc<dyn MemoryRegion> = region.clone();
-        let start = region.device_base();
-        let with = Program::new(&r);
-        let without = Program::new(&r).without_fusion();
-        for exec in [u64::MAX, exec] {
-            let seed = rng.next() | 1;
-            let wave = || {
-                let mut g = Rng(seed);
-                let mut w = random_wave(&mut g, exec);
-                w.scc = g.below(2) == 1;
-                w.sgpr[14] = 1;
-                w
-            };
-            let (a, b) = (
-                run(&mem, &with, start, wave()),
-                run(&mem, &without, start, wave()),
-            );
-            for reg in 0..VREGS {
-                assert_eq!(
-                    a.vgpr[reg], b.vgpr[reg],
-                    "v{reg} differs, case {case} (exec {exec:#x}):\n{text}"
-                );
-            }
-            assert_eq!(a.sgpr, b.sgpr, "sgprs differ, case {case}:\n{text}");
-            assert_eq!(a.scc, b.scc, "SCC differs, case {case}:\n{text}");
-            assert_eq!(a.instructions, b.instructions, "case {case}");
-        }
-        fused += with.fused_instructions(start);
+        let wave = |g: &mut Rng, exec| {
+            let mut w = random_wave(g, exec);
+            w.scc = g.below(2) == 1;
+            w.sgpr[14] = 1;
+            w
+        };
+        fused += compare_fused(&mem, &text, case, [u64::MAX, exec], &mut rng, wave);
     }
     fused
 }
@@ -851,19 +846,8 @@ v_mov_b32_e32 v0, s9";
     }
     // Counted by hand: the move, 5 turns of 4, the vector move and s_endpgm.
     let mem = TestMemory::default();
-    let bytes: Vec<u8> = assemble(&format!("{text}\ns_endpgm\n"))
-        .into_iter()
-        .flat_map(|(_, b)| b)
-        .collect();
-    let region = mem.alloc(bytes.len() as u64 + 64);
-    assert!(region.write_bytes(0, &bytes));
-    let r: Arc<dyn MemoryRegion> = region.clone();
-    let w = run(
-        &mem,
-        &Program::new(&r),
-        region.device_base(),
-        random_wave(&mut Rng(4), u64::MAX),
-    );
+    let (with, _, start) = programs(&mem, &format!("{text}\ns_endpgm\n"));
+    let w = run(&mem, &with, start, random_wave(&mut Rng(4), u64::MAX));
     assert_eq!(w.instructions, 1 + 5 * 4 + 2);
 }
 
@@ -890,34 +874,7 @@ fn scalar_forms_give_the_interpreters_results_on_edge_values() {
     // derived ones in s10/s11 and EXEC), with SCC clear and set: the fused run (the
     // instruction and an s_nop) leaves the scalar file and SCC as the interpreter.
     let mut forms: Vec<String> = Vec::new();
-    for op in [
-        "add_u32",
-        "sub_u32",
-        "add_i32",
-        "sub_i32",
-        "addc_u32",
-        "subb_u32",
-        "min_i32",
-        "min_u32",
-        "max_i32",
-        "max_u32",
-        "cselect_b32",
-        "and_b32",
-        "or_b32",
-        "xor_b32",
-        "andn2_b32",
-        "orn2_b32",
-        "lshl_b32",
-        "lshr_b32",
-        "ashr_i32",
-        "bfm_b32",
-        "mul_i32",
-        "mul_hi_u32",
-        "lshl1_add_u32",
-        "lshl2_add_u32",
-        "lshl3_add_u32",
-        "lshl4_add_u32",
-    ] {
+    for op in SOP2_32 {
         // Registers, and constants whose 64-bit view has high bits (-1, -7) or not.
         for (a, b) in [
             ("s8", "s9"),
@@ -979,14 +936,7 @@ fn scalar_forms_give_the_interpreters_results_on_edge_values() {
     );
     let mem = TestMemory::default();
     for form in &forms {
-        let text = format!("{form}\ns_nop 0\ns_endpgm\n");
-        let bytes: Vec<u8> = assemble(&text).into_iter().flat_map(|(_, b)| b).collect();
-        let region = mem.alloc(bytes.len() as u64 + 64);
-        assert!(region.write_bytes(0, &bytes));
-        let r: Arc<dyn MemoryRegion> = region.clone();
-        let start = region.device_base();
-        let with = Program::new(&r);
-        let without = Program::new(&r).without_fusion();
+        let (with, without, start) = programs(&mem, &format!("{form}\ns_nop 0\ns_endpgm\n"));
         if fuses() {
             assert_eq!(with.fused_instructions(start), 2, "{form} has no host code");
         }

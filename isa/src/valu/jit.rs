@@ -66,7 +66,7 @@ use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
 use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp, SoppOp};
 use crate::operand::code;
-use crate::salu::{Dst, Native, NativeForm, Src};
+use crate::salu::{lshl_add_shift, Dst, Native, NativeForm, Src};
 use crate::wave::{Wave, WAVE_SIZE};
 
 /// Most masks (AVX registers ymm8..ymm11) one run keeps.
@@ -867,22 +867,19 @@ fn emit_sop2<A: DynasmApi>(a: &mut A, op: Sop2Op, n: &Native) -> bool {
         O::SCselectB32 | O::SCselectB64 => {
             dynasm!(a ; .arch x64 ; cmp BYTE [r8], 0 ; cmove rax, rcx)
         }
-        O::SAndB32 => dynasm!(a ; .arch x64 ; and eax, ecx),
-        O::SOrB32 => dynasm!(a ; .arch x64 ; or eax, ecx),
-        O::SXorB32 => dynasm!(a ; .arch x64 ; xor eax, ecx),
-        O::SAndn2B32 => dynasm!(a ; .arch x64 ; not ecx ; and eax, ecx),
-        O::SOrn2B32 => dynasm!(a ; .arch x64 ; not ecx ; or eax, ecx),
-        O::SNandB32 => dynasm!(a ; .arch x64 ; and eax, ecx ; not eax ; test eax, eax),
-        O::SNorB32 => dynasm!(a ; .arch x64 ; or eax, ecx ; not eax ; test eax, eax),
-        O::SXnorB32 => dynasm!(a ; .arch x64 ; xor eax, ecx ; not eax ; test eax, eax),
-        O::SAndB64 => dynasm!(a ; .arch x64 ; and rax, rcx),
-        O::SOrB64 => dynasm!(a ; .arch x64 ; or rax, rcx),
-        O::SXorB64 => dynasm!(a ; .arch x64 ; xor rax, rcx),
-        O::SAndn2B64 => dynasm!(a ; .arch x64 ; not rcx ; and rax, rcx),
-        O::SOrn2B64 => dynasm!(a ; .arch x64 ; not rcx ; or rax, rcx),
-        O::SNandB64 => dynasm!(a ; .arch x64 ; and rax, rcx ; not rax ; test rax, rax),
-        O::SNorB64 => dynasm!(a ; .arch x64 ; or rax, rcx ; not rax ; test rax, rax),
-        O::SXnorB64 => dynasm!(a ; .arch x64 ; xor rax, rcx ; not rax ; test rax, rax),
+        O::SAndB32
+        | O::SOrB32
+        | O::SXorB32
+        | O::SAndn2B32
+        | O::SOrn2B32
+        | O::SAndB64
+        | O::SOrB64
+        | O::SXorB64
+        | O::SAndn2B64
+        | O::SOrn2B64 => emit_logic(a, op, wide_a, false),
+        O::SNandB32 | O::SNorB32 | O::SXnorB32 | O::SNandB64 | O::SNorB64 | O::SXnorB64 => {
+            emit_logic(a, op, wide_a, true)
+        }
         // The host masks the count to 5 (6) bits as the ISA does; a zero count sets
         // no flags, hence the tests.
         O::SLshlB32 => dynasm!(a ; .arch x64 ; shl eax, cl ; test eax, eax),
@@ -907,12 +904,7 @@ fn emit_sop2<A: DynasmApi>(a: &mut A, op: Sop2Op, n: &Native) -> bool {
         // unsigned product.
         O::SMulHiU32 => dynasm!(a ; .arch x64 ; imul rax, rcx ; shr rax, 32),
         O::SLshl1AddU32 | O::SLshl2AddU32 | O::SLshl3AddU32 | O::SLshl4AddU32 => {
-            let sh = match op {
-                O::SLshl1AddU32 => 1,
-                O::SLshl2AddU32 => 2,
-                O::SLshl3AddU32 => 3,
-                _ => 4,
-            };
+            let sh = lshl_add_shift(op).unwrap_or(0) as i8;
             // The 33..36-bit sum: its low dword is the result, SCC its carry out.
             dynasm!(a ; .arch x64 ; shl rax, sh ; add rax, rcx);
             scalar_dst(a, n.d);
@@ -948,6 +940,34 @@ fn emit_sop2<A: DynasmApi>(a: &mut A, op: Sop2Op, n: &Native) -> bool {
     }
     scalar_dst(a, n.d);
     true
+}
+
+/// `rax = rax op rcx` for the SOP2 logic opcode `op` (and, or, xor; andn2 and orn2
+/// complement rcx first; nand, nor and xnor, `complement`, complement the result),
+/// 64-bit when `wide`, with ZF set from the result.
+fn emit_logic<A: DynasmApi>(a: &mut A, op: Sop2Op, wide: bool, complement: bool) {
+    use Sop2Op as O;
+    if matches!(op, O::SAndn2B32 | O::SOrn2B32 | O::SAndn2B64 | O::SOrn2B64) {
+        if wide {
+            dynasm!(a ; .arch x64 ; not rcx);
+        } else {
+            dynasm!(a ; .arch x64 ; not ecx);
+        }
+    }
+    match (op, wide) {
+        (O::SAndB32 | O::SAndn2B32 | O::SNandB32, false) => dynasm!(a ; .arch x64 ; and eax, ecx),
+        (O::SOrB32 | O::SOrn2B32 | O::SNorB32, false) => dynasm!(a ; .arch x64 ; or eax, ecx),
+        (_, false) => dynasm!(a ; .arch x64 ; xor eax, ecx),
+        (O::SAndB64 | O::SAndn2B64 | O::SNandB64, true) => dynasm!(a ; .arch x64 ; and rax, rcx),
+        (O::SOrB64 | O::SOrn2B64 | O::SNorB64, true) => dynasm!(a ; .arch x64 ; or rax, rcx),
+        (_, true) => dynasm!(a ; .arch x64 ; xor rax, rcx),
+    }
+    // (NOT sets no flags.)
+    match (complement, wide) {
+        (false, _) => {}
+        (true, false) => dynasm!(a ; .arch x64 ; not eax ; test eax, eax),
+        (true, true) => dynasm!(a ; .arch x64 ; not rax ; test rax, rax),
+    }
 }
 
 /// Byte offsets of a run's frame.
