@@ -266,9 +266,9 @@ impl Wave {
                             }
                             Ran::Jump(target) => {
                                 next = k + f.len;
-                                if let Some(last) = block.entries.get(next - 1) {
-                                    break 'flow (last, Flow::Jump(target));
-                                }
+                                // The run's last entry (its branch) jumped.
+                                let last = block.entries.get(next - 1).unwrap_or(e);
+                                break 'flow (last, Flow::Jump(target));
                             }
                         }
                     }
