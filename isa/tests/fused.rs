@@ -86,6 +86,27 @@ const SOP2_32: [&str; 26] = [
     "lshl4_add_u32",
 ];
 
+/// The 64-bit SOP2 forms with host code in runs.
+const SOP2_64: [&str; 9] = [
+    "cselect_b64",
+    "and_b64",
+    "or_b64",
+    "xor_b64",
+    "andn2_b64",
+    "orn2_b64",
+    "nand_b64",
+    "nor_b64",
+    "xnor_b64",
+];
+
+/// The operations of `s_<op>_saveexec_b64`.
+const SAVEEXEC: [&str; 10] = [
+    "and", "or", "xor", "andn2", "orn2", "nand", "nor", "xnor", "andn1", "orn1",
+];
+
+/// The conditions of the 32-bit `s_cmp_<c>_{i32,u32}`.
+const SCMP: [&str; 6] = ["eq", "lg", "gt", "ge", "lt", "le"];
+
 /// Vector registers the programs use (v0..v11; pairs start at even registers).
 const VREGS: usize = 12;
 
@@ -368,17 +389,7 @@ impl Gen<'_> {
                 format!("s_{op} {d}, {a}, {b}")
             }
             3 | 4 => {
-                let op = self.rng.pick(&[
-                    "cselect_b64",
-                    "and_b64",
-                    "or_b64",
-                    "xor_b64",
-                    "andn2_b64",
-                    "orn2_b64",
-                    "nand_b64",
-                    "nor_b64",
-                    "xnor_b64",
-                ]);
+                let op = self.rng.pick(&SOP2_64);
                 let (d, a, b) = (self.sdst64(), self.ssrc64(), self.ssrc64());
                 format!("s_{op} {d}, {a}, {b}")
             }
@@ -388,7 +399,7 @@ impl Gen<'_> {
                 format!("s_{op} {d}, {a}, {b}")
             }
             6 => {
-                let c = self.rng.pick(&["eq", "lg", "gt", "ge", "lt", "le"]);
+                let c = self.rng.pick(&SCMP);
                 let t = self.rng.pick(&["i32", "u32"]);
                 let a = self.ssrc();
                 let b = if a.starts_with("0x") {
@@ -420,9 +431,7 @@ impl Gen<'_> {
                 }
             }
             7 => {
-                let op = self.rng.pick(&[
-                    "and", "or", "xor", "andn2", "orn2", "nand", "nor", "xnor", "andn1", "orn1",
-                ]);
+                let op = self.rng.pick(&SAVEEXEC);
                 let (d, a) = (self.spair(), self.ssrc64());
                 format!("s_{op}_saveexec_b64 {d}, {a}")
             }
@@ -885,24 +894,14 @@ fn scalar_forms_give_the_interpreters_results_on_edge_values() {
             forms.push(format!("s_{op} s12, {a}, {b}"));
         }
     }
-    for op in [
-        "cselect_b64",
-        "and_b64",
-        "or_b64",
-        "xor_b64",
-        "andn2_b64",
-        "orn2_b64",
-        "nand_b64",
-        "nor_b64",
-        "xnor_b64",
-    ] {
+    for op in SOP2_64 {
         forms.push(format!("s_{op} s[12:13], s[8:9], s[10:11]"));
         forms.push(format!("s_{op} exec, -3, exec"));
     }
     for op in ["lshl_b64", "lshr_b64", "ashr_i64"] {
         forms.push(format!("s_{op} s[12:13], s[8:9], s10"));
     }
-    for c in ["eq", "lg", "gt", "ge", "lt", "le"] {
+    for c in SCMP {
         for t in ["i32", "u32"] {
             forms.push(format!("s_cmp_{c}_{t} s8, s9"));
             forms.push(format!("s_cmp_{c}_{t} s8, -2"));
@@ -917,9 +916,7 @@ fn scalar_forms_give_the_interpreters_results_on_edge_values() {
     for op in ["cmp_eq_u64", "cmp_lg_u64"] {
         forms.push(format!("s_{op} s[8:9], s[10:11]"));
     }
-    for op in [
-        "and", "or", "xor", "andn2", "orn2", "nand", "nor", "xnor", "andn1", "orn1",
-    ] {
+    for op in SAVEEXEC {
         forms.push(format!("s_{op}_saveexec_b64 s[12:13], s[8:9]"));
     }
     forms.extend(
