@@ -231,6 +231,13 @@ impl HostSpan<'_> {
         if !p.is_aligned() {
             return false;
         }
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::simd::host_avx2() {
+            // SAFETY: host_avx2() checked the CPU; p is 4-aligned and valid for the
+            // n = 64 dwords (checked above).
+            unsafe { load_dwords_avx2(p, out) };
+            return true;
+        }
         // Eight dwords per step, so that the compiler unrolls the accesses (each stays
         // one relaxed atomic: a load and a store instruction per dword).
         for (c, chunk) in out.chunks_exact_mut(8).enumerate() {
@@ -255,6 +262,12 @@ impl HostSpan<'_> {
         let p = unsafe { self.ptr.add(off) }.cast::<u32>();
         if !p.is_aligned() {
             return false;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::simd::host_avx2() {
+            // SAFETY: as in load_dwords.
+            unsafe { store_dwords_avx2(p, vals) };
+            return true;
         }
         // Eight dwords per step, as in load_dwords.
         for (c, chunk) in vals.chunks_exact(8).enumerate() {
@@ -380,10 +393,65 @@ unsafe fn store_planes_body(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
     }
 }
 
-/// [`load_planes_body`] with AVX2 shuffles: each group of 8 qwords is still read
-/// as 8 relaxed 64-bit atomics, then put into two registers in the order 0, 1, 4, 5
-/// | 2, 3, 6, 7, from which VSHUFPS takes the low and the high dwords in lane order
-/// (two stores per plane and group instead of eight).
+/// Whole-vector accesses to device memory: one 32-byte VMOVDQU moves 8 dwords or 4
+/// qwords.
+///
+/// Device memory may be accessed by other threads at the same time, so the engine
+/// accesses its elements only as relaxed atomics. A 32-byte access is such a set of
+/// atomics: the load or store is inline assembly, opaque to the compiler, and on x86 each
+/// naturally aligned element of a vector access (a dword at a 4-aligned address, a
+/// qword at an 8-aligned one, never across a cache line) is read or written in one
+/// piece, as a relaxed atomic of its size would be (Intel SDM vol. 3A, 9.1.1; the
+/// elements' order among themselves is unspecified, which relaxed atomics allow).
+/// The callers check the alignment of the elements.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::asm;
+    use std::arch::x86_64::__m256i;
+
+    /// The 32 bytes at `p` (8 dwords or 4 qwords, each loaded in one piece).
+    ///
+    /// # Safety
+    /// The CPU must support AVX; `p` must be valid for reads of 32 bytes, and aligned
+    /// to the element size the caller reads the bytes as (4 or 8).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn load(p: *const u8) -> __m256i {
+        let v: __m256i;
+        // SAFETY: the caller's contract; the instruction only reads [p, p + 32).
+        unsafe {
+            asm!(
+                "vmovdqu {v}, ymmword ptr [{p}]",
+                p = in(reg) p,
+                v = out(ymm_reg) v,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        v
+    }
+
+    /// Stores `v` as the 32 bytes at `p` (each element written in one piece).
+    ///
+    /// # Safety
+    /// As [`load`], for writes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn store(p: *mut u8, v: __m256i) {
+        // SAFETY: the caller's contract; the instruction only writes [p, p + 32).
+        unsafe {
+            asm!(
+                "vmovdqu ymmword ptr [{p}], {v}",
+                p = in(reg) p,
+                v = in(ymm_reg) v,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// [`load_planes_body`] with whole-vector loads (see [`wide`]): each group of 8
+/// qwords is two 32-byte loads; VSHUFPS takes their low and high dwords (in the lane
+/// order 0, 1, 4, 5 | 2, 3, 6, 7), and VPERMQ puts them in lane order.
 ///
 /// # Safety
 /// The CPU must support AVX2; and as [`load_planes_body`].
@@ -391,26 +459,21 @@ unsafe fn store_planes_body(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
 #[target_feature(enable = "avx2")]
 unsafe fn load_planes_avx2(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) {
     use std::arch::x86_64::{
-        _mm256_castps_si256, _mm256_castsi256_ps, _mm256_set_epi64x, _mm256_shuffle_ps,
+        _mm256_castps_si256, _mm256_castsi256_ps, _mm256_permute4x64_epi64, _mm256_shuffle_ps,
         _mm256_storeu_si256,
     };
     for c in 0..8 {
-        // SAFETY: p + 8c + j < p + 64 is 8-aligned and valid (caller).
-        let q = |j: usize| unsafe { AtomicU64::from_ptr(p.add(8 * c + j)) }.load(Ordering::Relaxed);
-        let a = _mm256_castsi256_ps(_mm256_set_epi64x(
-            q(5) as i64,
-            q(4) as i64,
-            q(1) as i64,
-            q(0) as i64,
-        ));
-        let b = _mm256_castsi256_ps(_mm256_set_epi64x(
-            q(7) as i64,
-            q(6) as i64,
-            q(3) as i64,
-            q(2) as i64,
-        ));
-        let l = _mm256_castps_si256(_mm256_shuffle_ps::<0x88>(a, b));
-        let h = _mm256_castps_si256(_mm256_shuffle_ps::<0xDD>(a, b));
+        // SAFETY: qwords 8c..8c + 8 of the 64 at p are valid and 8-aligned (caller).
+        let (a, b) = unsafe {
+            (
+                _mm256_castsi256_ps(wide::load(p.add(8 * c).cast())),
+                _mm256_castsi256_ps(wide::load(p.add(8 * c + 4).cast())),
+            )
+        };
+        let l =
+            _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(_mm256_shuffle_ps::<0x88>(a, b)));
+        let h =
+            _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(_mm256_shuffle_ps::<0xDD>(a, b)));
         // SAFETY: dwords 8c..8c + 8 of each 64-dword plane are in bounds (c < 8).
         unsafe {
             _mm256_storeu_si256(lo.as_mut_ptr().add(8 * c).cast(), l);
@@ -419,9 +482,9 @@ unsafe fn load_planes_avx2(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) 
     }
 }
 
-/// [`store_planes_body`] with AVX2 shuffles: VPUNPCK[LH]DQ join 8 lanes of the two
-/// planes into qwords (in the order 0, 1, 4, 5 | 2, 3, 6, 7), each stored as one
-/// relaxed 64-bit atomic.
+/// [`store_planes_body`] with whole-vector stores (see [`wide`]): VPUNPCK[LH]DQ join
+/// 8 lanes of the two planes into qwords (in the order 0, 1, 4, 5 | 2, 3, 6, 7),
+/// VPERM2I128 puts them in order, and two 32-byte stores write them.
 ///
 /// # Safety
 /// The CPU must support AVX2; and as [`load_planes_body`].
@@ -429,7 +492,7 @@ unsafe fn load_planes_avx2(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) 
 #[target_feature(enable = "avx2")]
 unsafe fn store_planes_avx2(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
     use std::arch::x86_64::{
-        _mm256_extract_epi64, _mm256_loadu_si256, _mm256_unpackhi_epi32, _mm256_unpacklo_epi32,
+        _mm256_loadu_si256, _mm256_permute2x128_si256, _mm256_unpackhi_epi32, _mm256_unpacklo_epi32,
     };
     for c in 0..8 {
         // SAFETY: dwords 8c..8c + 8 of each plane are in bounds (c < 8).
@@ -441,19 +504,49 @@ unsafe fn store_planes_avx2(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
         };
         let x = _mm256_unpacklo_epi32(l, h);
         let y = _mm256_unpackhi_epi32(l, h);
-        let q = [
-            _mm256_extract_epi64::<0>(x),
-            _mm256_extract_epi64::<1>(x),
-            _mm256_extract_epi64::<0>(y),
-            _mm256_extract_epi64::<1>(y),
-            _mm256_extract_epi64::<2>(x),
-            _mm256_extract_epi64::<3>(x),
-            _mm256_extract_epi64::<2>(y),
-            _mm256_extract_epi64::<3>(y),
-        ];
-        for (j, v) in q.into_iter().enumerate() {
-            // SAFETY: as in load_planes_body.
-            unsafe { AtomicU64::from_ptr(p.add(8 * c + j)) }.store(v as u64, Ordering::Relaxed);
+        // SAFETY: qwords 8c..8c + 8 of the 64 at p are valid and 8-aligned (caller).
+        unsafe {
+            wide::store(p.add(8 * c).cast(), _mm256_permute2x128_si256::<0x20>(x, y));
+            wide::store(
+                p.add(8 * c + 4).cast(),
+                _mm256_permute2x128_si256::<0x31>(x, y),
+            );
+        }
+    }
+}
+
+/// Loads 64 dwords at `p` into `out` with whole-vector loads (see [`wide`]).
+///
+/// # Safety
+/// The CPU must support AVX2; `p` must be 4-aligned and valid for 64 dwords of
+/// memory that is only ever accessed atomically while this runs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn load_dwords_avx2(p: *const u32, out: &mut VReg) {
+    use std::arch::x86_64::_mm256_storeu_si256;
+    for c in 0..8 {
+        // SAFETY: dwords 8c..8c + 8 at p are valid and 4-aligned (caller), and of out
+        // in bounds (c < 8).
+        unsafe {
+            let v = wide::load(p.add(8 * c).cast());
+            _mm256_storeu_si256(out.as_mut_ptr().add(8 * c).cast(), v);
+        }
+    }
+}
+
+/// Stores the 64 dwords of `vals` at `p` with whole-vector stores (see [`wide`]).
+///
+/// # Safety
+/// As [`load_dwords_avx2`], for writes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn store_dwords_avx2(p: *mut u32, vals: &VReg) {
+    use std::arch::x86_64::_mm256_loadu_si256;
+    for c in 0..8 {
+        // SAFETY: as in load_dwords_avx2.
+        unsafe {
+            let v = _mm256_loadu_si256(vals.as_ptr().add(8 * c).cast());
+            wide::store(p.add(8 * c).cast(), v);
         }
     }
 }
