@@ -659,6 +659,17 @@ impl RegionCache {
         self.private.extend(private.iter().map(Cached::of));
     }
 
+    /// The cached region containing `[addr, addr+size)`: its index among the private
+    /// regions followed by the recent ones.
+    #[inline]
+    fn position(&self, addr: u64, size: u64) -> Option<usize> {
+        let end = addr.checked_add(size)?;
+        self.private
+            .iter()
+            .chain(self.recent.iter())
+            .position(|c| addr >= c.base && end <= c.end)
+    }
+
     #[inline]
     fn find(&self, addr: u64, size: u64) -> Option<&Cached> {
         let end = addr.checked_add(size)?;
@@ -668,24 +679,40 @@ impl RegionCache {
             .find(|c| addr >= c.base && end <= c.end)
     }
 
+    /// The region at index `k` as [`position`](Self::position) gives it.
+    #[inline(always)]
+    fn at(&self, k: usize) -> Option<&Cached> {
+        match k.checked_sub(self.private.len()) {
+            None => self.private.get(k),
+            Some(r) => self.recent.get(r),
+        }
+    }
+
+    /// Caches the region containing `addr` (asking `mem`), evicting the oldest of the
+    /// recent ones when full; its index as [`position`](Self::position) gives it, or
+    /// `None` if no region the agent may access contains `addr`.
+    #[inline(never)]
+    fn fill(&mut self, mem: &dyn GlobalMemory, addr: u64) -> Option<usize> {
+        let region = mem.region(addr)?;
+        let entry = Cached::of(&region);
+        let k = if self.recent.len() < RECENT {
+            self.recent.push(entry);
+            self.recent.len() - 1
+        } else {
+            let k = self.next_victim;
+            self.recent[k] = entry;
+            self.next_victim = (k + 1) % RECENT;
+            k
+        };
+        Some(self.private.len() + k)
+    }
+
     /// Makes sure a region containing `[addr, addr+size)` is cached (asking `mem` on
     /// a miss); false if no single region the agent may access contains the range.
     #[inline]
     pub(crate) fn ensure(&mut self, mem: &dyn GlobalMemory, addr: u64, size: u64) -> bool {
-        if self.find(addr, size).is_some() {
-            return true;
-        }
-        let Some(region) = mem.region(addr) else {
-            return false;
-        };
-        let entry = Cached::of(&region);
-        if self.recent.len() < RECENT {
-            self.recent.push(entry);
-        } else {
-            self.recent[self.next_victim] = entry;
-            self.next_victim = (self.next_victim + 1) % RECENT;
-        }
-        self.find(addr, size).is_some()
+        self.position(addr, size).is_some()
+            || self.fill(mem, addr).is_some() && self.position(addr, size).is_some()
     }
 
     /// The host location of `[addr, addr+size)` if a cached region contains it (see
@@ -693,16 +720,22 @@ impl RegionCache {
     #[inline]
     pub(crate) fn cached(&self, addr: u64, size: u64) -> Option<HostSpan<'_>> {
         let c = self.find(addr, size)?;
+        Some(Self::span_in(c, addr, size))
+    }
+
+    /// `[addr, addr+size)` in `c`, which contains it.
+    #[inline(always)]
+    fn span_in(c: &Cached, addr: u64, size: u64) -> HostSpan<'_> {
         let off = (addr - c.base) as usize;
-        // SAFETY: off + size <= region len (checked by `find`), so the pointer stays in
-        // the region's host allocation (`host` is its host_ptr()), which the cached Arc
-        // keeps alive while the span borrows the cache.
+        // SAFETY: off + size <= region len (`c` contains the range), so the pointer
+        // stays in the region's host allocation (`host` is its host_ptr()), which the
+        // cached Arc keeps alive while the span borrows the cache.
         let ptr = unsafe { c.host.add(off) };
-        Some(HostSpan {
+        HostSpan {
             ptr,
             len: size as usize,
             _alive: PhantomData,
-        })
+        }
     }
 
     /// The host location of `[addr, addr+size)`, asking `mem` on a miss (one lookup
@@ -715,10 +748,13 @@ impl RegionCache {
         addr: u64,
         size: u64,
     ) -> Option<HostSpan<'_>> {
-        if self.find(addr, size).is_none() && !self.ensure(mem, addr, size) {
-            return None;
-        }
-        self.cached(addr, size)
+        let end = addr.checked_add(size)?;
+        let k = match self.position(addr, size) {
+            Some(k) => k,
+            None => self.fill(mem, addr)?,
+        };
+        let c = self.at(k)?;
+        (addr >= c.base && end <= c.end).then(|| Self::span_in(c, addr, size))
     }
 
     /// Checks `[addr, addr+size)` and returns its host location.

@@ -331,10 +331,9 @@ pub(crate) struct FlatPlan {
     vaddr: usize,
     /// The instruction's immediate byte offset.
     offset: i64,
-    /// DATA of a store.
-    data: Option<Operand>,
-    /// Destination of a load.
-    vdst: Option<Operand>,
+    /// Vector-file index of the first register of a store's DATA or a load's
+    /// destination (`None`: a load without one).
+    reg: Option<usize>,
 }
 
 impl FlatPlan {
@@ -352,14 +351,19 @@ impl FlatPlan {
             return None;
         }
         let (vaddr, _) = reg_base(i.vaddr.as_ref()?)?;
+        // DATA is a register (the plan declines anything else).
+        let reg = match (load, i.vdst.as_ref(), i.data.as_ref()) {
+            (true, None, _) => None,
+            (true, Some(d), _) | (false, _, Some(d)) => Some(reg_base(d)?.0),
+            (false, _, None) => return None,
+        };
         Some(FlatPlan {
             flat: i.seg == Segment::Flat,
             bytes: bytes as u8,
             load,
             vaddr,
             offset: i64::from(i.offset),
-            data: i.data,
-            vdst: i.vdst,
+            reg,
         })
     }
 }
@@ -1315,7 +1319,16 @@ impl Wave {
             return false;
         }
         // Every lane's address follows the previous one: one span, one pass.
-        if seq && self.consecutive_fast(ctx, lo, bytes, load, data, vdst) {
+        let reg = if load { vdst } else { data };
+        if seq
+            && self.consecutive_fast(
+                ctx,
+                lo,
+                bytes,
+                load,
+                reg.as_ref().and_then(reg_base).map(|(r, _)| r),
+            )
+        {
             return true;
         }
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
@@ -1430,65 +1443,43 @@ impl Wave {
         true
     }
 
-    /// A whole-wave load or store of 4 or 8 bytes per lane at consecutive addresses
-    /// from `base` (lane l at `base + l·bytes`, every lane active): one region check,
-    /// then the dwords or qwords in lane order, each a relaxed atomic, loaded straight
-    /// into the destination registers. Returns false, having done nothing visible,
-    /// when the range is not inside one region or the host address is not naturally
-    /// aligned (the general path then runs and reports any fault).
+    /// A 4- or 8-byte load or store (`bytes`) whose 64 lanes address consecutive
+    /// elements from `base` (lane l at `base + l·bytes`, every lane active): one
+    /// region check, then the dwords or qwords in lane order, each a relaxed atomic,
+    /// moved between memory and the registers from vector-file index `reg` (the
+    /// destination of a load, the data of a store; a qword's low dword in `reg`, its
+    /// high dword in `reg + 1`). Returns false, having done nothing visible, when the
+    /// range is not inside one region, the host address is not naturally aligned, or
+    /// a register is outside the wave's file (the general path then runs and reports
+    /// any fault). A load without a destination (`reg` = None) only checks the range.
     fn consecutive_fast(
         &mut self,
         ctx: &WaveContext<'_>,
         base: u64,
         bytes: usize,
         load: bool,
-        data: Option<Operand>,
-        vdst: Option<Operand>,
+        reg: Option<usize>,
     ) -> bool {
         let size = (WAVE_SIZE * bytes) as u64;
-        if load {
-            let Some(span) = self.regions.span(ctx.memory, base, size) else {
-                return false;
-            };
-            let Some((r, _)) = vdst.as_ref().and_then(reg_base) else {
-                // No register written: the range check was the whole effect.
-                return true;
-            };
-            let vgpr = &mut self.vgpr;
-            if bytes == 4 {
-                return match vgpr.get_mut(r) {
-                    Some(d) => span.load_dwords(0, d),
-                    None => true,
-                };
-            }
-            if r + 1 >= vgpr.len() {
-                return false;
-            }
-            let (a, b) = vgpr[r..].split_at_mut(1);
-            return span.load_qword_planes(0, &mut a[0], &mut b[0]);
-        }
-        let Some(op) = data else { return false };
-        if !self.regions.ensure(ctx.memory, base, size) {
+        let Some(r) = reg else {
+            return load && self.regions.span(ctx.memory, base, size).is_some();
+        };
+        let rows = bytes / 4;
+        if r + rows > self.vgpr.len() {
             return false;
         }
-        let s0 = self.vsrc(&op, 0, ctx);
-        let Some(span) = self.regions.cached(base, size) else {
+        let Some(span) = self.regions.span(ctx.memory, base, size) else {
             return false;
         };
-        if bytes == 4 {
-            return match s0 {
-                Src::Reg(r) => span.store_dwords(0, r),
-                Src::Splat(v) => span.store_dwords(0, &[v; WAVE_SIZE]),
-            };
-        }
-        let s1 = self.vsrc(&op, 1, ctx);
-        match (s0, s1) {
-            (Src::Reg(a), Src::Reg(b)) => span.store_qword_planes(0, a, b),
-            _ => {
-                let a: VReg = std::array::from_fn(|k| s0.at(k));
-                let b: VReg = std::array::from_fn(|k| s1.at(k));
-                span.store_qword_planes(0, &a, &b)
+        let vgpr = &mut self.vgpr;
+        match (load, rows) {
+            (true, 1) => span.load_dwords(0, &mut vgpr[r]),
+            (true, _) => {
+                let (a, b) = vgpr[r..].split_at_mut(1);
+                span.load_qword_planes(0, &mut a[0], &mut b[0])
             }
+            (false, 1) => span.store_dwords(0, &vgpr[r]),
+            (false, _) => span.store_qword_planes(0, &vgpr[r], &vgpr[r + 1]),
         }
     }
 
@@ -1825,7 +1816,7 @@ impl Wave {
                 return false;
             }
         }
-        self.consecutive_fast(ctx, base, usize::from(p.bytes), p.load, p.data, p.vdst)
+        self.consecutive_fast(ctx, base, usize::from(p.bytes), p.load, p.reg)
     }
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a load whose lanes' addresses are
@@ -1868,7 +1859,7 @@ impl Wave {
                 return false;
             }
         }
-        let Some((r, _)) = p.vdst.as_ref().and_then(reg_base) else {
+        let Some(r) = p.reg else {
             return false;
         };
         let vgpr = &mut self.vgpr;
