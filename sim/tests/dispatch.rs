@@ -328,6 +328,37 @@ fn barrier_and_lds_exchange_across_four_waves() {
 }
 
 #[test]
+fn a_barrier_waits_for_every_wave_that_has_not_ended() {
+    // `staggered`: the waves reach the barrier many yields apart, and wave 3 ends
+    // without reaching it. Each wave reads, after the barrier, what the mirror wave
+    // wrote before it: a wave released early would read zeros.
+    let (mem, g) = memory();
+    let co = asm_kernels(&mem);
+    let out = mem.alloc(4 * 256);
+    let req = request(
+        &co,
+        "staggered",
+        &mem,
+        256,
+        256,
+        &out.device_base().to_le_bytes(),
+        1024,
+    );
+    dispatcher().dispatch(&req, &g, 1).expect("staggered runs");
+    let v = read_u32s(&out, 256);
+    for (x, got) in v.iter().enumerate() {
+        let want = match x {
+            // Mirror of wave 3's items, which it never wrote (the LDS starts zeroed).
+            0..=63 => 0,
+            64..=191 => 255 - x as u32 + 1000,
+            // Wave 3's own items: it ended before storing.
+            _ => 0,
+        };
+        assert_eq!(*got, want, "item {x}");
+    }
+}
+
+#[test]
 fn two_workers_give_the_same_result_as_one() {
     let d = Dispatcher::new();
     let one = run_exchange(&d, 1, 16);

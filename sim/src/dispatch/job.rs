@@ -274,35 +274,36 @@ impl Job {
         lds: &mut [u8],
         id: [u32; 3],
     ) -> Result<(), DispatchError> {
-        #[derive(Clone, Copy, PartialEq, Eq)]
-        enum St {
-            Ready,
-            Barrier,
-            Ended,
-        }
-        let mut st = vec![St::Ready; waves.len()];
-        let yield_after = if waves.len() > 1 {
-            YIELD_SLICE
-        } else {
-            u64::MAX
+        // Each wave's state: ready to run, or waiting at the barrier; ended waves
+        // count as arrived. The counts decide without a pass over the states.
+        let n = waves.len();
+        let mut waiting = vec![false; n];
+        let mut ended = vec![false; n];
+        let (mut arrived, mut live) = (0, n);
+        let yield_after = if n > 1 { YIELD_SLICE } else { u64::MAX };
+        let mut ctx = WaveContext {
+            program: &self.program,
+            memory: self.memory.as_ref(),
+            lds,
+            apertures: Apertures::KFD,
+            stop: Some(&self.stop),
+            max_instructions: self.max_instructions,
+            yield_after,
         };
         loop {
             for (w, wave) in waves.iter_mut().enumerate() {
-                if st[w] != St::Ready {
+                if waiting[w] || ended[w] {
                     continue;
                 }
-                let mut ctx = WaveContext {
-                    program: &self.program,
-                    memory: self.memory.as_ref(),
-                    lds,
-                    apertures: Apertures::KFD,
-                    stop: Some(&self.stop),
-                    max_instructions: self.max_instructions,
-                    yield_after,
-                };
                 match wave.run(&mut ctx) {
-                    Ok(WaveExit::Ended) => st[w] = St::Ended,
-                    Ok(WaveExit::Barrier) => st[w] = St::Barrier,
+                    Ok(WaveExit::Ended) => {
+                        ended[w] = true;
+                        live -= 1;
+                    }
+                    Ok(WaveExit::Barrier) => {
+                        waiting[w] = true;
+                        arrived += 1;
+                    }
                     Ok(WaveExit::Yield) => {}
                     Err(fault) => {
                         let lane = fault.lane();
@@ -317,16 +318,13 @@ impl Job {
                     }
                 }
             }
-            if st.iter().all(|s| *s == St::Ended) {
+            if live == 0 {
                 return Ok(());
             }
-            if st.iter().all(|s| *s != St::Ready) {
-                // Every live wave reached the barrier (ended waves count as arrived).
-                for s in st.iter_mut() {
-                    if *s == St::Barrier {
-                        *s = St::Ready;
-                    }
-                }
+            if arrived == live {
+                // Every live wave reached the barrier.
+                waiting.fill(false);
+                arrived = 0;
             }
             if self.stop.load(Ordering::Relaxed) {
                 let pc = waves.first().map_or(0, |w| w.pc);
