@@ -175,32 +175,10 @@ fn write_masked(w: &mut Wave, r: usize, vals: &VReg, exec: u64) {
 /// `ds_bpermute_b32`: lane l reads the lane named by bits 7:2 of its address plus
 /// `off`; inactive source lanes read 0. (Only those bits matter, so the sum is taken
 /// modulo 2^32.)
-///
-/// LLVM's reductions shuffle down by a distance d: lane l reads lane l + d where
-/// that lane exists and itself otherwise. With every lane active that pattern is
-/// recognised in one pass over the lane numbers and done as two copies; any other
-/// pattern (or a partial EXEC) reads lane by lane.
 #[inline(always)]
 fn bpermute(addr: &VReg, off: u32, exec: u64, data: &VReg, out: &mut VReg) {
-    // The source lane of lane l, in 32-bit lanes (8 to an AVX2 register).
-    let from = |l: usize| (addr[l].wrapping_add(off) >> 2) & (WAVE_SIZE as u32 - 1);
     if exec == u64::MAX {
-        let d = from(0);
-        let mut miss = 0u32;
-        for l in 0..WAVE_SIZE as u32 {
-            let down = l + d;
-            let want = if down < WAVE_SIZE as u32 { down } else { l };
-            miss |= from(l as usize) ^ want;
-        }
-        if miss == 0 {
-            let d = d as usize;
-            out[..WAVE_SIZE - d].copy_from_slice(&data[d..]);
-            out[WAVE_SIZE - d..].copy_from_slice(&data[WAVE_SIZE - d..]);
-            return;
-        }
-        for l in 0..WAVE_SIZE {
-            out[l] = data[from(l) as usize];
-        }
+        permute(addr, off, data, out);
         return;
     }
     let on = lane_masks(exec);
@@ -208,8 +186,46 @@ fn bpermute(addr: &VReg, off: u32, exec: u64, data: &VReg, out: &mut VReg) {
     for s in 0..WAVE_SIZE {
         masked[s] = data[s] & on[s];
     }
+    permute(addr, off, &masked, out);
+}
+
+/// `out[l] = src[((addr[l] + off) >> 2) % 64]` for every lane l.
+#[inline(always)]
+fn permute(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        unsafe { permute_avx2(addr, off, src, out) };
+        return;
+    }
     for l in 0..WAVE_SIZE {
-        out[l] = masked[from(l) as usize];
+        out[l] = src[((addr[l].wrapping_add(off) >> 2) & (WAVE_SIZE as u32 - 1)) as usize];
+    }
+}
+
+/// [`permute`] with AVX2: 8 lanes' source numbers at a time, and VPGATHERDD reading
+/// their dwords from `src`.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn permute_avx2(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
+    use std::arch::x86_64::{
+        _mm256_add_epi32, _mm256_and_si256, _mm256_i32gather_epi32, _mm256_loadu_si256,
+        _mm256_set1_epi32, _mm256_srli_epi32, _mm256_storeu_si256,
+    };
+    let off = _mm256_set1_epi32(off as i32);
+    let lanes = _mm256_set1_epi32(WAVE_SIZE as i32 - 1);
+    for g in 0..WAVE_SIZE / 8 {
+        // SAFETY: lanes 8g..8g + 8 of the 64-lane rows are in bounds (g < 8), and every
+        // gathered index is masked to 0..64, inside `src`.
+        unsafe {
+            let a = _mm256_loadu_si256(addr.as_ptr().add(8 * g).cast());
+            let from = _mm256_and_si256(_mm256_srli_epi32::<2>(_mm256_add_epi32(a, off)), lanes);
+            let v = _mm256_i32gather_epi32::<4>(src.as_ptr().cast(), from);
+            _mm256_storeu_si256(out.as_mut_ptr().add(8 * g).cast(), v);
+        }
     }
 }
 
