@@ -145,6 +145,54 @@ impl HostSpan<'_> {
         }
     }
 
+    /// Loads, for each lane l, the element of `BYTES` (4 or 8) bytes at byte offset
+    /// `addrs[l] - base` of the span into the dword planes (a qword's low dword into
+    /// `lo[l]`, its high dword into `hi[l]`; a dword into `lo[l]`, `hi` untouched),
+    /// each a relaxed atomic: a wave's gather. False, having written nothing, if an
+    /// element is outside the span or its host address not naturally aligned (the
+    /// caller then loads lane by lane).
+    #[inline]
+    pub(crate) fn gather<const BYTES: usize>(
+        &self,
+        addrs: &[u64; 64],
+        base: u64,
+        lo: &mut [u32; 64],
+        hi: &mut [u32; 64],
+    ) -> bool {
+        let Some(last) = self.len.checked_sub(BYTES) else {
+            return false;
+        };
+        // One pass without an early exit (it vectorises): every offset inside, every
+        // host address aligned (the span's host address plus the offset).
+        let host = self.ptr as u64;
+        let mut bad = false;
+        for &a in addrs {
+            let off = a.wrapping_sub(base);
+            bad |= off > last as u64 || host.wrapping_add(off) & (BYTES as u64 - 1) != 0;
+        }
+        if bad {
+            return false;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::simd::host_avx2() {
+            // SAFETY: host_avx2() checked the CPU; every element is inside the span
+            // (offset <= len - BYTES) and naturally aligned (checked above).
+            unsafe { gather_avx2::<BYTES>(self.ptr, addrs, base, lo, hi) };
+            return true;
+        }
+        for (l, &a) in addrs.iter().enumerate() {
+            let off = (a - base) as usize;
+            if BYTES == 8 {
+                let v = self.load_u64(off);
+                lo[l] = v as u32;
+                hi[l] = (v >> 32) as u32;
+            } else {
+                lo[l] = self.load_u32(off);
+            }
+        }
+        true
+    }
+
     /// Hints the host to bring the cache line of byte offset `off` in (no effect on
     /// memory; nothing if `off` is past the span). Used before scattered loads so that
     /// their cache misses overlap.
@@ -407,7 +455,7 @@ unsafe fn store_planes_body(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use std::arch::asm;
-    use std::arch::x86_64::__m256i;
+    use std::arch::x86_64::{__m128i, __m256i};
 
     /// The 32 bytes at `p` (8 dwords or 4 qwords, each loaded in one piece).
     ///
@@ -424,6 +472,54 @@ mod wide {
                 "vmovdqu {v}, ymmword ptr [{p}]",
                 p = in(reg) p,
                 v = out(ymm_reg) v,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        v
+    }
+
+    /// The 4 qwords at `base + idx[k]` (VPGATHERQQ; each qword loaded in one piece).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2; each `base + idx[k]` must be 8-aligned and valid for
+    /// reads of 8 bytes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn gather_qwords(base: *const u8, idx: __m256i) -> __m256i {
+        use std::arch::x86_64::_mm256_set1_epi64x;
+        let v: __m256i;
+        // SAFETY: the caller's contract; the instruction reads the 4 qwords only (all
+        // mask bits set), and clears the mask register, an operand discarded here.
+        unsafe {
+            asm!(
+                "vpgatherqq {v}, qword ptr [{b} + {i}*1], {m}",
+                b = in(reg) base,
+                i = in(ymm_reg) idx,
+                m = inout(ymm_reg) _mm256_set1_epi64x(-1) => _,
+                v = out(ymm_reg) v,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        v
+    }
+
+    /// The 4 dwords at `base + idx[k]` (VPGATHERQD; each dword loaded in one piece).
+    ///
+    /// # Safety
+    /// As [`gather_qwords`], with 4-aligned dwords.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn gather_dwords(base: *const u8, idx: __m256i) -> __m128i {
+        use std::arch::x86_64::_mm_set1_epi32;
+        let v: __m128i;
+        // SAFETY: as in gather_qwords.
+        unsafe {
+            asm!(
+                "vpgatherqd {v}, dword ptr [{b} + {i}*1], {m}",
+                b = in(reg) base,
+                i = in(ymm_reg) idx,
+                m = inout(xmm_reg) _mm_set1_epi32(-1) => _,
+                v = out(xmm_reg) v,
                 options(nostack, readonly, preserves_flags),
             );
         }
@@ -511,6 +607,62 @@ unsafe fn store_planes_avx2(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
                 p.add(8 * c + 4).cast(),
                 _mm256_permute2x128_si256::<0x31>(x, y),
             );
+        }
+    }
+}
+
+/// [`HostSpan::gather`] with AVX2 gathers (see [`wide`]): 4 lanes' offsets at a
+/// time; qwords are then split into the planes as in [`load_planes_avx2`].
+///
+/// # Safety
+/// The CPU must support AVX2; `ptr + addrs[l] - base` must be valid for `BYTES`
+/// bytes and `BYTES`-aligned for every lane l, in memory only ever accessed
+/// atomically while this runs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gather_avx2<const BYTES: usize>(
+    ptr: *const u8,
+    addrs: &[u64; 64],
+    base: u64,
+    lo: &mut [u32; 64],
+    hi: &mut [u32; 64],
+) {
+    use std::arch::x86_64::{
+        _mm256_castps_si256, _mm256_castsi256_ps, _mm256_loadu_si256, _mm256_permute4x64_epi64,
+        _mm256_set1_epi64x, _mm256_set_m128i, _mm256_shuffle_ps, _mm256_storeu_si256,
+        _mm256_sub_epi64,
+    };
+    let base = _mm256_set1_epi64x(base as i64);
+    for c in 0..8 {
+        // SAFETY: lanes 8c..8c + 8 of the 64-lane tables are in bounds (c < 8); the
+        // gathered elements are valid and aligned (caller).
+        unsafe {
+            let idx = |k: usize| {
+                _mm256_sub_epi64(
+                    _mm256_loadu_si256(addrs.as_ptr().add(8 * c + 4 * k).cast()),
+                    base,
+                )
+            };
+            if BYTES == 8 {
+                let a = _mm256_castsi256_ps(wide::gather_qwords(ptr, idx(0)));
+                let b = _mm256_castsi256_ps(wide::gather_qwords(ptr, idx(1)));
+                let l =
+                    _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(
+                        _mm256_shuffle_ps::<0x88>(a, b),
+                    ));
+                let h =
+                    _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(
+                        _mm256_shuffle_ps::<0xDD>(a, b),
+                    ));
+                _mm256_storeu_si256(lo.as_mut_ptr().add(8 * c).cast(), l);
+                _mm256_storeu_si256(hi.as_mut_ptr().add(8 * c).cast(), h);
+            } else {
+                let v = _mm256_set_m128i(
+                    wide::gather_dwords(ptr, idx(1)),
+                    wide::gather_dwords(ptr, idx(0)),
+                );
+                _mm256_storeu_si256(lo.as_mut_ptr().add(8 * c).cast(), v);
+            }
         }
     }
 }

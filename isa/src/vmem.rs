@@ -1821,11 +1821,12 @@ impl Wave {
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a load whose lanes' addresses are
     /// not consecutive (a gather; every lane active): when they all fall in one region
-    /// and outside the LDS and scratch apertures, every lane's line is prefetched
-    /// (so that the misses overlap), then each lane's dword or qword is loaded, a
-    /// relaxed atomic, straight into the destination registers. Returns false, having
-    /// done nothing visible, otherwise (the general path then runs and reports any
-    /// fault).
+    /// and outside the LDS and scratch apertures, and every lane's dword or qword is
+    /// naturally aligned, they are loaded by
+    /// [`HostSpan::gather`](crate::memory::HostSpan::gather) (each a relaxed atomic;
+    /// the misses overlap) straight into the destination registers. Returns false,
+    /// having done nothing visible, otherwise (the general path then runs and reports
+    /// any fault).
     #[inline(never)]
     fn gather_fast(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>) -> bool {
         let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) else {
@@ -1869,25 +1870,14 @@ impl Wave {
         let Some(span) = self.regions.span(ctx.memory, lo, size) else {
             return false;
         };
-        if size > 64 * 64 {
-            for a in addrs {
-                span.prefetch((a - lo) as usize);
-            }
-        }
         if bytes == 4 {
-            let d = &mut vgpr[r];
-            for (l, a) in addrs.iter().enumerate() {
-                d[l] = span.load_u32((a - lo) as usize);
-            }
+            let (d, _) = vgpr[r..].split_at_mut(1);
+            let mut unused = [0u32; WAVE_SIZE];
+            span.gather::<4>(&addrs, lo, &mut d[0], &mut unused)
         } else {
             let (d0, d1) = vgpr[r..].split_at_mut(1);
-            for (l, a) in addrs.iter().enumerate() {
-                let v = span.load_u64((a - lo) as usize);
-                d0[0][l] = v as u32;
-                d1[0][l] = (v >> 32) as u32;
-            }
+            span.gather::<8>(&addrs, lo, &mut d0[0], &mut d1[0])
         }
-        true
     }
 
     // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid
@@ -3048,8 +3038,25 @@ mod tests {
             .collect();
         assert!(r.write_bytes(0, &init));
         let le32 = |at: usize| u32::from_le_bytes(init[at..at + 4].try_into().unwrap());
-        let scatter = |l: usize| (l * 40_503 + 977 * (l % 3)) % ((1 << 16) - 8);
-        for (bytes, offset) in [(4u64, 0i32), (8, 0), (8, 16), (4, -12)] {
+        // Scattered, mostly unaligned; then each aligned down to 8 bytes (every lane
+        // naturally aligned: the gather's whole-wave path).
+        let scattered = |l: usize| (l * 40_503 + 977 * (l % 3)) % ((1 << 16) - 8);
+        for (bytes, offset, aligned) in [
+            (4u64, 0i32, false),
+            (8, 0, false),
+            (8, 16, false),
+            (4, -12, false),
+            (4, 0, true),
+            (8, 0, true),
+            (8, -24, true),
+        ] {
+            let scatter = |l: usize| {
+                if aligned {
+                    scattered(l) & !7
+                } else {
+                    scattered(l)
+                }
+            };
             let (load, what) = if bytes == 4 {
                 (FlatOp::LoadDword, "dword")
             } else {
