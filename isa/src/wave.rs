@@ -214,10 +214,17 @@ impl Wave {
     pub fn run(&mut self, ctx: &mut WaveContext<'_>) -> Result<WaveExit, Fault> {
         // The block cache is moved out while the wave runs (the blocks are borrowed
         // from it while the registers change).
+        // (The inner loop returns a fault boxed: its result is then two words, returned
+        // in registers; the 64-byte result is written once, here, in place. Staged
+        // through the stack, its copy read back the small stores that wrote it, a
+        // store-forwarding stall at every exit, a barrier included.)
         let mut blocks = self.blocks.take().unwrap_or_default();
         let exit = self.run_blocks(ctx, &mut blocks);
         self.blocks = Some(blocks);
-        exit
+        match exit {
+            Ok(x) => Ok(x),
+            Err(f) => Err(*f),
+        }
     }
 
     /// [`run`](Self::run), entering blocks through `blocks`.
@@ -225,13 +232,13 @@ impl Wave {
         &mut self,
         ctx: &mut WaveContext<'_>,
         blocks: &mut BlockCache,
-    ) -> Result<WaveExit, Fault> {
+    ) -> Result<WaveExit, Box<Fault>> {
         let yield_at = self.instructions.saturating_add(ctx.yield_after);
         let trace = TRACE.with(|t| t.get());
         let program = ctx.program;
         'blocks: loop {
             let start = self.pc;
-            let block = blocks.get(program, start)?;
+            let block = blocks.get(program, start).map_err(Box::new)?;
             // The counter is written only when the wave leaves the block or traces:
             // entry k is instruction `before + k + 1`. When the whole block fits in the
             // budget, no entry compares it.
@@ -276,10 +283,10 @@ impl Wave {
                     if !fits && count > ctx.max_instructions {
                         self.instructions = count;
                         self.pc = e.pc;
-                        return Err(Fault::InstructionLimit {
+                        return Err(Box::new(Fault::InstructionLimit {
                             limit: ctx.max_instructions,
                             pc: e.pc,
-                        });
+                        }));
                     }
                     // Planned instructions that fall through go straight to the next
                     // entry (unless traced).
@@ -301,7 +308,7 @@ impl Wave {
                         Err(f) => {
                             self.instructions = count;
                             self.pc = e.pc;
-                            return Err(f);
+                            return Err(Box::new(f));
                         }
                     }
                 };
@@ -314,7 +321,7 @@ impl Wave {
                         if target <= e.pc {
                             if let Some(stop) = ctx.stop {
                                 if stop.load(Ordering::Relaxed) {
-                                    return Err(Fault::Aborted { pc: e.pc });
+                                    return Err(Box::new(Fault::Aborted { pc: e.pc }));
                                 }
                             }
                             if count >= yield_at {
@@ -332,7 +339,7 @@ impl Wave {
             self.instructions = before + block.entries.len() as u64;
             self.pc = block.end(start);
             if let Some(err) = &block.tail {
-                return Err(Fault::Illegal((**err).clone()));
+                return Err(Box::new(Fault::Illegal((**err).clone())));
             }
         }
     }
