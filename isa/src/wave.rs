@@ -569,6 +569,16 @@ impl Wave {
     /// Writes `count` dwords of `value` to scalar-file codes from `code` (null drops).
     #[inline]
     pub(crate) fn write_sreg(&mut self, code: u8, count: u8, value: u64) {
+        let c = usize::from(code);
+        let null = usize::from(code::NULL);
+        if count >= 2 && c + 1 < 128 && c != null && c + 1 != null {
+            // A pair as one 8-byte store (a later 64-bit read of the pair, such as
+            // compiled code's, then takes the value from this store).
+            if let Some(pair) = self.sgpr.get_mut(c..c + 2) {
+                pair.copy_from_slice(&[value as u32, (value >> 32) as u32]);
+                return;
+            }
+        }
         for k in 0..count.min(2) {
             let c = usize::from(code) + usize::from(k);
             if c < 128 && c != usize::from(code::NULL) {

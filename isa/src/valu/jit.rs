@@ -1276,6 +1276,13 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
     for (k, pair) in b.masks.iter().enumerate() {
         let off = f.acc + 8 * k as i32;
         dynasm!(a ; .arch x64 ; mov rax, [rsp + off]);
+        // A register pair is written as one qword (a later 64-bit read of it, such
+        // as the scalar code's, then takes the value from this store).
+        if pair[0] < 127 && pair[1] == pair[0] + 1 {
+            let d = 4 * i32::from(pair[0]);
+            dynasm!(a ; .arch x64 ; mov [rsi + d], rax);
+            continue;
+        }
         if pair[0] < 128 {
             let d = 4 * i32::from(pair[0]);
             dynasm!(a ; .arch x64 ; mov [rsi + d], eax);
