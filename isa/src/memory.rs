@@ -623,16 +623,23 @@ unsafe fn store_planes_avx2(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
 unsafe fn gather_avx2<const BYTES: usize>(
     ptr: *const u8,
     addrs: &[u64; 64],
-    base: u64,
+    base_addr: u64,
     lo: &mut [u32; 64],
     hi: &mut [u32; 64],
 ) {
     use std::arch::x86_64::{
         _mm256_castps_si256, _mm256_castsi256_ps, _mm256_loadu_si256, _mm256_permute4x64_epi64,
         _mm256_set1_epi64x, _mm256_set_m128i, _mm256_shuffle_ps, _mm256_storeu_si256,
-        _mm256_sub_epi64,
+        _mm256_sub_epi64, _mm_prefetch, _MM_HINT_T0,
     };
-    let base = _mm256_set1_epi64x(base as i64);
+    // Every lane's line is asked for first, so that the misses overlap (a gather
+    // waits for its own before the next one issues).
+    for &a in addrs {
+        // SAFETY: the element at this offset is inside the span (caller); a prefetch
+        // reads nothing architecturally and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.add((a - base_addr) as usize).cast::<i8>()) };
+    }
+    let base = _mm256_set1_epi64x(base_addr as i64);
     for c in 0..8 {
         // SAFETY: lanes 8c..8c + 8 of the 64-lane tables are in bounds (c < 8); the
         // gathered elements are valid and aligned (caller).
