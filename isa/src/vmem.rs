@@ -1821,8 +1821,9 @@ impl Wave {
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a load whose lanes' addresses are
     /// not consecutive (a gather; every lane active): when they all fall in one region
-    /// and outside the LDS and scratch apertures, and every lane's dword or qword is
-    /// naturally aligned, they are loaded by
+    /// and outside the LDS and scratch apertures, one load when they are all the same
+    /// address; else, when every lane's dword or qword is naturally aligned, they are
+    /// loaded by
     /// [`HostSpan::gather`](crate::memory::HostSpan::gather) (each a relaxed atomic;
     /// the misses overlap) straight into the destination registers. Returns false,
     /// having done nothing visible, otherwise (the general path then runs and reports
@@ -1870,6 +1871,19 @@ impl Wave {
         let Some(span) = self.regions.span(ctx.memory, lo, size) else {
             return false;
         };
+        if lo == hi {
+            // Every lane reads the same element (a value reached through one pointer):
+            // one load, its value in every lane.
+            let v = if bytes == 4 {
+                u64::from(span.load_u32(0))
+            } else {
+                span.load_u64(0)
+            };
+            for (k, row) in vgpr[r..r + bytes / 4].iter_mut().enumerate() {
+                *row = [(v >> (32 * k)) as u32; WAVE_SIZE];
+            }
+            return true;
+        }
         if bytes == 4 {
             let (d, _) = vgpr[r..].split_at_mut(1);
             let mut unused = [0u32; WAVE_SIZE];
@@ -3038,24 +3052,25 @@ mod tests {
             .collect();
         assert!(r.write_bytes(0, &init));
         let le32 = |at: usize| u32::from_le_bytes(init[at..at + 4].try_into().unwrap());
-        // Scattered, mostly unaligned; then each aligned down to 8 bytes (every lane
-        // naturally aligned: the gather's whole-wave path).
+        // Scattered, mostly unaligned (0); each aligned down to 8 bytes (1: every lane
+        // naturally aligned, the gather's whole-wave path); one address for every lane
+        // (2), aligned or not.
         let scattered = |l: usize| (l * 40_503 + 977 * (l % 3)) % ((1 << 16) - 8);
-        for (bytes, offset, aligned) in [
-            (4u64, 0i32, false),
-            (8, 0, false),
-            (8, 16, false),
-            (4, -12, false),
-            (4, 0, true),
-            (8, 0, true),
-            (8, -24, true),
+        for (bytes, offset, pattern) in [
+            (4u64, 0i32, 0),
+            (8, 0, 0),
+            (8, 16, 0),
+            (4, -12, 0),
+            (4, 0, 1),
+            (8, 0, 1),
+            (8, -24, 1),
+            (4, 0, 2),
+            (8, 8, 2),
         ] {
-            let scatter = |l: usize| {
-                if aligned {
-                    scattered(l) & !7
-                } else {
-                    scattered(l)
-                }
+            let scatter = |l: usize| match pattern {
+                0 => scattered(l),
+                1 => scattered(l) & !7,
+                _ => scattered(5 + offset as usize),
             };
             let (load, what) = if bytes == 4 {
                 (FlatOp::LoadDword, "dword")
