@@ -545,35 +545,51 @@ mod wide {
     }
 }
 
+/// Splits 8 qwords, `a` (lanes 0..4) and `b` (lanes 4..8), into their low and high
+/// dwords, stored in lane order at `lo` and `hi` (8 dwords each): VSHUFPS takes the
+/// low and the high dwords (in the lane order 0, 1, 4, 5 | 2, 3, 6, 7), VPERMQ puts
+/// them in lane order.
+///
+/// # Safety
+/// The CPU must support AVX2; `lo` and `hi` must be valid for writes of 8 dwords.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn split_planes(
+    a: std::arch::x86_64::__m256i,
+    b: std::arch::x86_64::__m256i,
+    lo: *mut u32,
+    hi: *mut u32,
+) {
+    use std::arch::x86_64::{
+        _mm256_castps_si256, _mm256_castsi256_ps, _mm256_permute4x64_epi64, _mm256_shuffle_ps,
+        _mm256_storeu_si256,
+    };
+    let (a, b) = (_mm256_castsi256_ps(a), _mm256_castsi256_ps(b));
+    let l = _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(_mm256_shuffle_ps::<0x88>(a, b)));
+    let h = _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(_mm256_shuffle_ps::<0xDD>(a, b)));
+    // SAFETY: the caller's contract.
+    unsafe {
+        _mm256_storeu_si256(lo.cast(), l);
+        _mm256_storeu_si256(hi.cast(), h);
+    }
+}
+
 /// [`load_planes_body`] with whole-vector loads (see [`wide`]): each group of 8
-/// qwords is two 32-byte loads; VSHUFPS takes their low and high dwords (in the lane
-/// order 0, 1, 4, 5 | 2, 3, 6, 7), and VPERMQ puts them in lane order.
+/// qwords is two 32-byte loads, split by [`split_planes`].
 ///
 /// # Safety
 /// The CPU must support AVX2; and as [`load_planes_body`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn load_planes_avx2(p: *mut u64, lo: &mut [u32; 64], hi: &mut [u32; 64]) {
-    use std::arch::x86_64::{
-        _mm256_castps_si256, _mm256_castsi256_ps, _mm256_permute4x64_epi64, _mm256_shuffle_ps,
-        _mm256_storeu_si256,
-    };
     for c in 0..8 {
-        // SAFETY: qwords 8c..8c + 8 of the 64 at p are valid and 8-aligned (caller).
-        let (a, b) = unsafe {
-            (
-                _mm256_castsi256_ps(wide::load(p.add(8 * c).cast())),
-                _mm256_castsi256_ps(wide::load(p.add(8 * c + 4).cast())),
-            )
-        };
-        let l =
-            _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(_mm256_shuffle_ps::<0x88>(a, b)));
-        let h =
-            _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(_mm256_shuffle_ps::<0xDD>(a, b)));
-        // SAFETY: dwords 8c..8c + 8 of each 64-dword plane are in bounds (c < 8).
+        // SAFETY: qwords 8c..8c + 8 of the 64 at p are valid and 8-aligned (caller);
+        // dwords 8c..8c + 8 of each plane are in bounds (c < 8).
         unsafe {
-            _mm256_storeu_si256(lo.as_mut_ptr().add(8 * c).cast(), l);
-            _mm256_storeu_si256(hi.as_mut_ptr().add(8 * c).cast(), h);
+            let a = wide::load(p.add(8 * c).cast());
+            let b = wide::load(p.add(8 * c + 4).cast());
+            split_planes(a, b, lo.as_mut_ptr().add(8 * c), hi.as_mut_ptr().add(8 * c));
         }
     }
 }
@@ -612,7 +628,7 @@ unsafe fn store_planes_avx2(p: *mut u64, lo: &[u32; 64], hi: &[u32; 64]) {
 }
 
 /// [`HostSpan::gather`] with AVX2 gathers (see [`wide`]): 4 lanes' offsets at a
-/// time; qwords are then split into the planes as in [`load_planes_avx2`].
+/// time; qwords are then split into the planes by [`split_planes`].
 ///
 /// # Safety
 /// The CPU must support AVX2; `ptr + addrs[l] - base` must be valid for `BYTES`
@@ -628,12 +644,11 @@ unsafe fn gather_avx2<const BYTES: usize>(
     hi: &mut [u32; 64],
 ) {
     use std::arch::x86_64::{
-        _mm256_castps_si256, _mm256_castsi256_ps, _mm256_loadu_si256, _mm256_permute4x64_epi64,
-        _mm256_set1_epi64x, _mm256_set_m128i, _mm256_shuffle_ps, _mm256_storeu_si256,
+        _mm256_loadu_si256, _mm256_set1_epi64x, _mm256_set_m128i, _mm256_storeu_si256,
         _mm256_sub_epi64, _mm_prefetch, _MM_HINT_T0,
     };
-    // Every lane's line is asked for first, so that the misses overlap (a gather
-    // waits for its own before the next one issues).
+    // Every lane's line is asked for first, so that the misses overlap (under perf,
+    // the gathers alone stalled most at the first ones).
     for &a in addrs {
         // SAFETY: the element at this offset is inside the span (caller); a prefetch
         // reads nothing architecturally and cannot fault.
@@ -651,18 +666,9 @@ unsafe fn gather_avx2<const BYTES: usize>(
                 )
             };
             if BYTES == 8 {
-                let a = _mm256_castsi256_ps(wide::gather_qwords(ptr, idx(0)));
-                let b = _mm256_castsi256_ps(wide::gather_qwords(ptr, idx(1)));
-                let l =
-                    _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(
-                        _mm256_shuffle_ps::<0x88>(a, b),
-                    ));
-                let h =
-                    _mm256_permute4x64_epi64::<0xD8>(_mm256_castps_si256(
-                        _mm256_shuffle_ps::<0xDD>(a, b),
-                    ));
-                _mm256_storeu_si256(lo.as_mut_ptr().add(8 * c).cast(), l);
-                _mm256_storeu_si256(hi.as_mut_ptr().add(8 * c).cast(), h);
+                let a = wide::gather_qwords(ptr, idx(0));
+                let b = wide::gather_qwords(ptr, idx(1));
+                split_planes(a, b, lo.as_mut_ptr().add(8 * c), hi.as_mut_ptr().add(8 * c));
             } else {
                 let v = _mm256_set_m128i(
                     wide::gather_dwords(ptr, idx(1)),
