@@ -824,15 +824,8 @@ fn emit_sop2<A: DynasmApi>(a: &mut A, op: Sop2Op, n: &Native) -> bool {
     // Which sources are 64-bit (the 64-bit shifts take a 32-bit count).
     let (wide_a, wide_b) = match op {
         O::SLshlB64 | O::SLshrB64 | O::SAshrI64 => (true, false),
-        O::SCselectB64
-        | O::SAndB64
-        | O::SOrB64
-        | O::SXorB64
-        | O::SAndn2B64
-        | O::SOrn2B64
-        | O::SNandB64
-        | O::SNorB64
-        | O::SXnorB64 => (true, true),
+        O::SCselectB64 => (true, true),
+        _ if logic_b64(op) => (true, true),
         _ => (false, false),
     };
     scalar_src(a, 0, n.a, wide_a);
@@ -922,24 +915,34 @@ fn emit_sop2<A: DynasmApi>(a: &mut A, op: Sop2Op, n: &Native) -> bool {
         | O::SNandB32
         | O::SNorB32
         | O::SXnorB32
-        | O::SAndB64
-        | O::SOrB64
-        | O::SXorB64
-        | O::SAndn2B64
-        | O::SOrn2B64
-        | O::SNandB64
-        | O::SNorB64
-        | O::SXnorB64
         | O::SLshlB32
         | O::SLshrB32
         | O::SAshrI32
         | O::SLshlB64
         | O::SLshrB64
         | O::SAshrI64 => nonzero(a),
+        _ if logic_b64(op) => nonzero(a),
         _ => {}
     }
     scalar_dst(a, n.d);
     true
+}
+
+/// Whether `op` is one of the eight 64-bit SOP2 logic forms (and, or, xor, andn2,
+/// orn2, nand, nor, xnor): 64-bit sources, SCC = result != 0.
+fn logic_b64(op: Sop2Op) -> bool {
+    use Sop2Op as O;
+    matches!(
+        op,
+        O::SAndB64
+            | O::SOrB64
+            | O::SXorB64
+            | O::SAndn2B64
+            | O::SOrn2B64
+            | O::SNandB64
+            | O::SNorB64
+            | O::SXnorB64
+    )
 }
 
 /// `rax = rax op rcx` for the SOP2 logic opcode `op` (and, or, xor; andn2 and orn2
