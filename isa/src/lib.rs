@@ -26,6 +26,7 @@ pub mod memory;
 pub mod operand;
 pub mod program;
 mod salu;
+mod stride;
 pub mod support;
 mod valu;
 mod vmem;

@@ -337,6 +337,14 @@ pub(crate) struct FlatPlan {
 }
 
 impl FlatPlan {
+    /// The plan's operands in one word, naming its instruction for the wave's
+    /// [`StrideTable`](crate::stride::StrideTable) (the same from whichever copy of
+    /// the plan runs).
+    fn key(&self) -> u64 {
+        let reg = self.reg.map_or(0x3FF, |r| r as u64);
+        (self.vaddr as u64) | reg << 10 | u64::from(self.load) << 20 | (self.offset as u64) << 21
+    }
+
     /// The plan of `i`, if its form has one (see [`FlatPlan`]).
     pub(crate) fn of(i: &Flat) -> Option<FlatPlan> {
         if i.lds || i.saddr.is_some() || !matches!(i.seg, Segment::Flat | Segment::Global) {
@@ -1791,7 +1799,10 @@ impl Wave {
     /// the registers (see [`consecutive_fast`](Self::consecutive_fast)). Returns false,
     /// having done nothing visible, otherwise, or when the range is not inside one
     /// region or not aligned on the host (the general path then runs and reports any
-    /// fault).
+    /// fault). A consecutive access also feeds the wave's
+    /// [`StrideTable`](crate::stride::StrideTable); when it predicts this
+    /// instruction's next span, the host is asked to fetch that span's lines (for
+    /// writing, for a store) while the wave goes on.
     #[inline]
     pub(crate) fn run_flat_plan(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>) -> bool {
         if self.exec() != u64::MAX {
@@ -1816,7 +1827,13 @@ impl Wave {
                 return false;
             }
         }
-        self.consecutive_fast(ctx, base, usize::from(p.bytes), p.load, p.reg)
+        let bytes = usize::from(p.bytes);
+        if let Some(ahead) = self.strides.observe(p.key(), base) {
+            if let Some(span) = self.regions.cached(ahead, (WAVE_SIZE * bytes) as u64) {
+                span.prefetch_all(!p.load);
+            }
+        }
+        self.consecutive_fast(ctx, base, bytes, p.load, p.reg)
     }
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a load whose lanes' addresses are

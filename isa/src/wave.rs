@@ -126,6 +126,9 @@ pub struct Wave {
     pub regions: RegionCache,
     /// The blocks this wave entered (taken out while it runs).
     blocks: Option<BlockCache>,
+    /// Strides of this wave's whole-wave accesses, for prefetching (no state a
+    /// program can observe).
+    pub(crate) strides: crate::stride::StrideTable,
     /// Scratch lanes for results computed before they are written (no state).
     pub(crate) tmp: Box<[VReg; 2]>,
     /// Scratch lanes for splat sources of planned instructions (no state).
@@ -152,6 +155,7 @@ impl Wave {
             instructions: 0,
             regions: RegionCache::new(),
             blocks: Some(BlockCache::default()),
+            strides: Default::default(),
             tmp: Box::new([[0; WAVE_SIZE]; 2]),
             splat: Box::new([[0; WAVE_SIZE]; 6]),
         }
