@@ -13,8 +13,9 @@ use crate::error::Fault;
 use crate::generated::opcodes::{DsOp, FlatOp, MubufOp};
 use crate::inst::{Ds, Flat, Instruction, Mubuf, Segment};
 use crate::operand::Operand;
+use crate::salu::ScalarFlow;
 use crate::valu::{reg_base, Src};
-use crate::wave::{unsupported, VReg, Wave, WaveContext, WAVE_SIZE};
+use crate::wave::{unsupported, Planned, VReg, Wave, WaveContext, WAVE_SIZE};
 
 /// Where one lane's access goes.
 #[derive(Clone, Copy)]
@@ -1791,7 +1792,8 @@ impl Wave {
     /// visible, for any other form or access (the general path then runs).
     #[inline]
     fn flat_consecutive(&mut self, i: &Flat, ctx: &WaveContext<'_>) -> bool {
-        FlatPlan::of(i).is_some_and(|p| self.run_flat_plan(&p, ctx))
+        FlatPlan::of(i)
+            .is_some_and(|p| self.run_flat_plan(&p, ctx, false) == Planned::Ran(ScalarFlow::Next))
     }
 
     /// Runs a [`FlatPlan`] when every lane is active and lane l's address is lane 0's
@@ -1802,19 +1804,25 @@ impl Wave {
     /// fault). A consecutive access also feeds the wave's
     /// [`StrideTable`](crate::stride::StrideTable); when it predicts this
     /// instruction's next span, the host is asked to fetch that span's lines (for
-    /// writing, for a store) while the wave goes on.
+    /// writing, for a store) while the wave goes on. With `may_defer`, a gather may
+    /// be deferred (see [`gather_fast`](Self::gather_fast)).
     #[inline]
-    pub(crate) fn run_flat_plan(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>) -> bool {
+    pub(crate) fn run_flat_plan(
+        &mut self,
+        p: &FlatPlan,
+        ctx: &WaveContext<'_>,
+        may_defer: bool,
+    ) -> Planned {
         if self.exec() != u64::MAX {
-            return false;
+            return Planned::Declined;
         }
         let step = u64::from(p.bytes);
         let base = match (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) {
             (Some(lo), Some(hi)) if pair_consecutive(lo, hi, p.offset, step) => {
                 (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(p.offset)
             }
-            (Some(_), Some(_)) if p.load => return self.gather_fast(p, ctx),
-            _ => return false,
+            (Some(_), Some(_)) if p.load => return self.gather_fast(p, ctx, may_defer),
+            _ => return Planned::Declined,
         };
         if p.flat {
             // pair_consecutive checked that the last lane's address does not wrap.
@@ -1824,7 +1832,7 @@ impl Wave {
                 start <= last && base <= start | 0xFFFF_FFFF
             };
             if meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base) {
-                return false;
+                return Planned::Declined;
             }
         }
         let bytes = usize::from(p.bytes);
@@ -1833,7 +1841,7 @@ impl Wave {
                 span.prefetch_all(!p.load);
             }
         }
-        self.consecutive_fast(ctx, base, bytes, p.load, p.reg)
+        Planned::of(self.consecutive_fast(ctx, base, bytes, p.load, p.reg))
     }
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a load whose lanes' addresses are
@@ -1842,13 +1850,20 @@ impl Wave {
     /// address; else, when every lane's dword or qword is naturally aligned, they are
     /// loaded by
     /// [`HostSpan::gather`](crate::memory::HostSpan::gather) (each a relaxed atomic;
-    /// the misses overlap) straight into the destination registers. Returns false,
-    /// having done nothing visible, otherwise (the general path then runs and reports
-    /// any fault).
+    /// the misses overlap) straight into the destination registers. Declines, having
+    /// done nothing visible, otherwise (the general path then runs and reports any
+    /// fault).
+    ///
+    /// With `may_defer`, when other waves share the worker (`ctx.yield_after` is
+    /// finite), a scattered gather is first deferred: it asks the host for every
+    /// lane's line, notes its plan in `deferred`, and returns
+    /// [`Planned::Deferred`]; the wave yields, and when it resumes at the same
+    /// instruction the noted plan runs the gather. The other waves' work meanwhile
+    /// hides the misses, which a wave running straight on would wait for.
     #[inline(never)]
-    fn gather_fast(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>) -> bool {
+    fn gather_fast(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>, may_defer: bool) -> Planned {
         let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) else {
-            return false;
+            return Planned::Declined;
         };
         let addrs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
             (u64::from(a_lo[l]) | u64::from(a_hi[l]) << 32).wrapping_add_signed(p.offset)
@@ -1861,13 +1876,13 @@ impl Wave {
                 max.checked_add_signed(p.offset),
             ) {
                 (Some(lo), Some(hi)) => (lo, hi),
-                _ => return false,
+                _ => return Planned::Declined,
             },
             None => lane_bounds(&addrs, u64::MAX),
         };
         let bytes = usize::from(p.bytes);
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
-            return false;
+            return Planned::Declined;
         };
         if p.flat {
             let meets = |aperture: u64| {
@@ -1875,18 +1890,18 @@ impl Wave {
                 start <= hi && lo <= start | 0xFFFF_FFFF
             };
             if meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base) {
-                return false;
+                return Planned::Declined;
             }
         }
         let Some(r) = p.reg else {
-            return false;
+            return Planned::Declined;
         };
         let vgpr = &mut self.vgpr;
         if r + bytes / 4 > vgpr.len() {
-            return false;
+            return Planned::Declined;
         }
         let Some(span) = self.regions.span(ctx.memory, lo, size) else {
-            return false;
+            return Planned::Declined;
         };
         if lo == hi {
             // Every lane reads the same element (a value reached through one pointer):
@@ -1899,16 +1914,26 @@ impl Wave {
             for (k, row) in vgpr[r..r + bytes / 4].iter_mut().enumerate() {
                 *row = [(v >> (32 * k)) as u32; WAVE_SIZE];
             }
-            return true;
+            return Planned::Ran(ScalarFlow::Next);
         }
-        if bytes == 4 {
+        let key = p.key();
+        if self.deferred == Some(key) {
+            self.deferred = None;
+        } else if may_defer && ctx.yield_after != u64::MAX {
+            for &a in &addrs {
+                span.prefetch((a - lo) as usize);
+            }
+            self.deferred = Some(key);
+            return Planned::Deferred;
+        }
+        Planned::of(if bytes == 4 {
             let (d, _) = vgpr[r..].split_at_mut(1);
             let mut unused = [0u32; WAVE_SIZE];
             span.gather::<4>(&addrs, lo, &mut d[0], &mut unused)
         } else {
             let (d0, d1) = vgpr[r..].split_at_mut(1);
             span.gather::<8>(&addrs, lo, &mut d0[0], &mut d1[0])
-        }
+        })
     }
 
     // Kept out of `Wave::step` so that its large stack frame (per-lane tables) is paid

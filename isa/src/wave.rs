@@ -74,7 +74,9 @@ pub struct WaveContext<'a> {
     /// Instruction budget of the wave (counts all instructions it ever executed).
     pub max_instructions: u64,
     /// After this many instructions in one `run` call, the wave yields at its next
-    /// backward branch (fair scheduling of spinning waves); `u64::MAX` = never.
+    /// backward branch (fair scheduling of spinning waves); `u64::MAX` = never, for a
+    /// wave that runs alone (it then never defers a gather either, see
+    /// [`WaveExit::Yield`]).
     pub yield_after: u64,
 }
 
@@ -85,9 +87,38 @@ pub enum WaveExit {
     Ended,
     /// `s_barrier`: resume the wave once every non-ended wave of the workgroup arrived.
     Barrier,
-    /// `s_sleep`, or a backward branch after `yield_after` instructions: the wave lets
-    /// the other waves of its workgroup run; resume it later (PC is already set).
+    /// `s_sleep`, a backward branch after `yield_after` instructions, or a deferred
+    /// gather (a planned load of scattered lanes that asked the host for its cache
+    /// lines and did not run yet; PC is at it, and it runs when the wave resumes):
+    /// the wave lets the other waves of its workgroup run; resume it later (PC is
+    /// already set).
     Yield,
+}
+
+/// What running an entry's plan did ([`Wave::run_planned`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Planned {
+    /// It ran, with this control flow.
+    Ran(ScalarFlow),
+    /// The entry has no plan or its plan declined, having changed nothing:
+    /// `Wave::step` executes the instruction.
+    Declined,
+    /// It has not run: it asked the host for the cache lines it will read, and the
+    /// wave yields to run it when resumed (the other waves of the workgroup run
+    /// meanwhile, as a GPU runs other waves while one waits on memory).
+    Deferred,
+}
+
+impl Planned {
+    /// A plan that ran (falling through) or declined.
+    #[inline(always)]
+    pub(crate) fn of(ran: bool) -> Self {
+        if ran {
+            Planned::Ran(ScalarFlow::Next)
+        } else {
+            Planned::Declined
+        }
+    }
 }
 
 /// Control flow after one instruction.
@@ -129,6 +160,9 @@ pub struct Wave {
     /// Strides of this wave's whole-wave accesses, for prefetching (no state a
     /// program can observe).
     pub(crate) strides: crate::stride::StrideTable,
+    /// The plan key of a gather that deferred itself (it runs when the wave meets it
+    /// again, see `gather_fast`).
+    pub(crate) deferred: Option<u64>,
     /// Scratch lanes for results computed before they are written (no state).
     pub(crate) tmp: Box<[VReg; 2]>,
     /// Scratch lanes for splat sources of planned instructions (no state).
@@ -156,6 +190,7 @@ impl Wave {
             regions: RegionCache::new(),
             blocks: Some(BlockCache::default()),
             strides: Default::default(),
+            deferred: None,
             tmp: Box::new([[0; WAVE_SIZE]; 2]),
             splat: Box::new([[0; WAVE_SIZE]; 6]),
         }
@@ -295,9 +330,15 @@ impl Wave {
                     // Planned instructions that fall through go straight to the next
                     // entry (unless traced).
                     let flow = match self.run_planned(&e.run, ctx) {
-                        Some(ScalarFlow::Next) if !trace => continue 'entries,
-                        Some(f) => Ok(e.run.flow(f)),
-                        None => match block.insts.get(k) {
+                        Planned::Ran(ScalarFlow::Next) if !trace => continue 'entries,
+                        Planned::Ran(f) => Ok(e.run.flow(f)),
+                        Planned::Deferred => {
+                            // Not executed: the wave resumes at it.
+                            self.instructions = count - 1;
+                            self.pc = e.pc;
+                            return Ok(WaveExit::Yield);
+                        }
+                        Planned::Declined => match block.insts.get(k) {
                             Some(inst) => self.step(inst, e.pc, e.next, ctx),
                             None => Err(Fault::BadPc { pc: e.pc }),
                         },
@@ -348,24 +389,18 @@ impl Wave {
         }
     }
 
-    /// Runs the plan of an entry: its control flow, or `None` if the entry has no
-    /// plan or its plan declined (then `Wave::step` executes the instruction; a
-    /// declining plan has changed nothing).
+    /// Runs the plan of an entry (see [`Planned`]).
     #[inline(always)]
-    pub(crate) fn run_planned(
-        &mut self,
-        run: &Run,
-        ctx: &mut WaveContext<'_>,
-    ) -> Option<ScalarFlow> {
+    pub(crate) fn run_planned(&mut self, run: &Run, ctx: &mut WaveContext<'_>) -> Planned {
         let ran = match run {
-            Run::Scalar(s) => return Some(self.run_scalar(s)),
+            Run::Scalar(s) => return Planned::Ran(self.run_scalar(s)),
             Run::Int(p) => crate::valu::run_int_plan(self, p),
             Run::Lds(p) => crate::lds::run_lds_plan(self, p, ctx.lds),
             Run::PkF32(p) => crate::valu::run_pk_plan(self, p),
-            Run::Flat(p) => self.run_flat_plan(p, ctx),
+            Run::Flat(p) => return self.run_flat_plan(p, ctx, true),
             Run::General => false,
         };
-        ran.then_some(ScalarFlow::Next)
+        Planned::of(ran)
     }
 
     /// Executes one decoded instruction at `pc` (`next` = address of the following one).
@@ -837,7 +872,7 @@ pub(crate) mod block_tests {
     use std::sync::Arc;
 
     use super::testutil::Mem;
-    use super::{set_trace, Flow, Wave, WaveContext, WaveExit, TRACE};
+    use super::{set_trace, Flow, Planned, Wave, WaveContext, WaveExit, TRACE};
     use crate::decode::decode;
     use crate::error::Fault;
     use crate::generated::opcodes::SoppOp;
@@ -948,8 +983,12 @@ pub(crate) mod block_tests {
                 });
             }
             let flow = match w.run_planned(&run, ctx) {
-                Some(f) => Ok(run.flow(f)),
-                None => w.step(&inst, pc, next, ctx),
+                Planned::Ran(f) => Ok(run.flow(f)),
+                Planned::Deferred => {
+                    w.instructions -= 1;
+                    return Ok(WaveExit::Yield);
+                }
+                Planned::Declined => w.step(&inst, pc, next, ctx),
             };
             if trace {
                 w.trace_line(&inst, pc, flow.as_ref().err());

@@ -604,6 +604,56 @@ fn runaway_wave_hits_the_instruction_budget() {
     );
 }
 
+/// A gather (every lane active, scattered aligned addresses) in a wave that shares
+/// its worker with others (finite `yield_after`) first yields at itself, having
+/// changed no register and counted nothing, then loads, when the wave resumes,
+/// what each lane addresses; a wave alone (`yield_after` = never) loads at once.
+#[test]
+fn a_gather_among_other_waves_yields_at_itself_then_loads() {
+    let mem = TestMemory::default();
+    let data = mem.alloc(1 << 16);
+    let bytes: Vec<u8> = (0..1u32 << 16).map(|i| (i * 29 + (i >> 7)) as u8).collect();
+    assert!(data.write_bytes(0, &bytes));
+    let at = |l: usize| ((l * 40_503 + 977 * (l % 3)) % ((1 << 16) - 8)) & !7;
+    let le32 = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+    let c = code(
+        &mem,
+        "global_load_dwordx2 v[6:7], v[0:1], off\nv_add_u32_e32 v8, 1, v6",
+    );
+    for alone in [false, true] {
+        let mut w = Wave::new();
+        w.set_exec(u64::MAX);
+        w.pc = c.region.device_base();
+        for l in 0..64 {
+            let a = data.device_base() + at(l) as u64;
+            (w.vgpr[0][l], w.vgpr[1][l]) = (a as u32, (a >> 32) as u32);
+        }
+        w.vgpr[6] = [0xDEAD; 64];
+        let mut ctx = isa::WaveContext {
+            program: &c.program,
+            memory: &mem,
+            lds: &mut [],
+            apertures: isa::Apertures::KFD,
+            stop: None,
+            max_instructions: 1000,
+            yield_after: if alone { u64::MAX } else { 1000 },
+        };
+        if !alone {
+            assert_eq!(w.run(&mut ctx).unwrap(), WaveExit::Yield);
+            assert_eq!(w.pc, c.region.device_base(), "resumes at the gather");
+            assert_eq!(w.instructions, 0, "the gather has not run");
+            assert_eq!(w.vgpr[6], [0xDEAD; 64]);
+        }
+        assert_eq!(w.run(&mut ctx).unwrap(), WaveExit::Ended, "alone: {alone}");
+        assert_eq!(w.instructions, 3, "the gather, the add and s_endpgm");
+        for l in 0..64 {
+            assert_eq!(w.vgpr[6][l], le32(at(l)), "lane {l}");
+            assert_eq!(w.vgpr[7][l], le32(at(l) + 4), "lane {l}");
+            assert_eq!(w.vgpr[8][l], le32(at(l)).wrapping_add(1), "lane {l}");
+        }
+    }
+}
+
 #[test]
 fn float_compares_treat_nan_as_unordered() {
     let mem = TestMemory::default();
