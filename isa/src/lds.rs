@@ -203,8 +203,10 @@ fn permute(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
     }
 }
 
-/// [`permute`] with AVX2: 8 lanes' source numbers at a time, and VPGATHERDD reading
-/// their dwords from `src`.
+/// [`permute`] with AVX2, 8 lanes at a time: when their 8 source lanes are
+/// consecutive and in order (LLVM's reductions shift down by 32, 16, ... 1 lanes:
+/// every group but at most one is), one load of the 8 source dwords; else VPGATHERDD
+/// reading each from `src`.
 ///
 /// # Safety
 /// The CPU must support AVX2.
@@ -212,18 +214,28 @@ fn permute(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
 #[target_feature(enable = "avx2")]
 unsafe fn permute_avx2(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
     use std::arch::x86_64::{
-        _mm256_add_epi32, _mm256_and_si256, _mm256_i32gather_epi32, _mm256_loadu_si256,
-        _mm256_set1_epi32, _mm256_srli_epi32, _mm256_storeu_si256,
+        _mm256_add_epi32, _mm256_and_si256, _mm256_castsi256_ps, _mm256_cmpeq_epi32,
+        _mm256_i32gather_epi32, _mm256_loadu_si256, _mm256_movemask_ps, _mm256_set1_epi32,
+        _mm256_setr_epi32, _mm256_srli_epi32, _mm256_storeu_si256,
     };
-    let off = _mm256_set1_epi32(off as i32);
+    let off_v = _mm256_set1_epi32(off as i32);
     let lanes = _mm256_set1_epi32(WAVE_SIZE as i32 - 1);
+    let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for g in 0..WAVE_SIZE / 8 {
-        // SAFETY: lanes 8g..8g + 8 of the 64-lane rows are in bounds (g < 8), and every
-        // gathered index is masked to 0..64, inside `src`.
+        // SAFETY: lanes 8g..8g + 8 of the 64-lane rows are in bounds (g < 8); every
+        // gathered index is masked to 0..64, inside `src`; a whole-group load starts
+        // at a source lane of at most 56, so its 8 dwords are inside `src`.
         unsafe {
             let a = _mm256_loadu_si256(addr.as_ptr().add(8 * g).cast());
-            let from = _mm256_and_si256(_mm256_srli_epi32::<2>(_mm256_add_epi32(a, off)), lanes);
-            let v = _mm256_i32gather_epi32::<4>(src.as_ptr().cast(), from);
+            let from = _mm256_and_si256(_mm256_srli_epi32::<2>(_mm256_add_epi32(a, off_v)), lanes);
+            let first = (addr[8 * g].wrapping_add(off) >> 2) as usize & (WAVE_SIZE - 1);
+            let run = _mm256_add_epi32(_mm256_set1_epi32(first as i32), iota);
+            let same = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(from, run)));
+            let v = if same == 0xFF && first <= WAVE_SIZE - 8 {
+                _mm256_loadu_si256(src.as_ptr().add(first).cast())
+            } else {
+                _mm256_i32gather_epi32::<4>(src.as_ptr().cast(), from)
+            };
             _mm256_storeu_si256(out.as_mut_ptr().add(8 * g).cast(), v);
         }
     }
@@ -670,6 +682,10 @@ mod tests {
             let mut near = down;
             near[40] = near[40].wrapping_add(4);
             addrs.push(near);
+            // Two neighbours swapped: consecutive sources, out of order.
+            let mut swapped = down;
+            swapped.swap(46, 47);
+            addrs.push(swapped);
         }
         for (exec, addr) in [u64::MAX, 0x0F0F_00FF_1234_8001, 1, 0]
             .into_iter()
