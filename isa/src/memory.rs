@@ -159,18 +159,7 @@ impl HostSpan<'_> {
         lo: &mut [u32; 64],
         hi: &mut [u32; 64],
     ) -> bool {
-        let Some(last) = self.len.checked_sub(BYTES) else {
-            return false;
-        };
-        // One pass without an early exit (it vectorises): every offset inside, every
-        // host address aligned (the span's host address plus the offset).
-        let host = self.ptr as u64;
-        let mut bad = false;
-        for &a in addrs {
-            let off = a.wrapping_sub(base);
-            bad |= off > last as u64 || host.wrapping_add(off) & (BYTES as u64 - 1) != 0;
-        }
-        if bad {
+        if !self.lanes_fit::<BYTES>(addrs, base) {
             return false;
         }
         #[cfg(target_arch = "x86_64")]
@@ -188,6 +177,41 @@ impl HostSpan<'_> {
                 hi[l] = (v >> 32) as u32;
             } else {
                 lo[l] = self.load_u32(off);
+            }
+        }
+        true
+    }
+
+    /// Whether, for every lane l, the element of `BYTES` bytes at byte offset
+    /// `addrs[l] - base` is inside the span and its host address naturally aligned.
+    #[inline]
+    pub(crate) fn lanes_fit<const BYTES: usize>(&self, addrs: &[u64; 64], base: u64) -> bool {
+        let Some(last) = self.len.checked_sub(BYTES) else {
+            return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        if crate::valu::simd::host_avx2() {
+            // SAFETY: host_avx2() checked the CPU.
+            return unsafe { lanes_fit_avx2::<BYTES>(self.ptr as u64, last as u64, addrs, base) };
+        }
+        lanes_fit_body::<BYTES>(self.ptr as u64, last as u64, addrs, base)
+    }
+
+    /// Hints the host to bring the line of every lane's element in, as
+    /// [`prefetch`](Self::prefetch) does, when [`lanes_fit`](Self::lanes_fit) holds
+    /// (and returns whether it does): the lines a gather of these lanes will read.
+    #[inline]
+    pub(crate) fn prefetch_gather<const BYTES: usize>(&self, addrs: &[u64; 64], base: u64) -> bool {
+        if !self.lanes_fit::<BYTES>(addrs, base) {
+            return false;
+        }
+        #[cfg(target_arch = "x86_64")]
+        for &a in addrs {
+            // SAFETY: the element at this offset is inside the span (checked above); a
+            // prefetch reads nothing architecturally and cannot fault.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+                _mm_prefetch::<_MM_HINT_T1>(self.ptr.add((a - base) as usize).cast::<i8>());
             }
         }
         true
@@ -708,6 +732,33 @@ unsafe fn gather_avx2<const BYTES: usize>(
             }
         }
     }
+}
+
+/// [`HostSpan::lanes_fit`] for a span at host address `host` whose last element
+/// starts at byte `last`: one pass without an early exit (it vectorises).
+#[inline(always)]
+fn lanes_fit_body<const BYTES: usize>(host: u64, last: u64, addrs: &[u64; 64], base: u64) -> bool {
+    let mut bad = false;
+    for &a in addrs {
+        let off = a.wrapping_sub(base);
+        bad |= off > last || host.wrapping_add(off) & (BYTES as u64 - 1) != 0;
+    }
+    !bad
+}
+
+/// `lanes_fit_body` compiled with AVX2 (the unsigned 64-bit compares as 4 lanes).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lanes_fit_avx2<const BYTES: usize>(
+    host: u64,
+    last: u64,
+    addrs: &[u64; 64],
+    base: u64,
+) -> bool {
+    lanes_fit_body::<BYTES>(host, last, addrs, base)
 }
 
 /// Loads 64 dwords at `p` into `out` with whole-vector loads (see [`wide`]).

@@ -1793,7 +1793,7 @@ impl Wave {
     #[inline]
     fn flat_consecutive(&mut self, i: &Flat, ctx: &WaveContext<'_>) -> bool {
         FlatPlan::of(i)
-            .is_some_and(|p| self.run_flat_plan(&p, ctx, false) == Planned::Ran(ScalarFlow::Next))
+            .is_some_and(|p| matches!(self.run_flat_plan(&p, ctx, false), Planned::Ran(_)))
     }
 
     /// Runs a [`FlatPlan`] when every lane is active and lane l's address is lane 0's
@@ -1920,11 +1920,15 @@ impl Wave {
         if self.deferred == Some(key) {
             self.deferred = None;
         } else if may_defer && ctx.yield_after != u64::MAX {
-            for &a in &addrs {
-                span.prefetch((a - lo) as usize);
+            let asked = if bytes == 4 {
+                span.prefetch_gather::<4>(&addrs, lo)
+            } else {
+                span.prefetch_gather::<8>(&addrs, lo)
+            };
+            if asked {
+                self.deferred = Some(key);
+                return Planned::Deferred;
             }
-            self.deferred = Some(key);
-            return Planned::Deferred;
         }
         Planned::of(if bytes == 4 {
             let (d, _) = vgpr[r..].split_at_mut(1);

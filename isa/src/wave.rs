@@ -212,6 +212,7 @@ impl Wave {
         self.trapsts = 0;
         self.hw_id = 0;
         self.instructions = 0;
+        self.deferred = None;
     }
 
     /// The EXEC mask.
