@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{code, exec, run_wave, TestMemory};
+use common::{code, context, exec, run_wave, TestMemory};
 use isa::{Fault, MemoryRegion, Wave, WaveExit};
 
 fn lanes_u32(f: impl Fn(usize) -> u32) -> [u32; 64] {
@@ -585,16 +585,9 @@ fn runaway_wave_hits_the_instruction_budget() {
     let c = code(&mem, "s_branch -1");
     let mut w = Wave::new();
     w.pc = c.region.device_base();
-    let mut ctx = isa::WaveContext {
-        program: &c.program,
-        memory: &mem,
-        lds: &mut [],
-        apertures: isa::Apertures::KFD,
-        stop: None,
-        max_instructions: 1000,
-        yield_after: u64::MAX,
-    };
-    let err = w.run(&mut ctx).unwrap_err();
+    let err = w
+        .run(&mut context(&mem, &c, &mut [], 1000, u64::MAX))
+        .unwrap_err();
     assert_eq!(
         err,
         Fault::InstructionLimit {
@@ -629,15 +622,7 @@ fn a_gather_among_other_waves_yields_at_itself_then_loads() {
             (w.vgpr[0][l], w.vgpr[1][l]) = (a as u32, (a >> 32) as u32);
         }
         w.vgpr[6] = [0xDEAD; 64];
-        let mut ctx = isa::WaveContext {
-            program: &c.program,
-            memory: &mem,
-            lds: &mut [],
-            apertures: isa::Apertures::KFD,
-            stop: None,
-            max_instructions: 1000,
-            yield_after: if alone { u64::MAX } else { 1000 },
-        };
+        let mut ctx = context(&mem, &c, &mut [], 1000, if alone { u64::MAX } else { 1000 });
         if !alone {
             assert_eq!(w.run(&mut ctx).unwrap(), WaveExit::Yield);
             assert_eq!(w.pc, c.region.device_base(), "resumes at the gather");

@@ -132,6 +132,27 @@ pub fn code(mem: &TestMemory, src: &str) -> Code {
     }
 }
 
+/// A context running `c` over `mem` with `lds` as the LDS, KFD apertures and no stop
+/// flag, an instruction budget of `max_instructions` and `yield_after` (see
+/// [`WaveContext`]).
+pub fn context<'a>(
+    mem: &'a TestMemory,
+    c: &'a Code,
+    lds: &'a mut [u8],
+    max_instructions: u64,
+    yield_after: u64,
+) -> WaveContext<'a> {
+    WaveContext {
+        program: &c.program,
+        memory: mem,
+        lds,
+        apertures: Apertures::KFD,
+        stop: None,
+        max_instructions,
+        yield_after,
+    }
+}
+
 /// Runs a wave over `c` from its first instruction until it ends (or faults),
 /// with `lds` bytes of LDS.
 pub fn run_wave(
@@ -140,16 +161,7 @@ pub fn run_wave(
     wave: &mut Wave,
     lds: &mut [u8],
 ) -> Result<WaveExit, isa::Fault> {
-    let mut ctx = WaveContext {
-        program: &c.program,
-        memory: mem,
-        lds,
-        apertures: Apertures::KFD,
-        stop: None,
-        max_instructions: 1_000_000,
-        yield_after: u64::MAX,
-    };
-    wave.run(&mut ctx)
+    wave.run(&mut context(mem, c, lds, 1_000_000, u64::MAX))
 }
 
 /// Assembles `src`, runs it on a fresh wave prepared by `setup` with EXEC = all
