@@ -839,6 +839,35 @@ unsafe fn consecutive_avx2(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
     consecutive_body(addrs, step)
 }
 
+/// Lane l's 64-bit address: `lo[l] | hi[l] << 32` (a VGPR pair) plus `offset`,
+/// wrapping.
+#[inline(always)]
+fn pair_addresses_body(lo: &VReg, hi: &VReg, offset: i64) -> [u64; WAVE_SIZE] {
+    std::array::from_fn(|l| (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(offset))
+}
+
+/// `pair_addresses_body` compiled with AVX2 (four 64-bit lanes per instruction;
+/// the baseline build does them one by one).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pair_addresses_avx2(lo: &VReg, hi: &VReg, offset: i64) -> [u64; WAVE_SIZE] {
+    pair_addresses_body(lo, hi, offset)
+}
+
+/// See [`pair_addresses_body`].
+#[inline]
+fn pair_addresses(lo: &VReg, hi: &VReg, offset: i64) -> [u64; WAVE_SIZE] {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { pair_addresses_avx2(lo, hi, offset) };
+    }
+    pair_addresses_body(lo, hi, offset)
+}
+
 /// The lowest and highest address of the lanes in `exec` (`(u64::MAX, 0)` for none).
 #[inline]
 fn lane_bounds(addrs: &[u64; WAVE_SIZE], exec: u64) -> (u64, u64) {
@@ -952,6 +981,23 @@ fn lds_highest(addr: &VReg, exec: u64) -> u32 {
         return unsafe { lds_highest_avx2(addr, exec) };
     }
     lds_highest_body(addr, exec)
+}
+
+/// The accesses [`Wave::swizzled_fast`] moves: whole-dword loads and stores of 4,
+/// 8, 12 or 16 bytes through a swizzle of dword-or-larger power-of-two elements and
+/// a power-of-two index stride. Returns the dwords per lane and whether it loads;
+/// `None` for any other access.
+fn swizzled_form(access: Access, swz: &Swizzle) -> Option<(usize, bool)> {
+    let (bytes, load) = match access {
+        Access::Load { bytes, .. } => (bytes as usize, true),
+        Access::Store { bytes, hi16: false } => (bytes as usize, false),
+        _ => return None,
+    };
+    let shaped = matches!(bytes, 4 | 8 | 12 | 16)
+        && swz.element >= 4
+        && swz.element.is_power_of_two()
+        && swz.index_stride.is_power_of_two();
+    shaped.then_some((bytes / 4, load))
 }
 
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
@@ -1685,20 +1731,12 @@ impl Wave {
         data: Option<Operand>,
         vdst: Option<Operand>,
     ) -> bool {
-        let (bytes, load) = match access {
-            Access::Load { bytes, .. } => (bytes as usize, true),
-            Access::Store { bytes, hi16: false } => (bytes as usize, false),
-            _ => return false,
+        let Some((nd, load)) = swizzled_form(access, &swz) else {
+            return false;
         };
-        if exec == 0
-            || !matches!(bytes, 4 | 8 | 12 | 16)
-            || swz.element < 4
-            || !swz.element.is_power_of_two()
-            || !swz.index_stride.is_power_of_two()
-        {
+        if exec == 0 {
             return false;
         }
-        let nd = bytes / 4;
         if exec == u64::MAX && self.swizzled_rows(ctx, swz, index, offset, nd, load, data, vdst) {
             return true;
         }
@@ -1865,9 +1903,7 @@ impl Wave {
         let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) else {
             return Planned::Declined;
         };
-        let addrs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
-            (u64::from(a_lo[l]) | u64::from(a_hi[l]) << 32).wrapping_add_signed(p.offset)
-        });
+        let addrs = pair_addresses(a_lo, a_hi, p.offset);
         // The offset moves every address alike: when neither bound wraps, they are
         // the bounds of the addresses.
         let (lo, hi) = match pair_bounds(a_lo, a_hi) {
@@ -1975,9 +2011,7 @@ impl Wave {
                         }
                     }
                     (None, Some(v)) => match (self.vsrc(v, 0, ctx), self.vsrc(v, 1, ctx)) {
-                        (Src::Reg(lo), Src::Reg(hi)) => std::array::from_fn(|l| {
-                            (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(offset)
-                        }),
+                        (Src::Reg(lo), Src::Reg(hi)) => pair_addresses(lo, hi, offset),
                         (lo, hi) => std::array::from_fn(|l| {
                             (u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32)
                                 .wrapping_add_signed(offset)
@@ -2136,13 +2170,24 @@ impl Wave {
             index_stride: idx_stride,
             stride,
         };
-        if swizzle {
-            let index: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
-                vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 }
-            });
-            let offs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
-                u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]))
-            });
+        // Lane l's record index and byte offset.
+        let index_of = |l: usize| {
+            vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 }
+        };
+        let offset_of =
+            |l: usize| u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]));
+        if swizzle && exec.is_power_of_two() {
+            // One active lane (LLVM's sections for thread 0): only its address.
+            let l = exec.trailing_zeros() as usize;
+            if let Some((nd, load)) = swizzled_form(access, &swz) {
+                let at = (index_of(l), offset_of(l));
+                if self.swizzled_lane(ctx, swz, at, l, nd, load, i.vdata, i.vdata) {
+                    return Ok(());
+                }
+            }
+        } else if swizzle {
+            let index: [u64; WAVE_SIZE] = std::array::from_fn(index_of);
+            let offs: [u64; WAVE_SIZE] = std::array::from_fn(offset_of);
             if self.swizzled_fast(ctx, access, swz, &index, &offs, exec, i.vdata, i.vdata) {
                 return Ok(());
             }
@@ -2152,9 +2197,8 @@ impl Wave {
             if (exec >> l) & 1 == 0 {
                 continue;
             }
-            let index =
-                vidx.as_ref().map_or(0, |v| u64::from(v[l])) + if add_tid { l as u64 } else { 0 };
-            let off = u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]));
+            let index = index_of(l);
+            let off = offset_of(l);
             targets[l] = Some(if swizzle {
                 // Swizzled (scratch): soffset is added unswizzled; no range check.
                 Target::Swizzled {
