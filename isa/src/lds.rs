@@ -156,6 +156,30 @@ unsafe fn run_avx2(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
     run_body(w, p, lds)
 }
 
+/// A bpermute's address and data rows and its destination row, when the
+/// destination is neither source and lies above or below both (`None` otherwise,
+/// or when a row is outside `file`).
+#[inline(always)]
+fn sources_and_destination<'a>(
+    file: &'a mut [VReg],
+    p: &LdsPlan,
+) -> Option<(&'a VReg, &'a VReg, &'a mut VReg)> {
+    let (a, d, o) = (p.addr, p.data[0], p.dst);
+    if o >= file.len() {
+        return None;
+    }
+    if o > a && o > d {
+        let (below, from) = file.split_at_mut(o);
+        Some((below.get(a)?, below.get(d)?, from.first_mut()?))
+    } else if o < a && o < d {
+        let (to, above) = file.split_at_mut(o + 1);
+        let base = o + 1;
+        Some((above.get(a - base)?, above.get(d - base)?, to.last_mut()?))
+    } else {
+        None
+    }
+}
+
 /// Writes `vals` into register `r` in the lanes of `exec`: `Wave::vwrite`'s rule
 /// for a register index, inlined so that it is compiled with the plan's AVX2 (the
 /// shared `vwrite` costs the hot LDS loads about a third more, by `inst_cost`).
@@ -330,6 +354,13 @@ fn team_state_fast<const BYTES: usize>(
 fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
     let exec = w.exec();
     if p.kind == Kind::Bpermute {
+        if exec == u64::MAX {
+            if let Some((addr, data, out)) = sources_and_destination(&mut w.vgpr, p) {
+                // Every lane written: straight into the destination.
+                permute(addr, p.offs[0], data, out);
+                return true;
+            }
+        }
         let mut out = [0u32; WAVE_SIZE];
         let (Some(addr), Some(data)) = (w.vgpr.get(p.addr), w.vgpr.get(p.data[0])) else {
             return false;
@@ -660,14 +691,6 @@ mod tests {
     #[test]
     fn bpermute_reads_the_named_active_lane() {
         let mut rng = Rng(12345);
-        let inst = ds(
-            DsOp::DsBpermuteB32,
-            Some(v(9, 1)),
-            Some(v(3, 1)),
-            None,
-            [8, 0],
-        );
-        let plan = LdsPlan::of(&inst).expect("planned");
         let mut addrs: Vec<VReg> = (0..4)
             .map(|_| std::array::from_fn(|_| rng.next() as u32))
             .collect();
@@ -687,13 +710,30 @@ mod tests {
             swapped.swap(46, 47);
             addrs.push(swapped);
         }
-        for (exec, addr) in [u64::MAX, 0x0F0F_00FF_1234_8001, 1, 0]
-            .into_iter()
-            .flat_map(|e| addrs.iter().map(move |a| (e, *a)))
-        {
+        // (destination, address, data) registers: the destination above both
+        // sources, below both, between them, and the same as either.
+        let layouts = [(9, 0, 3), (1, 5, 3), (4, 0, 7), (3, 0, 3), (0, 0, 3)];
+        for ((dst, areg, dreg), (exec, addr)) in layouts.into_iter().flat_map(|r| {
+            [u64::MAX, 0x0F0F_00FF_1234_8001, 1, 0]
+                .into_iter()
+                .flat_map(|e| addrs.iter().map(move |a| (e, *a)))
+                .map(move |x| (r, x))
+        }) {
+            let inst = Ds {
+                addr: Some(v(areg, 1)),
+                ..ds(
+                    DsOp::DsBpermuteB32,
+                    Some(v(dst, 1)),
+                    Some(v(dreg, 1)),
+                    None,
+                    [8, 0],
+                )
+            };
+            let plan = LdsPlan::of(&inst).expect("planned");
             let mut w = filled(&mut rng, &addr, exec);
-            let before = w.vgpr[9];
-            let data = w.vgpr[3];
+            w.vgpr[areg as usize] = addr;
+            let before = w.vgpr[dst as usize];
+            let data = w.vgpr[dreg as usize];
             let mut lds = vec![0u8; 16];
             assert!(run_lds_plan(&mut w, &plan, &mut lds));
             for l in 0..WAVE_SIZE {
@@ -705,7 +745,10 @@ mod tests {
                 } else {
                     0
                 };
-                assert_eq!(w.vgpr[9][l], want, "lane {l} exec {exec:#x}");
+                assert_eq!(
+                    w.vgpr[dst as usize][l], want,
+                    "lane {l} exec {exec:#x}, v{dst} from v{areg}, v{dreg}"
+                );
             }
             assert!(
                 lds.iter().all(|&b| b == 0),
