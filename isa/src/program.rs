@@ -121,26 +121,36 @@ impl Block {
 /// The number of the next [`Program`] made (0 is no program's).
 static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-/// Slots of a [`BlockCache`] (a power of two).
-const CACHED_BLOCKS: usize = 128;
+/// Sets of a [`BlockCache`] (a power of two), each of two blocks.
+const CACHED_SETS: usize = 128;
+
+/// One set of a [`BlockCache`]: the most recently entered of its blocks first, each
+/// with its PC ([`EMPTY`] for none).
+type CacheSet = [(u64, Option<Arc<Block>>); 2];
+
+/// The PC of an empty way of a [`BlockCache`] (no block starts at an odd address).
+const EMPTY: u64 = u64::MAX;
 
 /// A wave's cache of the blocks it entered, kept across [`Wave::run`](crate::Wave::run)
 /// calls (a wave leaves `run` at every `s_barrier`; LLVM's loops pass several per
 /// iteration), so that entering a block costs a compare rather than the program's
-/// page lookup. Direct-mapped by PC; it holds the blocks of one program (`program`,
-/// its number), and is emptied when the wave runs another. It holds `Arc`s of the
-/// blocks: it keeps them alive without borrowing the program (a reference count is
-/// touched only when a slot is filled).
+/// page lookup. Two-way set-associative by PC (set = dword address modulo the
+/// sets), the way entered last kept first: two hot blocks 512 bytes apart (LLVM
+/// 16's team reductions have such pairs in one loop) no longer evict each other
+/// at every entry. It holds the blocks of one program (`program`, its number), and
+/// is emptied when the wave runs another. It holds `Arc`s of the blocks: it keeps
+/// them alive without borrowing the program (a reference count is touched only
+/// when a way is filled, which at two workers is a cache line both cores write).
 pub(crate) struct BlockCache {
     program: u64,
-    slots: Box<[(u64, Option<Arc<Block>>)]>,
+    sets: Box<[CacheSet]>,
 }
 
 impl Default for BlockCache {
     fn default() -> Self {
         Self {
             program: 0,
-            slots: vec![(0, None); CACHED_BLOCKS].into_boxed_slice(),
+            sets: vec![[(EMPTY, None), (EMPTY, None)]; CACHED_SETS].into_boxed_slice(),
         }
     }
 }
@@ -154,17 +164,24 @@ impl BlockCache {
     #[inline]
     pub(crate) fn get<'a>(&'a mut self, program: &'a Program, pc: u64) -> Result<&'a Block, Fault> {
         if self.program != program.uid {
-            self.slots.iter_mut().for_each(|s| *s = (0, None));
+            self.sets
+                .iter_mut()
+                .for_each(|s| *s = [(EMPTY, None), (EMPTY, None)]);
             self.program = program.uid;
         }
-        let k = (pc >> 2) as usize & (CACHED_BLOCKS - 1);
-        let Some(slot) = self.slots.get_mut(k) else {
+        let k = (pc >> 2) as usize & (CACHED_SETS - 1);
+        let Some(set) = self.sets.get_mut(k) else {
             return program.block_hinted(pc, &mut None).map(|b| &**b);
         };
-        if slot.0 != pc || slot.1.is_none() {
-            *slot = (pc, Some(program.block_hinted(pc, &mut None)?.clone()));
+        if set[0].0 != pc {
+            if set[1].0 == pc {
+                set.swap(0, 1);
+            } else {
+                let block = program.block_hinted(pc, &mut None)?.clone();
+                set[1] = std::mem::replace(&mut set[0], (pc, Some(block)));
+            }
         }
-        match &slot.1 {
+        match &set[0].1 {
             Some(b) => Ok(b),
             None => Err(Fault::BadPc { pc }),
         }

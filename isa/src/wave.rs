@@ -1194,6 +1194,29 @@ pub(crate) mod block_tests {
     }
 
     #[test]
+    fn the_block_cache_keeps_two_blocks_of_one_set_and_evicts_the_older() {
+        // Every dword an s_endpgm: a one-entry block at each PC. Blocks 512 bytes
+        // apart share a set of the cache (128 sets of dwords).
+        let code = region(&[ENDPGM; 3 * 128 + 1]);
+        let base = code.device_base();
+        let program = Program::new(&code);
+        let mut cache = crate::program::BlockCache::default();
+        // Held by the program's table, plus one per way of the cache holding it.
+        let held =
+            |off: u64| Arc::strong_count(program.block_hinted(base + off, &mut None).unwrap()) - 1;
+        for off in [0, 512, 0, 512, 0] {
+            let b = cache.get(&program, base + off).unwrap();
+            assert_eq!(b.entries[0].pc, base + off);
+        }
+        assert_eq!((held(0), held(512)), (1, 1), "both blocks of the set stay");
+        // A third block of the set evicts the one entered longest ago (512).
+        cache.get(&program, base + 1024).unwrap();
+        assert_eq!((held(0), held(512), held(1024)), (1, 0, 1));
+        assert_eq!(cache.get(&program, base).unwrap().entries[0].pc, base);
+        assert_eq!((held(0), held(512), held(1024)), (1, 0, 1));
+    }
+
+    #[test]
     fn the_budget_ends_a_wave_mid_block_at_the_same_pc_as_stepwise() {
         // #12 is the first v_add_u32_e64 of the second iteration, in the block
         // entered at the loop head 0x0c.
