@@ -29,12 +29,18 @@ const YIELD_SLICE: u64 = 20_000;
 /// Dwords of a kernel descriptor (64 bytes).
 const DESCRIPTOR_DWORDS: usize = 16;
 
-/// Reusable per-worker resources: wave objects, the LDS buffer and scratch backing.
+/// Reusable per-worker resources: wave objects, the LDS buffer, scratch backing and
+/// its per-wave slices (nothing of a workgroup is allocated on the heap once they
+/// are large enough).
 #[derive(Default)]
 struct WorkerState {
     waves: Vec<Wave>,
     lds: Vec<u8>,
     scratch: Option<Arc<HostRegion>>,
+    /// Slice w of the scratch backing, for wave w ([`Job::scratch_slice`]).
+    slices: Vec<Arc<dyn MemoryRegion>>,
+    /// The backing (its address) and bytes per wave the slices were cut for.
+    slices_for: (usize, u64),
 }
 
 /// The per-worker resources not in use, kept between dispatches.
@@ -206,17 +212,20 @@ impl Job {
         st.lds.clear();
         st.lds.resize(req.group_segment_size as usize, 0);
         let (scratch, backing) = Self::scratch(req, &wg, st);
+        if let Some(b) = backing.as_ref() {
+            Self::cut_slices(b, &scratch, wg.waves, st)?;
+        }
         while st.waves.len() < wg.waves {
             st.waves.push(Wave::new());
         }
         for (w, wave) in st.waves.iter_mut().take(wg.waves).enumerate() {
             wave.reset(self.launch.vgprs, self.launch.agprs);
-            let slice = match backing.as_ref() {
-                Some(b) => vec![Self::scratch_slice(b, w, &scratch)?],
-                None => Vec::new(),
+            let slice = match backing {
+                Some(_) => st.slices.get(w..w + 1).unwrap_or_default(),
+                None => &[],
             };
             // Regions found by earlier waves of this dispatch stay cached.
-            wave.regions.set_private(&slice);
+            wave.regions.set_private(slice);
             self.launch.init_wave(wave, w, &wg, &scratch, req);
         }
         let trace = self.trace.traces(linear);
@@ -253,6 +262,32 @@ impl Job {
         (layout, backing)
     }
 
+    /// Makes `st.slices` hold wave w's slice of `backing` for each of the first
+    /// `waves` waves, cutting only those it does not hold yet for this backing and
+    /// layout.
+    ///
+    /// # Errors
+    /// As [`scratch_slice`](Self::scratch_slice).
+    fn cut_slices(
+        backing: &Arc<dyn MemoryRegion>,
+        layout: &ScratchLayout,
+        waves: usize,
+        st: &mut WorkerState,
+    ) -> Result<(), DispatchError> {
+        let key = (Arc::as_ptr(backing).cast::<u8>() as usize, layout.per_wave);
+        if st.slices_for != key {
+            // (The old slices keep the old backing alive: a new one is never at
+            // its address while they exist.)
+            st.slices.clear();
+            st.slices_for = key;
+        }
+        while st.slices.len() < waves {
+            let w = st.slices.len();
+            st.slices.push(Self::scratch_slice(backing, w, layout)?);
+        }
+        Ok(())
+    }
+
     /// Wave `w`'s slice of the scratch `backing`.
     fn scratch_slice(
         backing: &Arc<dyn MemoryRegion>,
@@ -276,9 +311,18 @@ impl Job {
     ) -> Result<(), DispatchError> {
         // Each wave's state: ready to run, or waiting at the barrier; ended waves
         // count as arrived. The counts decide without a pass over the states.
+        // (On the stack, bit w for wave w: nothing of a workgroup is allocated on
+        // the heap, where it could share a cache line with what another worker
+        // writes.)
         let n = waves.len();
-        let mut waiting = vec![false; n];
-        let mut ended = vec![false; n];
+        if n > WaveSet::CAPACITY {
+            // (The request's check allows at most 16.)
+            return Err(DispatchError::OutOfResources(format!(
+                "{n} waves in one workgroup (at most {})",
+                WaveSet::CAPACITY
+            )));
+        }
+        let (mut waiting, mut ended) = (WaveSet::default(), WaveSet::default());
         let (mut arrived, mut live) = (0, n);
         let yield_after = if n > 1 { YIELD_SLICE } else { u64::MAX };
         let mut ctx = WaveContext {
@@ -292,16 +336,16 @@ impl Job {
         };
         loop {
             for (w, wave) in waves.iter_mut().enumerate() {
-                if waiting[w] || ended[w] {
+                if waiting.has(w) || ended.has(w) {
                     continue;
                 }
                 match wave.run(&mut ctx) {
                     Ok(WaveExit::Ended) => {
-                        ended[w] = true;
+                        ended.add(w);
                         live -= 1;
                     }
                     Ok(WaveExit::Barrier) => {
-                        waiting[w] = true;
+                        waiting.add(w);
                         arrived += 1;
                     }
                     Ok(WaveExit::Yield) => {}
@@ -323,7 +367,7 @@ impl Job {
             }
             if arrived == live {
                 // Every live wave reached the barrier.
-                waiting.fill(false);
+                waiting = WaveSet::default();
                 arrived = 0;
             }
             if self.stop.load(Ordering::Relaxed) {
@@ -337,6 +381,28 @@ impl Job {
                     },
                 });
             }
+        }
+    }
+}
+
+/// A set of the waves of one workgroup (a workgroup has at most
+/// `MAX_WORKGROUP_ITEMS` / 64 = 16).
+#[derive(Clone, Copy, Default)]
+struct WaveSet(u32);
+
+impl WaveSet {
+    /// Waves a set can hold.
+    const CAPACITY: usize = 32;
+
+    /// Whether wave `w` is in the set.
+    fn has(self, w: usize) -> bool {
+        w < Self::CAPACITY && self.0 >> w & 1 == 1
+    }
+
+    /// Adds wave `w` (callers check `w` < `CAPACITY`).
+    fn add(&mut self, w: usize) {
+        if w < Self::CAPACITY {
+            self.0 |= 1 << w;
         }
     }
 }
@@ -361,6 +427,36 @@ fn guarded(wg: u64, run: impl FnOnce() -> Result<(), DispatchError>) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_slices_are_cut_again_for_a_new_backing_or_layout() {
+        let mut st = WorkerState::default();
+        let check = |st: &WorkerState, backing: &Arc<dyn MemoryRegion>, per_wave: u64, waves| {
+            assert_eq!(st.slices.len(), waves);
+            for (w, s) in st.slices.iter().enumerate() {
+                let at = backing.device_base() + w as u64 * per_wave;
+                assert_eq!((s.device_base(), s.len()), (at, per_wave), "slice {w}");
+            }
+        };
+        let small = ScratchLayout::new(4); // 256 bytes per wave
+        let a: Arc<dyn MemoryRegion> = Arc::new(HostRegion::zeroed(4 * 256));
+        Job::cut_slices(&a, &small, 2, &mut st).unwrap();
+        check(&st, &a, 256, 2);
+        // More waves: the first two are kept, two more cut.
+        let kept = st.slices[1].clone();
+        Job::cut_slices(&a, &small, 4, &mut st).unwrap();
+        check(&st, &a, 256, 4);
+        assert!(Arc::ptr_eq(&kept, &st.slices[1]));
+        // Another layout of the same backing, then another backing.
+        let large = ScratchLayout::new(8); // 512 bytes per wave
+        Job::cut_slices(&a, &large, 2, &mut st).unwrap();
+        check(&st, &a, 512, 2);
+        let b: Arc<dyn MemoryRegion> = Arc::new(HostRegion::zeroed(2 * 512));
+        Job::cut_slices(&b, &large, 2, &mut st).unwrap();
+        check(&st, &b, 512, 2);
+        // A slice past the backing is an error, not a slice.
+        assert!(Job::cut_slices(&b, &large, 3, &mut st).is_err());
+    }
 
     #[test]
     fn a_panic_in_a_workgroup_becomes_an_internal_error() {
