@@ -1004,9 +1004,9 @@ fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
         // afterwards (the destination may be a source). Computing straight into the
         // destination when no source reads it saves that copy but costs more in
         // splitting the file than the copy does (x86 instructions per execution).
-        let [lo, hi] = &mut **tmp;
+        let [lo, hi] = &mut tmp.0;
         let vg: &[VReg] = vgpr;
-        let [b0, b1, b2, ..] = &mut **bufs;
+        let [b0, b1, b2, ..] = &mut bufs.0;
         match kind {
             Kind::Mov => match src(vg, sgpr, p.src[0][0]) {
                 Src::Reg(r) => *lo = *r,
