@@ -1098,16 +1098,24 @@ pub fn read_region_dwords(region: &dyn MemoryRegion, offset: u64, out: &mut [u32
 /// address is its host address, which cannot collide with another live allocation of
 /// the same process.
 pub struct HostRegion {
-    // u64 words give 8-byte alignment for atomics.
-    buf: Box<[AtomicU64]>,
+    buf: Box<[Line]>,
     len: u64,
 }
 
+/// 64 bytes of a [`HostRegion`], cache-line aligned (as a wave's register rows are,
+/// see `wave::Rows`): the 32-byte moves of whole-wave accesses, such as a scratch
+/// row's, then never split across two lines. Atomic words: the engine accesses the
+/// memory only atomically.
+#[repr(C, align(64))]
+struct Line([AtomicU64; 8]);
+
 impl HostRegion {
-    /// A zero-filled region of `len` bytes (rounded up to 8).
+    /// A zero-filled region of `len` bytes (rounded up to 64).
     pub fn zeroed(len: u64) -> Self {
-        let words = len.div_ceil(8) as usize;
-        let buf: Box<[AtomicU64]> = (0..words).map(|_| AtomicU64::new(0)).collect();
+        let lines = len.div_ceil(64) as usize;
+        let buf: Box<[Line]> = (0..lines)
+            .map(|_| Line(std::array::from_fn(|_| AtomicU64::new(0))))
+            .collect();
         Self { buf, len }
     }
 }
@@ -1150,8 +1158,8 @@ impl HostRegion {
 }
 
 // SAFETY: the buffer is owned by the region, lives as long as it, is `len` bytes or
-// more, and is 8-aligned (u64 storage), with device address = host address so both
-// have the same alignment. All engine accesses are atomic, so sharing is sound.
+// more, and is 64-aligned (`Line` storage), with device address = host address so
+// both have the same alignment. All engine accesses are atomic, so sharing is sound.
 unsafe impl MemoryRegion for HostRegion {
     fn device_base(&self) -> u64 {
         self.buf.as_ptr() as u64
@@ -1205,6 +1213,22 @@ unsafe impl MemoryRegion for SubRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A host region starts on a cache line and holds exactly the bytes asked for.
+    #[test]
+    fn host_regions_start_on_cache_lines() {
+        for len in [1u64, 8, 63, 64, 65, 1000, 4096] {
+            let r = HostRegion::zeroed(len);
+            assert_eq!(r.device_base() % 64, 0, "{len} bytes");
+            assert_eq!(r.len(), len);
+            let last = len as usize - 1;
+            assert!(r.write_bytes(len - 1, &[0xA5]), "{len} bytes: last byte");
+            assert!(!r.write_bytes(len, &[0xA5]), "{len} bytes: past the end");
+            let mut back = vec![0xFFu8; len as usize];
+            assert!(r.read_bytes(0, &mut back));
+            assert!(back[..last].iter().all(|&b| b == 0) && back[last] == 0xA5);
+        }
+    }
 
     /// The dword-plane split and join (AVX2 build when the host has it) against the
     /// definition: qword k is `lo[k] | hi[k] << 32`, each lane in its own element;
