@@ -1716,17 +1716,19 @@ impl Wave {
     /// Whole-dword loads and stores (4, 8, 12 or 16 bytes, every active lane's
     /// offset 4-aligned) through a swizzled buffer (scratch): every dword of every
     /// lane addressed as [`Swizzle::address`] gives it, one region check for the whole
-    /// wave, then the dwords in lane order. Returns false, having done nothing, when
-    /// the access has another form or its range is not inside one region (the per-lane
-    /// path then runs and reports the faulting lane).
+    /// wave, then the dwords in lane order. `index(l)` and `offset(l)` give lane l's
+    /// record index and byte offset; with one active lane only that lane's are
+    /// computed. Returns false, having done nothing, when the access has another form
+    /// or its range is not inside one region (the per-lane path then runs and reports
+    /// the faulting lane).
     #[allow(clippy::too_many_arguments)]
     fn swizzled_fast(
         &mut self,
         ctx: &WaveContext<'_>,
         access: Access,
         swz: Swizzle,
-        index: &[u64; WAVE_SIZE],
-        offset: &[u64; WAVE_SIZE],
+        index: impl Fn(usize) -> u64,
+        offset: impl Fn(usize) -> u64,
         exec: u64,
         data: Option<Operand>,
         vdst: Option<Operand>,
@@ -1737,12 +1739,16 @@ impl Wave {
         if exec == 0 {
             return false;
         }
-        if exec == u64::MAX && self.swizzled_rows(ctx, swz, index, offset, nd, load, data, vdst) {
-            return true;
-        }
         if exec.is_power_of_two() {
+            // One active lane (LLVM's sections for thread 0): only its address.
             let l = exec.trailing_zeros() as usize;
-            return self.swizzled_lane(ctx, swz, (index[l], offset[l]), l, nd, load, data, vdst);
+            let at = (index(l), offset(l));
+            return self.swizzled_lane(ctx, swz, at, l, nd, load, data, vdst);
+        }
+        let index: [u64; WAVE_SIZE] = std::array::from_fn(index);
+        let offset: [u64; WAVE_SIZE] = std::array::from_fn(offset);
+        if exec == u64::MAX && self.swizzled_rows(ctx, swz, &index, &offset, nd, load, data, vdst) {
+            return true;
         }
         let mut addrs = [[0u64; WAVE_SIZE]; 4];
         let (mut lo, mut hi) = (u64::MAX, 0u64);
@@ -2091,18 +2097,16 @@ impl Wave {
                     _ => [0; WAVE_SIZE],
                 };
                 let swz = Swizzle::scratch(flat_scratch);
-                let offs: [u64; WAVE_SIZE] =
-                    std::array::from_fn(|l| base[l].wrapping_add_signed(offset) & 0xFFFF_FFFF);
-                let lanes: [u64; WAVE_SIZE] = std::array::from_fn(|l| l as u64);
-                if self.swizzled_fast(ctx, access, swz, &lanes, &offs, exec, i.data, i.vdst) {
+                let offs = |l: usize| base[l].wrapping_add_signed(offset) & 0xFFFF_FFFF;
+                if self.swizzled_fast(ctx, access, swz, |l| l as u64, offs, exec, i.data, i.vdst) {
                     return Ok(());
                 }
                 targets = [None; WAVE_SIZE];
                 for l in 0..WAVE_SIZE {
                     if (exec >> l) & 1 == 1 {
                         targets[l] = Some(Target::Swizzled {
-                            swz: Swizzle::scratch(flat_scratch),
-                            offset: base[l].wrapping_add_signed(offset) & 0xFFFF_FFFF,
+                            swz,
+                            offset: offs(l),
                             index: l as u64,
                         });
                     }
@@ -2176,21 +2180,12 @@ impl Wave {
         };
         let offset_of =
             |l: usize| u64::from(i.offset) + voff.as_ref().map_or(0, |v| u64::from(v[l]));
-        if swizzle && exec.is_power_of_two() {
-            // One active lane (LLVM's sections for thread 0): only its address.
-            let l = exec.trailing_zeros() as usize;
-            if let Some((nd, load)) = swizzled_form(access, &swz) {
-                let at = (index_of(l), offset_of(l));
-                if self.swizzled_lane(ctx, swz, at, l, nd, load, i.vdata, i.vdata) {
-                    return Ok(());
-                }
-            }
-        } else if swizzle {
-            let index: [u64; WAVE_SIZE] = std::array::from_fn(index_of);
-            let offs: [u64; WAVE_SIZE] = std::array::from_fn(offset_of);
-            if self.swizzled_fast(ctx, access, swz, &index, &offs, exec, i.vdata, i.vdata) {
-                return Ok(());
-            }
+        if swizzle
+            && self.swizzled_fast(
+                ctx, access, swz, index_of, offset_of, exec, i.vdata, i.vdata,
+            )
+        {
+            return Ok(());
         }
         let mut targets = [None; WAVE_SIZE];
         for l in 0..WAVE_SIZE {
