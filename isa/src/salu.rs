@@ -1180,6 +1180,14 @@ impl ScalarPlan {
                         p.d.set(w, p.a.get(w));
                         ScalarFlow::Next
                     },
+                    Sop1Op::SSextI32I8 => |w, p| {
+                        p.d.set(w, u64::from(p.a.get(w) as u8 as i8 as i32 as u32));
+                        ScalarFlow::Next
+                    },
+                    Sop1Op::SSextI32I16 => |w, p| {
+                        p.d.set(w, u64::from(p.a.get(w) as u16 as i16 as i32 as u32));
+                        ScalarFlow::Next
+                    },
                     op => saveexec_exec(op)?,
                 };
                 Some(plan(run, a, none, d))
@@ -1192,6 +1200,11 @@ impl ScalarPlan {
                     ScalarFlow::Next
                 };
                 Some(plan(run, Src::K(u64::from(simm)), none, d))
+            }
+            Instruction::Sopk(i) => {
+                let (op, imm) = cmpk_as_sopc(i)?;
+                let a = Src::of(i.sdst.as_ref()?)?;
+                Some(plan(sopc_exec(op)?, a, Src::K(u64::from(imm)), nowhere))
             }
             Instruction::Sopp(i) => {
                 use SoppOp as O;
@@ -1231,6 +1244,36 @@ impl ScalarPlan {
             _ => None,
         }
     }
+}
+
+/// The SOPC compare that `s_cmpk_*` `i` is, with its immediate as that compare's
+/// second source (SOPK encoding, `SSRC1` = SIMM16: sign extended for the `_i32`
+/// forms, zero extended for the `_u32` ones; `SDST` is the first source); `None`
+/// for the other SOPK opcodes.
+fn cmpk_as_sopc(i: &Sopk) -> Option<(SopcOp, u32)> {
+    use SopcOp as C;
+    use SopkOp as K;
+    let (op, signed) = match i.op {
+        K::SCmpkEqI32 => (C::SCmpEqI32, true),
+        K::SCmpkLgI32 => (C::SCmpLgI32, true),
+        K::SCmpkGtI32 => (C::SCmpGtI32, true),
+        K::SCmpkGeI32 => (C::SCmpGeI32, true),
+        K::SCmpkLtI32 => (C::SCmpLtI32, true),
+        K::SCmpkLeI32 => (C::SCmpLeI32, true),
+        K::SCmpkEqU32 => (C::SCmpEqU32, false),
+        K::SCmpkLgU32 => (C::SCmpLgU32, false),
+        K::SCmpkGtU32 => (C::SCmpGtU32, false),
+        K::SCmpkGeU32 => (C::SCmpGeU32, false),
+        K::SCmpkLtU32 => (C::SCmpLtU32, false),
+        K::SCmpkLeU32 => (C::SCmpLeU32, false),
+        _ => return None,
+    };
+    let imm = if signed {
+        i.simm16 as i16 as i32 as u32
+    } else {
+        u32::from(i.simm16)
+    };
+    Some((op, imm))
 }
 
 /// A planned conditional branch's flow.
@@ -1276,6 +1319,9 @@ pub(crate) enum NativeForm {
     /// An `s_*_saveexec_b64` opcode (semantics of `saveexec_result`, in the plan's
     /// order: `d` = old EXEC, then EXEC and SCC from the new mask).
     Saveexec(Sop1Op),
+    /// `s_sext_i32_i8` or `s_sext_i32_i16`: `d` = `a`'s low byte or half, sign
+    /// extended (SCC unchanged).
+    Sext(Sop1Op),
     /// A SOPP form that only falls through (`s_waitcnt`, `s_nop`, ...).
     Nop,
     /// `s_branch` or an `s_cbranch_*` on SCC, VCC or EXEC (to `Native::target`):
@@ -1316,6 +1362,10 @@ impl ScalarPlan {
                 dst(self.d) | exec,
             ),
             Instruction::Sopk(i) if i.op == SopkOp::SMovkI32 => (NativeForm::Mov, 0, dst(self.d)),
+            Instruction::Sopk(i) => (NativeForm::Sopc(cmpk_as_sopc(i)?.0), src(self.a), 0),
+            Instruction::Sop1(i) if matches!(i.op, Sop1Op::SSextI32I8 | Sop1Op::SSextI32I16) => {
+                (NativeForm::Sext(i.op), src(self.a), dst(self.d))
+            }
             Instruction::Sopp(i) if crate::wave::sopp_falls_through(i.op) => {
                 (NativeForm::Nop, 0, 0)
             }
@@ -2012,6 +2062,8 @@ mod plan_tests {
                 "SAndSaveexecB64",
                 "SOrSaveexecB64",
                 "SAndn2SaveexecB64",
+                "SSextI32I8",
+                "SSextI32I16",
             ],
         );
         // No plan may touch an absent operand.
@@ -2031,7 +2083,24 @@ mod plan_tests {
                 literal: None,
             })
         });
-        assert_eq!(planned, ["SMovkI32"]);
+        assert_planned(
+            &planned,
+            &[
+                "SMovkI32",
+                "SCmpkEqI32",
+                "SCmpkLgI32",
+                "SCmpkGtI32",
+                "SCmpkGeI32",
+                "SCmpkLtI32",
+                "SCmpkLeI32",
+                "SCmpkEqU32",
+                "SCmpkLgU32",
+                "SCmpkGtU32",
+                "SCmpkGeU32",
+                "SCmpkLtU32",
+                "SCmpkLeU32",
+            ],
+        );
     }
 
     #[test]

@@ -435,7 +435,17 @@ impl Gen<'_> {
                 let (d, a) = (self.spair(), self.ssrc64());
                 format!("s_{op}_saveexec_b64 {d}, {a}")
             }
-            _ => match self.rng.below(6) {
+            _ => match self.rng.below(8) {
+                6 => {
+                    let c = self.rng.pick(&SCMP);
+                    let t = self.rng.pick(&["i32", "u32"]);
+                    let k = self.rng.below(0x10000);
+                    format!("s_cmpk_{c}_{t} {}, 0x{k:x}", self.s())
+                }
+                7 => {
+                    let t = self.rng.pick(&["i8", "i16"]);
+                    format!("s_sext_i32_{t} {}, {}", self.s(), self.ssrc())
+                }
                 0 => format!("s_mov_b32 {}, {}", self.s(), self.ssrc()),
                 1 => format!("s_mov_b64 {}, {}", self.sdst64(), self.ssrc64()),
                 2 => format!("s_movk_i32 {}, 0x{:x}", self.s(), self.rng.below(0x10000)),
@@ -906,6 +916,20 @@ fn scalar_forms_give_the_interpreters_results_on_edge_values() {
             forms.push(format!("s_cmp_{c}_{t} s8, s9"));
             forms.push(format!("s_cmp_{c}_{t} s8, -2"));
         }
+    }
+    for c in SCMP {
+        for t in ["i32", "u32"] {
+            // Immediates with the top bit of SIMM16 clear and set (sign or zero
+            // extension), and edge values of their own.
+            for k in ["0x0", "0x1", "0x20", "0x7fff", "0x8000", "0xfffe", "0xffff"] {
+                forms.push(format!("s_cmpk_{c}_{t} s8, {k}"));
+            }
+        }
+    }
+    for t in ["i8", "i16"] {
+        forms.push(format!("s_sext_i32_{t} s12, s8"));
+        forms.push(format!("s_sext_i32_{t} s12, 0x80ff80ff"));
+        forms.push(format!("s_sext_i32_{t} s12, 0x7f7f"));
     }
     for op in ["bitcmp0_b32", "bitcmp1_b32"] {
         forms.push(format!("s_{op} s8, s9"));

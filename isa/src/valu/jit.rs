@@ -29,8 +29,8 @@
 //!
 //! Scalar instructions join the run when they fall through and touch only scalar
 //! registers (EXEC among them) and SCC ([`Builder::push_scalar`], [`emit_native`]:
-//! SOP2 arithmetic, logic, shifts, selects and multiplies, SOPC compares, moves,
-//! `s_*_saveexec_b64`, the SOPP no-ops); they keep their order among themselves, and
+//! SOP2 arithmetic, logic, shifts, selects and multiplies, SOPC and SOPK compares,
+//! moves, sign extensions, `s_*_saveexec_b64`, the SOPP no-ops); they keep their order among themselves, and
 //! run before the vector ops while that gives the program's results (they write
 //! nothing the vector ops before them read or wrote, and read nothing those wrote),
 //! else after them (and then the vector ops after them must not read what they
@@ -730,6 +730,15 @@ fn scalar_dst<A: DynasmApi>(a: &mut A, d: Dst) {
 fn emit_native<A: DynasmApi>(a: &mut A, n: &Native) -> bool {
     match n.form {
         NativeForm::Nop => {}
+        NativeForm::Sext(op) => {
+            scalar_src(a, 0, n.a, false);
+            match op {
+                Sop1Op::SSextI32I8 => dynasm!(a ; .arch x64 ; movsx eax, al),
+                Sop1Op::SSextI32I16 => dynasm!(a ; .arch x64 ; movsx eax, ax),
+                _ => return false,
+            }
+            scalar_dst(a, n.d);
+        }
         NativeForm::Mov => {
             scalar_src(a, 0, n.a, matches!(n.d, Dst::D64(_)));
             scalar_dst(a, n.d);
