@@ -307,7 +307,7 @@ impl Wave {
         blocks: &mut BlockCache,
     ) -> Result<WaveExit, Box<Fault>> {
         let yield_at = self.instructions.saturating_add(ctx.yield_after);
-        let trace = TRACE.with(|t| t.get());
+        let trace = tracing();
         let program = ctx.program;
         'blocks: loop {
             let start = self.pc;
@@ -679,7 +679,21 @@ thread_local! {
 /// instruction, EXEC, SCC and the destination's value (scalar) or its value in the
 /// first active lane (vector). A debugging aid; off by default.
 pub fn set_trace(on: bool) {
+    if on {
+        TRACED.store(true, Ordering::Relaxed);
+    }
     TRACE.with(|t| t.set(on));
+}
+
+/// Whether any thread ever turned its trace on: until then [`Wave::run`] skips the
+/// thread-local read (in the shared library a call to `__tls_get_addr` at every
+/// entry, and waves enter `run` again after every `s_barrier`).
+static TRACED: AtomicBool = AtomicBool::new(false);
+
+/// Whether waves run by this thread trace (see [`set_trace`]).
+#[inline]
+fn tracing() -> bool {
+    TRACED.load(Ordering::Relaxed) && TRACE.with(|t| t.get())
 }
 
 /// The destination operand of an instruction, for the trace.
