@@ -238,9 +238,10 @@ fn permute(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
 #[target_feature(enable = "avx2")]
 unsafe fn permute_avx2(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
     use std::arch::x86_64::{
-        _mm256_add_epi32, _mm256_and_si256, _mm256_castsi256_ps, _mm256_cmpeq_epi32,
-        _mm256_i32gather_epi32, _mm256_loadu_si256, _mm256_movemask_ps, _mm256_set1_epi32,
-        _mm256_setr_epi32, _mm256_srli_epi32, _mm256_storeu_si256,
+        _mm256_add_epi32, _mm256_and_si256, _mm256_broadcastd_epi32, _mm256_castsi256_ps,
+        _mm256_castsi256_si128, _mm256_cmpeq_epi32, _mm256_cvtsi256_si32, _mm256_i32gather_epi32,
+        _mm256_loadu_si256, _mm256_movemask_ps, _mm256_set1_epi32, _mm256_setr_epi32,
+        _mm256_srli_epi32, _mm256_storeu_si256,
     };
     let off_v = _mm256_set1_epi32(off as i32);
     let lanes = _mm256_set1_epi32(WAVE_SIZE as i32 - 1);
@@ -252,8 +253,10 @@ unsafe fn permute_avx2(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
         unsafe {
             let a = _mm256_loadu_si256(addr.as_ptr().add(8 * g).cast());
             let from = _mm256_and_si256(_mm256_srli_epi32::<2>(_mm256_add_epi32(a, off_v)), lanes);
-            let first = (addr[8 * g].wrapping_add(off) >> 2) as usize & (WAVE_SIZE - 1);
-            let run = _mm256_add_epi32(_mm256_set1_epi32(first as i32), iota);
+            // The group's first source lane, taken from the vector (in a register and
+            // broadcast there, rather than computed again from memory).
+            let first = _mm256_cvtsi256_si32(from) as usize;
+            let run = _mm256_add_epi32(_mm256_broadcastd_epi32(_mm256_castsi256_si128(from)), iota);
             let same = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(from, run)));
             let v = if same == 0xFF && first <= WAVE_SIZE - 8 {
                 _mm256_loadu_si256(src.as_ptr().add(first).cast())
