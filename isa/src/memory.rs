@@ -150,12 +150,15 @@ impl HostSpan<'_> {
     /// `lo[l]`, its high dword into `hi[l]`; a dword into `lo[l]`, `hi` untouched),
     /// each a relaxed atomic: a wave's gather. False, having written nothing, if an
     /// element is outside the span or its host address not naturally aligned (the
-    /// caller then loads lane by lane).
+    /// caller then loads lane by lane). Every lane's line is asked for first (see
+    /// [`prefetch_gather`](Self::prefetch_gather)), unless `prefetched` says the
+    /// caller asked already.
     #[inline]
     pub(crate) fn gather<const BYTES: usize>(
         &self,
         addrs: &[u64; 64],
         base: u64,
+        prefetched: bool,
         lo: &mut [u32; 64],
         hi: &mut [u32; 64],
     ) -> bool {
@@ -164,6 +167,14 @@ impl HostSpan<'_> {
         }
         #[cfg(target_arch = "x86_64")]
         if crate::valu::simd::host_avx2() {
+            if !prefetched {
+                // Every lane's line first, so that the misses overlap (under perf,
+                // the gathers alone stalled most at the first ones); into the L2,
+                // whose miss buffers outnumber the L1's (64 lines into the L1
+                // stalled on them: into the L2, the gather benchmark ran 6% faster
+                // at W=1 and W=2 in 3 alternating rounds).
+                self.prefetch_gather(addrs, base);
+            }
             // SAFETY: host_avx2() checked the CPU; every element is inside the span
             // (offset <= len - BYTES) and naturally aligned (checked above).
             unsafe { gather_avx2::<BYTES>(self.ptr, addrs, base, lo, hi) };
@@ -197,24 +208,23 @@ impl HostSpan<'_> {
         lanes_fit_body::<BYTES>(self.ptr as u64, last as u64, addrs, base)
     }
 
-    /// Hints the host to bring the line of every lane's element in, as
-    /// [`prefetch`](Self::prefetch) does, when [`lanes_fit`](Self::lanes_fit) holds
-    /// (and returns whether it does): the lines a gather of these lanes will read.
+    /// Hints the host to bring in the line of every lane's element, at byte offset
+    /// `addrs[l] - base` of the span, as [`prefetch`](Self::prefetch) does: the lines a
+    /// gather of these lanes will read. The offsets are not checked (a gather checks
+    /// them before it reads): the addresses are formed with wrapping arithmetic, and
+    /// a prefetch reads nothing architecturally and cannot fault, wherever it points.
     #[inline]
-    pub(crate) fn prefetch_gather<const BYTES: usize>(&self, addrs: &[u64; 64], base: u64) -> bool {
-        if !self.lanes_fit::<BYTES>(addrs, base) {
-            return false;
-        }
+    pub(crate) fn prefetch_gather(&self, addrs: &[u64; 64], base: u64) {
         #[cfg(target_arch = "x86_64")]
         for &a in addrs {
-            // SAFETY: the element at this offset is inside the span (checked above); a
-            // prefetch reads nothing architecturally and cannot fault.
+            // SAFETY: a prefetch reads nothing architecturally and cannot fault; the
+            // pointer is only formed (wrapping), never dereferenced.
             unsafe {
                 use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-                _mm_prefetch::<_MM_HINT_T1>(self.ptr.add((a - base) as usize).cast::<i8>());
+                let p = self.ptr.wrapping_add(a.wrapping_sub(base) as usize);
+                _mm_prefetch::<_MM_HINT_T1>(p.cast::<i8>());
             }
         }
-        true
     }
 
     /// Hints the host to bring the cache line of byte offset `off` into its L2 (no
@@ -697,17 +707,8 @@ unsafe fn gather_avx2<const BYTES: usize>(
 ) {
     use std::arch::x86_64::{
         _mm256_loadu_si256, _mm256_set1_epi64x, _mm256_set_m128i, _mm256_storeu_si256,
-        _mm256_sub_epi64, _mm_prefetch, _MM_HINT_T1,
+        _mm256_sub_epi64,
     };
-    // Every lane's line is asked for first, so that the misses overlap (under perf,
-    // the gathers alone stalled most at the first ones); into the L2, whose miss
-    // buffers outnumber the L1's (64 lines into the L1 stalled on them: into the L2,
-    // the gather benchmark ran 6% faster at W=1 and W=2 in 3 alternating rounds).
-    for &a in addrs {
-        // SAFETY: the element at this offset is inside the span (caller); a prefetch
-        // reads nothing architecturally and cannot fault.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(ptr.add((a - base_addr) as usize).cast::<i8>()) };
-    }
     let base = _mm256_set1_epi64x(base_addr as i64);
     for c in 0..8 {
         // SAFETY: lanes 8c..8c + 8 of the 64-lane tables are in bounds (c < 8); the

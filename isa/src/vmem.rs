@@ -337,6 +337,17 @@ pub(crate) struct FlatPlan {
     reg: Option<usize>,
 }
 
+/// A gather that deferred itself (see `Wave::gather_fast`): the key of its plan
+/// ([`FlatPlan::key`]), its lanes' addresses and their bounds, kept in the wave until
+/// it resumes at the same instruction, its lines then on their way.
+#[derive(Clone, Debug)]
+pub(crate) struct DeferredGather {
+    key: u64,
+    addrs: [u64; WAVE_SIZE],
+    lo: u64,
+    hi: u64,
+}
+
 impl FlatPlan {
     /// The plan's operands in one word, naming its instruction for the wave's
     /// [`StrideTable`](crate::stride::StrideTable) (the same from whichever copy of
@@ -1900,27 +1911,41 @@ impl Wave {
     ///
     /// With `may_defer`, when other waves share the worker (`ctx.yield_after` is
     /// finite), a scattered gather is first deferred: it asks the host for every
-    /// lane's line, notes its plan in `deferred`, and returns
-    /// [`Planned::Deferred`]; the wave yields, and when it resumes at the same
-    /// instruction the noted plan runs the gather. The other waves' work meanwhile
-    /// hides the misses, which a wave running straight on would wait for.
+    /// lane's line, notes its plan, addresses and bounds in `deferred` (a
+    /// [`DeferredGather`]), and returns [`Planned::Deferred`]; the wave yields, and
+    /// when it resumes at the same instruction the noted gather runs, without
+    /// computing its addresses or asking for its lines again. The other waves' work
+    /// meanwhile hides the misses, which a wave running straight on would wait for.
     #[inline(never)]
     fn gather_fast(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>, may_defer: bool) -> Planned {
-        let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) else {
-            return Planned::Declined;
-        };
-        let addrs = pair_addresses(a_lo, a_hi, p.offset);
-        // The offset moves every address alike: when neither bound wraps, they are
-        // the bounds of the addresses.
-        let (lo, hi) = match pair_bounds(a_lo, a_hi) {
-            Some((min, max)) => match (
-                min.checked_add_signed(p.offset),
-                max.checked_add_signed(p.offset),
-            ) {
-                (Some(lo), Some(hi)) => (lo, hi),
-                _ => return Planned::Declined,
-            },
-            None => lane_bounds(&addrs, u64::MAX),
+        let key = p.key();
+        // A gather that deferred itself resumes with the addresses and bounds it
+        // noted (taken out, so that nothing of it outlives this execution): the wave
+        // yielded at this instruction, so its registers are as they were then.
+        let resumed = self.deferred.take_if(|d| d.key == key);
+        let computed;
+        let (addrs, lo, hi) = match &resumed {
+            Some(d) => (&d.addrs, d.lo, d.hi),
+            None => {
+                let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1))
+                else {
+                    return Planned::Declined;
+                };
+                computed = pair_addresses(a_lo, a_hi, p.offset);
+                // The offset moves every address alike: when neither bound wraps, they
+                // are the bounds of the addresses.
+                let (lo, hi) = match pair_bounds(a_lo, a_hi) {
+                    Some((min, max)) => match (
+                        min.checked_add_signed(p.offset),
+                        max.checked_add_signed(p.offset),
+                    ) {
+                        (Some(lo), Some(hi)) => (lo, hi),
+                        _ => return Planned::Declined,
+                    },
+                    None => lane_bounds(&computed, u64::MAX),
+                };
+                (&computed, lo, hi)
+            }
         };
         let bytes = usize::from(p.bytes);
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
@@ -1958,27 +1983,24 @@ impl Wave {
             }
             return Planned::Ran(ScalarFlow::Next);
         }
-        let key = p.key();
-        if self.deferred == Some(key) {
-            self.deferred = None;
-        } else if may_defer && ctx.yield_after != u64::MAX {
-            let asked = if bytes == 4 {
-                span.prefetch_gather::<4>(&addrs, lo)
-            } else {
-                span.prefetch_gather::<8>(&addrs, lo)
-            };
-            if asked {
-                self.deferred = Some(key);
-                return Planned::Deferred;
-            }
+        let prefetched = resumed.is_some();
+        if !prefetched && may_defer && ctx.yield_after != u64::MAX {
+            span.prefetch_gather(addrs, lo);
+            self.deferred = Some(DeferredGather {
+                key,
+                addrs: *addrs,
+                lo,
+                hi,
+            });
+            return Planned::Deferred;
         }
         Planned::of(if bytes == 4 {
             let (d, _) = vgpr[r..].split_at_mut(1);
             let mut unused = [0u32; WAVE_SIZE];
-            span.gather::<4>(&addrs, lo, &mut d[0], &mut unused)
+            span.gather::<4>(addrs, lo, prefetched, &mut d[0], &mut unused)
         } else {
             let (d0, d1) = vgpr[r..].split_at_mut(1);
-            span.gather::<8>(&addrs, lo, &mut d0[0], &mut d1[0])
+            span.gather::<8>(addrs, lo, prefetched, &mut d0[0], &mut d1[0])
         })
     }
 

@@ -193,9 +193,9 @@ pub struct Wave {
     /// Strides of this wave's whole-wave accesses, for prefetching (no state a
     /// program can observe).
     pub(crate) strides: crate::stride::StrideTable,
-    /// The plan key of a gather that deferred itself (it runs when the wave meets it
-    /// again, see `gather_fast`).
-    pub(crate) deferred: Option<u64>,
+    /// A gather that deferred itself (it runs when the wave meets it again, see
+    /// `gather_fast`).
+    pub(crate) deferred: Option<crate::vmem::DeferredGather>,
     /// Scratch lanes for results computed before they are written (no state).
     pub(crate) tmp: Box<Rows<2>>,
     /// Scratch lanes for splat sources of planned instructions (no state).

@@ -639,6 +639,52 @@ fn a_gather_among_other_waves_yields_at_itself_then_loads() {
     }
 }
 
+/// A gather that yielded runs, when the wave resumes, on the addresses it noted, and
+/// the note is used once: the same instruction met again in a loop, its address
+/// registers moved on, yields again and loads what the new addresses hold.
+#[test]
+fn a_resumed_gather_uses_its_note_once() {
+    let mem = TestMemory::default();
+    let data = mem.alloc(1 << 16);
+    let bytes: Vec<u8> = (0..1u32 << 16).map(|i| (i * 53 + (i >> 9)) as u8).collect();
+    assert!(data.write_bytes(0, &bytes));
+    let at = |l: usize| ((l * 29_717 + 313 * (l % 5)) % ((1 << 16) - 16)) & !7;
+    let le32 = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+    // Two passes: each loads lane l's qword, adds its dwords into v8/v9, then moves
+    // the lane's address on by 8 bytes.
+    let c = code(
+        &mem,
+        "global_load_dwordx2 v[6:7], v[0:1], off
+v_add_u32_e32 v8, v8, v6
+v_add_u32_e32 v9, v9, v7
+v_add_co_u32_e32 v0, vcc, 8, v0
+v_addc_co_u32_e32 v1, vcc, 0, v1, vcc
+s_sub_u32 s2, s2, 1
+s_cmp_lg_u32 s2, 0
+s_cbranch_scc1 -9",
+    );
+    let mut w = Wave::new();
+    w.set_exec(u64::MAX);
+    w.pc = c.region.device_base();
+    w.sgpr[2] = 2;
+    for l in 0..64 {
+        let a = data.device_base() + at(l) as u64;
+        (w.vgpr[0][l], w.vgpr[1][l]) = (a as u32, (a >> 32) as u32);
+    }
+    let mut ctx = context(&mem, &c, &mut [], 1000, 1000);
+    let mut yields = 0;
+    while w.run(&mut ctx).unwrap() == WaveExit::Yield {
+        yields += 1;
+        assert!(yields <= 2, "a gather yields once per execution");
+    }
+    assert_eq!(yields, 2);
+    for l in 0..64 {
+        let (a, b) = (at(l), at(l) + 8);
+        assert_eq!(w.vgpr[8][l], le32(a).wrapping_add(le32(b)), "lane {l}");
+        assert_eq!(w.vgpr[9][l], le32(a + 4).wrapping_add(le32(b + 4)), "lane {l}");
+    }
+}
+
 #[test]
 fn float_compares_treat_nan_as_unordered() {
     let mem = TestMemory::default();
