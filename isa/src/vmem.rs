@@ -337,15 +337,46 @@ pub(crate) struct FlatPlan {
     reg: Option<usize>,
 }
 
-/// A gather that deferred itself (see `Wave::gather_fast`): the key of its plan
-/// ([`FlatPlan::key`]), its lanes' addresses and their bounds, kept in the wave until
-/// it resumes at the same instruction, its lines then on their way.
+/// A wave's note of a gather that deferred itself (see `Wave::gather_fast`): the key
+/// of its plan ([`FlatPlan::key`]) while it waits, and its lanes' addresses and
+/// their bounds, kept until it resumes at the same instruction, its lines then on
+/// their way. The addresses of every gather are computed here, in place, so that a
+/// deferral copies nothing.
 #[derive(Clone, Debug)]
 pub(crate) struct DeferredGather {
-    key: u64,
+    /// The waiting gather's key; `None` when none waits (the rest is then stale).
+    key: Option<u64>,
     addrs: [u64; WAVE_SIZE],
     lo: u64,
     hi: u64,
+}
+
+impl Default for DeferredGather {
+    fn default() -> Self {
+        Self {
+            key: None,
+            addrs: [0; WAVE_SIZE],
+            lo: 0,
+            hi: 0,
+        }
+    }
+}
+
+impl DeferredGather {
+    /// Whether the gather of plan `key` waits here; it then no longer does (the note
+    /// is used once, by the execution that resumes it).
+    fn resume(&mut self, key: u64) -> bool {
+        let waits = self.key == Some(key);
+        if waits {
+            self.key = None;
+        }
+        waits
+    }
+
+    /// Forgets any waiting gather (a wave reset).
+    pub(crate) fn clear(&mut self) {
+        self.key = None;
+    }
 }
 
 impl FlatPlan {
@@ -853,8 +884,10 @@ unsafe fn consecutive_avx2(addrs: &[u64; WAVE_SIZE], step: u64) -> bool {
 /// Lane l's 64-bit address: `lo[l] | hi[l] << 32` (a VGPR pair) plus `offset`,
 /// wrapping.
 #[inline(always)]
-fn pair_addresses_body(lo: &VReg, hi: &VReg, offset: i64) -> [u64; WAVE_SIZE] {
-    std::array::from_fn(|l| (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(offset))
+fn pair_addresses_body(lo: &VReg, hi: &VReg, offset: i64, out: &mut [u64; WAVE_SIZE]) {
+    for (l, a) in out.iter_mut().enumerate() {
+        *a = (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(offset);
+    }
 }
 
 /// `pair_addresses_body` compiled with AVX2 (four 64-bit lanes per instruction;
@@ -864,19 +897,28 @@ fn pair_addresses_body(lo: &VReg, hi: &VReg, offset: i64) -> [u64; WAVE_SIZE] {
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn pair_addresses_avx2(lo: &VReg, hi: &VReg, offset: i64) -> [u64; WAVE_SIZE] {
-    pair_addresses_body(lo, hi, offset)
+unsafe fn pair_addresses_avx2(lo: &VReg, hi: &VReg, offset: i64, out: &mut [u64; WAVE_SIZE]) {
+    pair_addresses_body(lo, hi, offset, out)
+}
+
+/// See [`pair_addresses_body`]; written into `out` (a wave's gather note: in place,
+/// rather than returned and copied there).
+#[inline]
+fn pair_addresses_into(lo: &VReg, hi: &VReg, offset: i64, out: &mut [u64; WAVE_SIZE]) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::valu::simd::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { pair_addresses_avx2(lo, hi, offset, out) };
+    }
+    pair_addresses_body(lo, hi, offset, out)
 }
 
 /// See [`pair_addresses_body`].
 #[inline]
 fn pair_addresses(lo: &VReg, hi: &VReg, offset: i64) -> [u64; WAVE_SIZE] {
-    #[cfg(target_arch = "x86_64")]
-    if crate::valu::simd::host_avx2() {
-        // SAFETY: host_avx2() checked that the CPU has AVX2.
-        return unsafe { pair_addresses_avx2(lo, hi, offset) };
-    }
-    pair_addresses_body(lo, hi, offset)
+    let mut out = [0; WAVE_SIZE];
+    pair_addresses_into(lo, hi, offset, &mut out);
+    out
 }
 
 /// The lowest and highest address of the lanes in `exec` (`(u64::MAX, 0)` for none).
@@ -1920,33 +1962,33 @@ impl Wave {
     fn gather_fast(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>, may_defer: bool) -> Planned {
         let key = p.key();
         // A gather that deferred itself resumes with the addresses and bounds it
-        // noted (taken out, so that nothing of it outlives this execution): the wave
-        // yielded at this instruction, so its registers are as they were then.
-        let resumed = self.deferred.take_if(|d| d.key == key);
-        let computed;
-        let (addrs, lo, hi) = match &resumed {
-            Some(d) => (&d.addrs, d.lo, d.hi),
-            None => {
-                let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1))
-                else {
-                    return Planned::Declined;
-                };
-                computed = pair_addresses(a_lo, a_hi, p.offset);
-                // The offset moves every address alike: when neither bound wraps, they
-                // are the bounds of the addresses.
-                let (lo, hi) = match pair_bounds(a_lo, a_hi) {
-                    Some((min, max)) => match (
-                        min.checked_add_signed(p.offset),
-                        max.checked_add_signed(p.offset),
-                    ) {
-                        (Some(lo), Some(hi)) => (lo, hi),
-                        _ => return Planned::Declined,
-                    },
-                    None => lane_bounds(&computed, u64::MAX),
-                };
-                (&computed, lo, hi)
-            }
-        };
+        // noted (the note is used once): the wave yielded at this instruction, so its
+        // registers are as they were then. Else the addresses are computed into the
+        // note's place, where a deferral leaves them.
+        let resumed = self.deferred.resume(key);
+        let note = &mut self.deferred;
+        if !resumed {
+            let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1))
+            else {
+                return Planned::Declined;
+            };
+            // (Any other gather's note is overwritten here: it no longer waits.)
+            note.clear();
+            pair_addresses_into(a_lo, a_hi, p.offset, &mut note.addrs);
+            // The offset moves every address alike: when neither bound wraps, they are
+            // the bounds of the addresses.
+            (note.lo, note.hi) = match pair_bounds(a_lo, a_hi) {
+                Some((min, max)) => match (
+                    min.checked_add_signed(p.offset),
+                    max.checked_add_signed(p.offset),
+                ) {
+                    (Some(lo), Some(hi)) => (lo, hi),
+                    _ => return Planned::Declined,
+                },
+                None => lane_bounds(&note.addrs, u64::MAX),
+            };
+        }
+        let (lo, hi) = (note.lo, note.hi);
         let bytes = usize::from(p.bytes);
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return Planned::Declined;
@@ -1983,24 +2025,19 @@ impl Wave {
             }
             return Planned::Ran(ScalarFlow::Next);
         }
-        let prefetched = resumed.is_some();
-        if !prefetched && may_defer && ctx.yield_after != u64::MAX {
+        let addrs = &note.addrs;
+        if !resumed && may_defer && ctx.yield_after != u64::MAX {
             span.prefetch_gather(addrs, lo);
-            self.deferred = Some(DeferredGather {
-                key,
-                addrs: *addrs,
-                lo,
-                hi,
-            });
+            note.key = Some(key);
             return Planned::Deferred;
         }
         Planned::of(if bytes == 4 {
             let (d, _) = vgpr[r..].split_at_mut(1);
             let mut unused = [0u32; WAVE_SIZE];
-            span.gather::<4>(addrs, lo, prefetched, &mut d[0], &mut unused)
+            span.gather::<4>(addrs, lo, resumed, &mut d[0], &mut unused)
         } else {
             let (d0, d1) = vgpr[r..].split_at_mut(1);
-            span.gather::<8>(addrs, lo, prefetched, &mut d0[0], &mut d1[0])
+            span.gather::<8>(addrs, lo, resumed, &mut d0[0], &mut d1[0])
         })
     }
 

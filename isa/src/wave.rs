@@ -193,9 +193,9 @@ pub struct Wave {
     /// Strides of this wave's whole-wave accesses, for prefetching (no state a
     /// program can observe).
     pub(crate) strides: crate::stride::StrideTable,
-    /// A gather that deferred itself (it runs when the wave meets it again, see
-    /// `gather_fast`).
-    pub(crate) deferred: Option<crate::vmem::DeferredGather>,
+    /// A gather that deferred itself, if one waits (it runs when the wave meets it
+    /// again), and the addresses of the last gather (see `gather_fast`).
+    pub(crate) deferred: crate::vmem::DeferredGather,
     /// Scratch lanes for results computed before they are written (no state).
     pub(crate) tmp: Box<Rows<2>>,
     /// Scratch lanes for splat sources of planned instructions (no state).
@@ -223,7 +223,7 @@ impl Wave {
             regions: RegionCache::new(),
             blocks: Some(BlockCache::default()),
             strides: Default::default(),
-            deferred: None,
+            deferred: crate::vmem::DeferredGather::default(),
             tmp: Rows::zeroed(),
             splat: Rows::zeroed(),
         }
@@ -245,7 +245,7 @@ impl Wave {
         self.trapsts = 0;
         self.hw_id = 0;
         self.instructions = 0;
-        self.deferred = None;
+        self.deferred.clear();
     }
 
     /// The EXEC mask.

@@ -681,7 +681,11 @@ s_cbranch_scc1 -9",
     for l in 0..64 {
         let (a, b) = (at(l), at(l) + 8);
         assert_eq!(w.vgpr[8][l], le32(a).wrapping_add(le32(b)), "lane {l}");
-        assert_eq!(w.vgpr[9][l], le32(a + 4).wrapping_add(le32(b + 4)), "lane {l}");
+        assert_eq!(
+            w.vgpr[9][l],
+            le32(a + 4).wrapping_add(le32(b + 4)),
+            "lane {l}"
+        );
     }
 }
 
