@@ -693,7 +693,16 @@ static TRACED: AtomicBool = AtomicBool::new(false);
 /// Whether waves run by this thread trace (see [`set_trace`]).
 #[inline]
 fn tracing() -> bool {
-    TRACED.load(Ordering::Relaxed) && TRACE.with(|t| t.get())
+    TRACED.load(Ordering::Relaxed) && thread_traces()
+}
+
+/// The calling thread's trace flag. Out of line: inlined, the compiler computes
+/// the thread-local's address (the `__tls_get_addr` call) before the test of
+/// `TRACED`, whatever it says.
+#[cold]
+#[inline(never)]
+fn thread_traces() -> bool {
+    TRACE.with(|t| t.get())
 }
 
 /// The destination operand of an instruction, for the trace.
