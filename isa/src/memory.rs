@@ -1004,6 +1004,32 @@ impl RegionCache {
         (addr >= c.base && end <= c.end).then(|| Self::span_in(c, addr, size))
     }
 
+    /// As [`span`](Self::span), with the host location of `[next, next+size)` as
+    /// well when the region holding `[addr, addr+size)` holds it too (`None` when it
+    /// does not, or for no `next`): the span an access predicted to follow will use.
+    #[inline]
+    pub(crate) fn span_and_next(
+        &mut self,
+        mem: &dyn GlobalMemory,
+        addr: u64,
+        size: u64,
+        next: Option<u64>,
+    ) -> Option<(HostSpan<'_>, Option<HostSpan<'_>>)> {
+        let end = addr.checked_add(size)?;
+        let k = match self.position(addr, size) {
+            Some(k) => k,
+            None => self.fill(mem, addr)?,
+        };
+        let c = self.at(k)?;
+        let inside = |a: u64, e: u64| a >= c.base && e <= c.end;
+        if !inside(addr, end) {
+            return None;
+        }
+        let next =
+            next.and_then(|n| inside(n, n.checked_add(size)?).then(|| Self::span_in(c, n, size)));
+        Some((Self::span_in(c, addr, size), next))
+    }
+
     /// Checks `[addr, addr+size)` and returns its host location.
     ///
     /// # Errors
@@ -1229,6 +1255,41 @@ mod tests {
             assert!(r.read_bytes(0, &mut back));
             assert!(back[..last].iter().all(|&b| b == 0) && back[last] == 0xA5);
         }
+    }
+
+    /// The span of an access and the span predicted for the next one: the second
+    /// only when the region of the first holds it (else none, the first still
+    /// found); nothing when no region holds the first.
+    #[test]
+    fn the_next_span_comes_from_the_region_of_the_access() {
+        use crate::wave::testutil::Mem;
+        let mem = Mem::default();
+        let (a, b) = (
+            Arc::new(HostRegion::zeroed(4096)),
+            Arc::new(HostRegion::zeroed(4096)),
+        );
+        assert!(a.write_bytes(1024, &[0x5A; 512]));
+        mem.0.lock().unwrap().extend([a.clone(), b.clone()]);
+        let (base, other) = (a.device_base(), b.device_base());
+        let mut cache = RegionCache::new();
+        let host = |s: &HostSpan<'_>| s.ptr as usize;
+        for (next, expect) in [
+            (Some(base + 3584), Some(3584)),
+            (Some(base + 3585), None),
+            (Some(base.wrapping_sub(512)), None),
+            (Some(other), None),
+            (Some(u64::MAX - 8), None),
+            (None, None),
+        ] {
+            let (span, ahead) = cache.span_and_next(&mem, base + 1024, 512, next).unwrap();
+            assert_eq!(span.len, 512);
+            assert_eq!(host(&span), a.host_ptr() as usize + 1024, "next {next:x?}");
+            assert_eq!(span.load_u64(0), 0x5A5A_5A5A_5A5A_5A5A);
+            let at = ahead.map(|s| (host(&s) - a.host_ptr() as usize, s.len));
+            assert_eq!(at, expect.map(|o| (o, 512)), "next {next:x?}");
+        }
+        assert!(cache.span_and_next(&mem, base + 3585, 512, None).is_none());
+        assert!(cache.span_and_next(&mem, 8, 512, Some(base)).is_none());
     }
 
     /// The dword-plane split and join (AVX2 build when the host has it) against the

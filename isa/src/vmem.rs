@@ -1435,6 +1435,7 @@ impl Wave {
                 bytes,
                 load,
                 reg.as_ref().and_then(reg_base).map(|(r, _)| r),
+                None,
             )
         {
             return true;
@@ -1560,6 +1561,10 @@ impl Wave {
     /// range is not inside one region, the host address is not naturally aligned, or
     /// a register is outside the wave's file (the general path then runs and reports
     /// any fault). A load without a destination (`reg` = None) only checks the range.
+    ///
+    /// `ahead`: where the next access of the same instruction is predicted to start
+    /// (see `stride`); when the region of this one holds it too, its lines are asked
+    /// for first (for writing, for a store), found without a second lookup.
     fn consecutive_fast(
         &mut self,
         ctx: &WaveContext<'_>,
@@ -1567,6 +1572,7 @@ impl Wave {
         bytes: usize,
         load: bool,
         reg: Option<usize>,
+        ahead: Option<u64>,
     ) -> bool {
         let size = (WAVE_SIZE * bytes) as u64;
         let Some(r) = reg else {
@@ -1576,9 +1582,12 @@ impl Wave {
         if r + rows > self.vgpr.len() {
             return false;
         }
-        let Some(span) = self.regions.span(ctx.memory, base, size) else {
+        let Some((span, next)) = self.regions.span_and_next(ctx.memory, base, size, ahead) else {
             return false;
         };
+        if let Some(next) = next {
+            next.prefetch_all(!load);
+        }
         let vgpr = &mut self.vgpr;
         match (load, rows) {
             (true, 1) => span.load_dwords(0, &mut vgpr[r]),
@@ -1933,12 +1942,8 @@ impl Wave {
             }
         }
         let bytes = usize::from(p.bytes);
-        if let Some(ahead) = self.strides.observe(p.key(), base) {
-            if let Some(span) = self.regions.cached(ahead, (WAVE_SIZE * bytes) as u64) {
-                span.prefetch_all(!p.load);
-            }
-        }
-        Planned::of(self.consecutive_fast(ctx, base, bytes, p.load, p.reg))
+        let ahead = self.strides.observe(p.key(), base);
+        Planned::of(self.consecutive_fast(ctx, base, bytes, p.load, p.reg, ahead))
     }
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a load whose lanes' addresses are
