@@ -38,6 +38,6 @@ pub use generated::opcodes;
 pub use inst::Instruction;
 pub use memory::{GlobalMemory, HostRegion, MemoryRegion, RegionCache, SubRegion};
 pub use operand::Operand;
-pub use program::Program;
+pub use program::{BlockCache, Program};
 pub use support::is_executable;
 pub use wave::{set_trace, Apertures, Wave, WaveContext, WaveExit, AGPR_BASE, WAVE_SIZE};

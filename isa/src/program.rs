@@ -131,17 +131,19 @@ type CacheSet = [(u64, Option<Arc<Block>>); 2];
 /// The PC of an empty way of a [`BlockCache`] (no block starts at an odd address).
 const EMPTY: u64 = u64::MAX;
 
-/// A wave's cache of the blocks it entered, kept across [`Wave::run`](crate::Wave::run)
+/// A cache of the blocks waves entered, kept across [`Wave::run`](crate::Wave::run)
 /// calls (a wave leaves `run` at every `s_barrier`; LLVM's loops pass several per
 /// iteration), so that entering a block costs a compare rather than the program's
-/// page lookup. Two-way set-associative by PC (set = dword address modulo the
+/// page lookup: a wave's own, or the one of the thread running it, shared by the
+/// waves it runs ([`Wave::run_cached`](crate::Wave::run_cached); `Default` makes an
+/// empty one). Two-way set-associative by PC (set = dword address modulo the
 /// sets), the way entered last kept first: two hot blocks 512 bytes apart (LLVM
 /// 16's team reductions have such pairs in one loop) no longer evict each other
 /// at every entry. It holds the blocks of one program (`program`, its number), and
-/// is emptied when the wave runs another. It holds `Arc`s of the blocks: it keeps
+/// is emptied when a wave runs another. It holds `Arc`s of the blocks: it keeps
 /// them alive without borrowing the program (a reference count is touched only
 /// when a way is filled, which at two workers is a cache line both cores write).
-pub(crate) struct BlockCache {
+pub struct BlockCache {
     program: u64,
     sets: Box<[CacheSet]>,
 }

@@ -188,7 +188,8 @@ pub struct Wave {
     pub instructions: u64,
     /// Regions this wave used recently plus its private (scratch) regions.
     pub regions: RegionCache,
-    /// The blocks this wave entered (taken out while it runs).
+    /// The blocks this wave entered when it runs with its own cache ([`Wave::run`];
+    /// made at its first run, taken out while it runs).
     blocks: Option<BlockCache>,
     /// Strides of this wave's whole-wave accesses, for prefetching (no state a
     /// program can observe).
@@ -221,7 +222,7 @@ impl Wave {
             hw_id: 0,
             instructions: 0,
             regions: RegionCache::new(),
-            blocks: Some(BlockCache::default()),
+            blocks: None,
             strides: Default::default(),
             deferred: crate::vmem::DeferredGather::default(),
             tmp: Rows::zeroed(),
@@ -295,6 +296,27 @@ impl Wave {
         let exit = self.run_blocks(ctx, &mut blocks);
         self.blocks = Some(blocks);
         match exit {
+            Ok(x) => Ok(x),
+            Err(f) => Err(*f),
+        }
+    }
+
+    /// [`run`](Self::run), entering blocks through `blocks` rather than the wave's own
+    /// cache: the cache of the thread that runs the wave, shared by the waves it runs
+    /// one after another (a workgroup's waves take turns at every barrier and every
+    /// deferred gather). One cache, its lines touched by every wave, stays in the
+    /// host's L1 where one per wave did not: under LLVM 16's team reduction, with a
+    /// gather's scattered lines passing through, a wave's own cache missed at about
+    /// every block entry (callgrind's cache model).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_cached(
+        &mut self,
+        ctx: &mut WaveContext<'_>,
+        blocks: &mut BlockCache,
+    ) -> Result<WaveExit, Fault> {
+        match self.run_blocks(ctx, blocks) {
             Ok(x) => Ok(x),
             Err(f) => Err(*f),
         }

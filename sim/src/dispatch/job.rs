@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use isa::memory::{read_dwords, HostRegion, MemoryRegion, SubRegion};
-use isa::{Apertures, Fault, GlobalMemory, Program, Wave, WaveContext, WaveExit};
+use isa::{Apertures, BlockCache, Fault, GlobalMemory, Program, Wave, WaveContext, WaveExit};
 
 use super::pool::Crew;
 use super::programs::ProgramCache;
@@ -41,6 +41,9 @@ struct WorkerState {
     slices: Vec<Arc<dyn MemoryRegion>>,
     /// The backing (its address) and bytes per wave the slices were cut for.
     slices_for: (usize, u64),
+    /// The blocks the worker's waves entered, one cache for all of them (see
+    /// [`Wave::run_cached`]).
+    blocks: BlockCache,
 }
 
 /// The per-worker resources not in use, kept between dispatches.
@@ -230,7 +233,12 @@ impl Job {
         }
         let trace = self.trace.traces(linear);
         isa::set_trace(trace);
-        let r = self.run_waves(&mut st.waves[..wg.waves], &mut st.lds, wg.id);
+        let r = self.run_waves(
+            &mut st.waves[..wg.waves],
+            &mut st.lds,
+            &mut st.blocks,
+            wg.id,
+        );
         if trace {
             isa::set_trace(false);
         }
@@ -307,6 +315,7 @@ impl Job {
         &self,
         waves: &mut [Wave],
         lds: &mut [u8],
+        blocks: &mut BlockCache,
         id: [u32; 3],
     ) -> Result<(), DispatchError> {
         // Each wave's state: ready to run, or waiting at the barrier; ended waves
@@ -339,7 +348,7 @@ impl Job {
                 if waiting.has(w) || ended.has(w) {
                     continue;
                 }
-                match wave.run(&mut ctx) {
+                match wave.run_cached(&mut ctx, blocks) {
                     Ok(WaveExit::Ended) => {
                         ended.add(w);
                         live -= 1;
