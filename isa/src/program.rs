@@ -82,19 +82,23 @@ impl Run {
 
 /// One decoded instruction of a block, as the run loop reads it (the instruction
 /// itself is in [`Block::insts`], at the same index, so that the entries the loop
-/// walks stay small).
+/// walks stay small). Laid out for the loop, which reads the fused run first and
+/// then, without one, the plan's tag: both in the first of the entry's two cache
+/// lines (the loop's misses on entries, with a gather's lines passing through the
+/// host's L1, were most of its misses).
+#[repr(C, align(64))]
 pub(crate) struct Entry {
+    /// The fused run starting at this entry (see `valu::jit`): the entry and the
+    /// next `len - 1` run as one step (when every lane is active, if the run has
+    /// vector instructions).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fused: Option<crate::valu::Fused>,
     /// How it runs.
     pub(crate) run: Run,
     /// Byte address of the instruction.
     pub(crate) pc: u64,
     /// Byte address of the following instruction.
     pub(crate) next: u64,
-    /// The fused run starting at this entry (see `valu::jit`): the entry and the
-    /// next `len - 1` run as one step (when every lane is active, if the run has
-    /// vector instructions).
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fused: Option<Box<crate::valu::Fused>>,
 }
 
 /// A decoded straight-line run of instructions starting at the PC of its slot.
@@ -107,6 +111,9 @@ pub(crate) struct Block {
     /// Why the words after the last entry do not decode, if that ended the block: it
     /// is raised only when a wave reaches that PC.
     pub(crate) tail: Option<Box<DecodeError>>,
+    /// The compiled code of the entries' fused runs (kept alive with them).
+    #[cfg(target_arch = "x86_64")]
+    _code: Option<crate::valu::Code>,
 }
 
 impl Block {
@@ -295,7 +302,7 @@ impl Program {
                 .entries
                 .iter()
                 .flat_map(|e| &e.fused)
-                .map(|f| f.len)
+                .map(|f| f.len as usize)
                 .sum();
         }
         let _ = pc;
@@ -359,6 +366,8 @@ impl Program {
                     needed: 1,
                     available: 0,
                 })),
+                #[cfg(target_arch = "x86_64")]
+                _code: None,
             };
         };
         let mut entries = Vec::new();
@@ -392,35 +401,38 @@ impl Program {
             }
         }
         #[cfg(target_arch = "x86_64")]
-        if self.fuse {
-            fuse_runs(&mut entries, &insts);
-        }
+        let code = match self.fuse {
+            true => fuse_runs(&mut entries, &insts),
+            false => None,
+        };
         Block {
             entries: entries.into_boxed_slice(),
             insts: insts.into_boxed_slice(),
             tail,
+            #[cfg(target_arch = "x86_64")]
+            _code: code,
         }
     }
 }
 
 /// Compiles the block's runs of integer VALU and scalar plans and attaches each to the entry
-/// of its first instruction (a block whose code cannot be compiled keeps none).
+/// of its first instruction (a block whose code cannot be compiled keeps none); the code,
+/// which the block must keep with the entries.
 #[cfg(target_arch = "x86_64")]
-fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) {
+fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu::Code> {
     use crate::valu::Slot;
     let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| match &e.run {
         Run::Int(p) => Slot::Int(p),
         Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
         _ => Slot::Other,
     }));
-    let Some(code) = crate::valu::compile_runs(&runs) else {
-        return;
-    };
-    for (at, fused) in code {
+    let (code, fused) = crate::valu::compile_runs(&runs)?;
+    for (at, f) in fused {
         if let Some(e) = entries.get_mut(at) {
-            e.fused = Some(Box::new(fused));
+            e.fused = Some(f);
         }
     }
+    Some(code)
 }
 
 /// Decodes the instruction at `pc`, byte `off` of `region` (its dwords as far as the

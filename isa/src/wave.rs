@@ -363,11 +363,11 @@ impl Wave {
                                 continue 'entries;
                             }
                             Ran::Next => {
-                                next = k + f.len;
+                                next = k + f.len as usize;
                                 continue 'entries;
                             }
                             Ran::Jump(target) => {
-                                next = k + f.len;
+                                next = k + f.len as usize;
                                 // The run's last entry (its branch) jumped.
                                 let last = block.entries.get(next - 1).unwrap_or(e);
                                 break 'flow (last, Flow::Jump(target));

@@ -529,24 +529,28 @@ impl Builder {
 /// vector op), EXEC then not being all ones.
 type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool) -> u32;
 
-/// A compiled run, attached to the block entry of its first instruction.
+/// The executable buffer holding the compiled runs of one block; the block keeps it
+/// (alive as long as its entries, and so their [`Fused`] entry points).
+pub(crate) type Code = Arc<ExecutableBuffer>;
+
+/// A compiled run, attached to the block entry of its first instruction (inline, in
+/// 32 bytes: the loop reads it from the entry's first cache line).
+#[derive(Clone, Copy)]
 pub(crate) struct Fused {
-    /// The block's code (kept alive while `func` may be called).
-    _code: Arc<ExecutableBuffer>,
-    /// This run's entry point in it.
+    /// This run's entry point in its block's [`Code`].
     func: RunFn,
-    /// Instructions the run covers (consecutive block entries).
-    pub(crate) len: usize,
-    /// Whether the run has vector ops (they need every lane active).
-    vector: bool,
-    /// Entries before its first vector op (see `Builder::prefix`).
-    prefix: usize,
     /// Where the run's branch jumps when taken.
     target: u64,
+    /// Instructions the run covers (consecutive block entries; at most 255).
+    pub(crate) len: u32,
+    /// One past the highest vector-file register it reads or writes.
+    rows: u16,
+    /// Entries before its first vector op (see `Builder::prefix`).
+    prefix: u8,
+    /// Whether the run has vector ops (they need every lane active).
+    vector: bool,
     /// Whether the run has f64 ops.
     f64: bool,
-    /// One past the highest vector-file register it reads or writes.
-    rows: usize,
 }
 
 impl std::fmt::Debug for Fused {
@@ -561,35 +565,33 @@ impl std::fmt::Debug for Fused {
 /// Compiles `runs` (as [`find_runs`] gives them) into one buffer: each run's first
 /// entry and its code. `None` if the host lacks AVX2 or the buffer cannot be made
 /// executable (the block then runs without fused runs).
-pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<Vec<(usize, Fused)>> {
+pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<(Code, Vec<(usize, Fused)>)> {
     if runs.is_empty() || !super::simd::host_avx2() {
         return None;
     }
     let mut asm = Assembler::new().ok()?;
     let starts: Vec<AssemblyOffset> = runs.iter().map(|(_, b)| emit_run(&mut asm, b)).collect();
     let code = Arc::new(asm.finalize().ok()?);
-    Some(
-        runs.iter()
-            .zip(starts)
-            .map(|((at, b), entry)| {
-                // SAFETY: `entry` is where `emit_run` began a function of this
-                // signature in `code`, which is executable and is kept alive by the
-                // Arc each `Fused` holds.
-                let func = unsafe { std::mem::transmute::<*const u8, RunFn>(code.ptr(entry)) };
-                let fused = Fused {
-                    _code: code.clone(),
-                    func,
-                    len: b.entries,
-                    vector: !b.ops.is_empty(),
-                    prefix: b.prefix,
-                    target: b.branch.map_or(0, |n| n.target),
-                    f64: b.f64,
-                    rows: b.rows,
-                };
-                (*at, fused)
-            })
-            .collect(),
-    )
+    let mut fused = Vec::with_capacity(runs.len());
+    for ((at, b), entry) in runs.iter().zip(starts) {
+        // SAFETY: `entry` is where `emit_run` began a function of this signature in
+        // `code`, which is executable; the caller keeps `code` with the entries
+        // the runs are attached to (the block), so it outlives every call.
+        let func = unsafe { std::mem::transmute::<*const u8, RunFn>(code.ptr(entry)) };
+        fused.push((
+            *at,
+            Fused {
+                func,
+                target: b.branch.map_or(0, |n| n.target),
+                len: u32::try_from(b.entries).ok()?,
+                rows: u16::try_from(b.rows).ok()?,
+                prefix: u8::try_from(b.prefix).ok()?,
+                vector: !b.ops.is_empty(),
+                f64: b.f64,
+            },
+        ));
+    }
+    Some((code, fused))
 }
 
 /// How a fused run went.
@@ -610,7 +612,7 @@ pub(crate) enum Ran {
 /// Runs `f` on `w` (see [`Ran`]).
 #[inline]
 pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> Ran {
-    if f.vector && w.vgpr.len() < f.rows {
+    if f.vector && w.vgpr.len() < usize::from(f.rows) {
         return Ran::Stopped(0);
     }
     if f.f64 {
@@ -623,14 +625,14 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> Ran {
     let sgpr = w.sgpr.as_mut_ptr();
     let scc: *mut bool = &mut w.scc;
     // SAFETY: `f.func` is code `emit_run` generated (compiled only on hosts with
-    // AVX2, kept alive by `f`). It reads and writes the lanes of vector-file
+    // AVX2, kept alive by the block whose entry holds `f`). It reads and writes the lanes of vector-file
     // registers below `f.rows` (only if `f.vector`), which is within `w.vgpr`
     // (checked above), scalar-file dwords below 128 (`Builder` takes indices only
     // from plans, all below 128), `w.scc` (stored as 0 or 1) and its own stack frame.
     match unsafe { (f.func)(vgpr, sgpr, scc) } {
         0 => Ran::Next,
         1 => Ran::Jump(f.target),
-        _ => Ran::Stopped(f.prefix),
+        _ => Ran::Stopped(usize::from(f.prefix)),
     }
 }
 
