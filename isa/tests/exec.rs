@@ -12,8 +12,10 @@
 
 mod common;
 
-use common::{code, context, exec, run_wave, TestMemory};
-use isa::{Fault, MemoryRegion, Wave, WaveExit};
+use std::sync::Arc;
+
+use common::{code, context, exec, run_wave, Code, TestMemory};
+use isa::{Fault, HostRegion, MemoryRegion, Wave, WaveExit};
 
 fn lanes_u32(f: impl Fn(usize) -> u32) -> [u32; 64] {
     std::array::from_fn(f)
@@ -601,12 +603,32 @@ fn runaway_wave_hits_the_instruction_budget() {
 /// its worker with others (finite `yield_after`) first yields at itself, having
 /// changed no register and counted nothing, then loads, when the wave resumes,
 /// what each lane addresses; a wave alone (`yield_after` = never) loads at once.
+/// 64 KiB of memory filled with bytes made from `k` (they differ from one byte to
+/// the next and from one table to the other), and those bytes.
+fn gather_table(mem: &TestMemory, k: u32) -> (Arc<HostRegion>, Vec<u8>) {
+    let data = mem.alloc(1 << 16);
+    let bytes: Vec<u8> = (0..1u32 << 16).map(|i| (i * k + (i >> 7)) as u8).collect();
+    assert!(data.write_bytes(0, &bytes));
+    (data, bytes)
+}
+
+/// A wave at the start of `c`, every lane active, lane l's v[0:1] pointing at byte
+/// `at(l)` of `data`.
+fn gathering_wave(c: &Code, data: &HostRegion, at: impl Fn(usize) -> usize) -> Wave {
+    let mut w = Wave::new();
+    w.set_exec(u64::MAX);
+    w.pc = c.region.device_base();
+    for l in 0..64 {
+        let a = data.device_base() + at(l) as u64;
+        (w.vgpr[0][l], w.vgpr[1][l]) = (a as u32, (a >> 32) as u32);
+    }
+    w
+}
+
 #[test]
 fn a_gather_among_other_waves_yields_at_itself_then_loads() {
     let mem = TestMemory::default();
-    let data = mem.alloc(1 << 16);
-    let bytes: Vec<u8> = (0..1u32 << 16).map(|i| (i * 29 + (i >> 7)) as u8).collect();
-    assert!(data.write_bytes(0, &bytes));
+    let (data, bytes) = gather_table(&mem, 29);
     let at = |l: usize| ((l * 40_503 + 977 * (l % 3)) % ((1 << 16) - 8)) & !7;
     let le32 = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let c = code(
@@ -614,13 +636,7 @@ fn a_gather_among_other_waves_yields_at_itself_then_loads() {
         "global_load_dwordx2 v[6:7], v[0:1], off\nv_add_u32_e32 v8, 1, v6",
     );
     for alone in [false, true] {
-        let mut w = Wave::new();
-        w.set_exec(u64::MAX);
-        w.pc = c.region.device_base();
-        for l in 0..64 {
-            let a = data.device_base() + at(l) as u64;
-            (w.vgpr[0][l], w.vgpr[1][l]) = (a as u32, (a >> 32) as u32);
-        }
+        let mut w = gathering_wave(&c, &data, at);
         w.vgpr[6] = [0xDEAD; 64];
         let mut ctx = context(&mem, &c, &mut [], 1000, if alone { u64::MAX } else { 1000 });
         if !alone {
@@ -645,9 +661,7 @@ fn a_gather_among_other_waves_yields_at_itself_then_loads() {
 #[test]
 fn a_resumed_gather_uses_its_note_once() {
     let mem = TestMemory::default();
-    let data = mem.alloc(1 << 16);
-    let bytes: Vec<u8> = (0..1u32 << 16).map(|i| (i * 53 + (i >> 9)) as u8).collect();
-    assert!(data.write_bytes(0, &bytes));
+    let (data, bytes) = gather_table(&mem, 53);
     let at = |l: usize| ((l * 29_717 + 313 * (l % 5)) % ((1 << 16) - 16)) & !7;
     let le32 = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     // Two passes: each loads lane l's qword, adds its dwords into v8/v9, then moves
@@ -663,14 +677,8 @@ s_sub_u32 s2, s2, 1
 s_cmp_lg_u32 s2, 0
 s_cbranch_scc1 -9",
     );
-    let mut w = Wave::new();
-    w.set_exec(u64::MAX);
-    w.pc = c.region.device_base();
+    let mut w = gathering_wave(&c, &data, at);
     w.sgpr[2] = 2;
-    for l in 0..64 {
-        let a = data.device_base() + at(l) as u64;
-        (w.vgpr[0][l], w.vgpr[1][l]) = (a as u32, (a >> 32) as u32);
-    }
     let mut ctx = context(&mem, &c, &mut [], 1000, 1000);
     let mut yields = 0;
     while w.run(&mut ctx).unwrap() == WaveExit::Yield {
