@@ -126,6 +126,55 @@ impl LdsPlan {
     }
 }
 
+/// A planned DS load or store as a fused run (`valu::jit`) takes it: the address
+/// register, the registers of the data, and each dword's byte offset from the
+/// address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LdsFusion {
+    /// Registers to LDS (else LDS to registers).
+    pub(crate) store: bool,
+    /// The address register.
+    pub(crate) addr: u16,
+    /// The first destination register (a load: dword i goes to `regs + i`) or the
+    /// data register (a store).
+    pub(crate) regs: u16,
+    /// Byte offset from the lane's address of each dword (`words[..n]`): slot 0's
+    /// dwords, then slot 1's.
+    pub(crate) words: [u32; 4],
+    /// Dwords per lane (1 to 4).
+    pub(crate) n: usize,
+    /// Whether lanes may address consecutive dwords (lane l at `addr[0] + 4l`): the
+    /// one-dword forms (`ds_read_b32`, `ds_write_b32`). Every load may also have one
+    /// address for all lanes; a store must be consecutive.
+    pub(crate) consecutive: bool,
+}
+
+impl LdsPlan {
+    /// The plan as a fused run takes it: the loads, and the one-dword stores
+    /// (`ds_write_b32`); `None` for the other stores and `ds_bpermute_b32`.
+    pub(crate) fn fusion(&self) -> Option<LdsFusion> {
+        let dwords = self.bytes / 4;
+        let one = self.slots == 1 && dwords == 1;
+        let mut words = [0u32; 4];
+        for (i, w) in words.iter_mut().take(self.slots * dwords).enumerate() {
+            *w = self.offs[i / dwords] + 4 * (i % dwords) as u32;
+        }
+        let (store, regs) = match self.kind {
+            Kind::Load => (false, self.dst),
+            Kind::Store if one => (true, self.data[0]),
+            _ => return None,
+        };
+        Some(LdsFusion {
+            store,
+            addr: u16::try_from(self.addr).ok()?,
+            regs: u16::try_from(regs).ok()?,
+            words,
+            n: self.slots * dwords,
+            consecutive: one,
+        })
+    }
+}
+
 /// Runs `p` on `w` over the workgroup's `lds`. Returns false, having changed
 /// nothing, when a load or store has an empty EXEC or an active lane's access
 /// leaves the LDS (the general path then runs and reports the lane).

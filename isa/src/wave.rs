@@ -355,7 +355,7 @@ impl Wave {
                 let (e, flow) = 'flow: {
                     #[cfg(target_arch = "x86_64")]
                     if let (Some(f), true) = (&e.fused, fused_ok) {
-                        match crate::valu::run_fused(self, f) {
+                        match crate::valu::run_fused(self, f, ctx.lds) {
                             // Nothing ran: the interpreter runs the entry.
                             Ran::Stopped(0) => {}
                             Ran::Stopped(n) => {

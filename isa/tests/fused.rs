@@ -985,3 +985,138 @@ fn scalar_forms_give_the_interpreters_results_on_edge_values() {
         }
     }
 }
+
+/// Bytes of the LDS the LDS programs run over.
+const LDS_BYTES: usize = 2048;
+
+/// `w`'s address registers v12..v15, each one shape at random: one address for every
+/// lane, consecutive dwords, scattered addresses, or ranges that leave the LDS (in
+/// some lanes or in all).
+fn lds_addresses(rng: &mut Rng, w: &mut Wave) {
+    let top = LDS_BYTES as u32;
+    for r in 12..16 {
+        let shape = rng.below(8);
+        let base = rng.below(LDS_BYTES - 512) as u32 & !3;
+        for l in 0..WAVE_SIZE {
+            w.vgpr[r][l] = match shape {
+                0 | 1 => base,
+                // Unaligned, one for all.
+                2 => base | 1,
+                3 | 4 => base + 4 * l as u32,
+                5 => rng.below(LDS_BYTES - 8) as u32,
+                // The last lanes past the end.
+                6 => top - 128 + 4 * l as u32,
+                _ => top + 64,
+            };
+        }
+    }
+}
+
+/// Runs `program` from `start` on `w` over `lds` until it ends or faults.
+fn run_lds(
+    mem: &TestMemory,
+    program: &Program,
+    start: u64,
+    mut w: Wave,
+    lds: &mut [u8],
+) -> (Wave, String) {
+    w.pc = start;
+    let mut ctx = WaveContext {
+        program,
+        memory: mem,
+        lds,
+        apertures: Apertures::KFD,
+        stop: None,
+        max_instructions: 1_000_000,
+        yield_after: u64::MAX,
+    };
+    let exit = format!("{:?}", w.run(&mut ctx));
+    (w, exit)
+}
+
+/// A random LDS instruction of the forms fused runs take (and `ds_write2_b32`, which
+/// they do not), through the address registers v12..v15.
+fn lds_inst(rng: &mut Rng) -> String {
+    let a = 12 + rng.below(4);
+    let d = rng.below(VREGS);
+    let pair = 2 * rng.below(VREGS / 2);
+    let off = if rng.below(2) == 0 {
+        4 * rng.below(64)
+    } else {
+        rng.below(1000)
+    };
+    match rng.below(6) {
+        0 | 1 => format!("ds_read_b32 v{d}, v{a} offset:{off}"),
+        2 => format!(
+            "ds_read2_b32 v[{pair}:{}], v{a} offset0:{} offset1:{}",
+            pair + 1,
+            rng.below(256),
+            rng.below(256)
+        ),
+        3 => format!("ds_read_b64 v[{pair}:{}], v{a} offset:{off}", pair + 1),
+        4 => format!("ds_write_b32 v{a}, v{d} offset:{off}"),
+        _ => format!(
+            "ds_write2_b32 v{a}, v{d}, v{} offset0:{} offset1:{}",
+            rng.below(VREGS),
+            rng.below(256),
+            rng.below(256)
+        ),
+    }
+}
+
+#[test]
+fn lds_accesses_in_fused_runs_give_the_interpreters_results() {
+    let mut rng = Rng(0x5EED_00D5);
+    let mem = TestMemory::default();
+    let mut fused = 0;
+    for case in 0..120 {
+        let src: Vec<String> = (0..16)
+            .map(|_| match rng.below(8) {
+                0..=2 => lds_inst(&mut rng),
+                // An address register written inside a run (the accesses after it
+                // through that register then start another run).
+                3 if rng.below(3) == 0 => {
+                    format!(
+                        "v_add_u32_e32 v{}, 4, v{}",
+                        12 + rng.below(4),
+                        12 + rng.below(4)
+                    )
+                }
+                _ => Gen { rng: &mut rng }.inst(),
+            })
+            .collect();
+        let text = src.join("\n") + "\ns_endpgm\n";
+        let (with, without, start) = programs(&mem, &text);
+        let exec = if case % 4 == 3 {
+            u64::MAX >> 3
+        } else {
+            u64::MAX
+        };
+        let seed = rng.next() | 1;
+        let wave = || {
+            let mut r = Rng(seed);
+            let mut w = random_wave(&mut r, exec);
+            lds_addresses(&mut r, &mut w);
+            w
+        };
+        let bytes: Vec<u8> = (0..LDS_BYTES).map(|i| (i * 7 + case) as u8).collect();
+        let (mut lds_a, mut lds_b) = (bytes.clone(), bytes);
+        let (a, exit_a) = run_lds(&mem, &with, start, wave(), &mut lds_a);
+        let (b, exit_b) = run_lds(&mem, &without, start, wave(), &mut lds_b);
+        assert_eq!(exit_a, exit_b, "case {case}:\n{text}");
+        for reg in 0..16 {
+            assert_eq!(
+                a.vgpr[reg], b.vgpr[reg],
+                "v{reg} differs, case {case}:\n{text}"
+            );
+        }
+        assert_eq!(a.sgpr, b.sgpr, "sgprs differ, case {case}:\n{text}");
+        assert_eq!(a.scc, b.scc, "SCC differs, case {case}:\n{text}");
+        assert_eq!(a.instructions, b.instructions, "case {case}");
+        assert!(lds_a == lds_b, "the LDS differs, case {case}:\n{text}");
+        fused += with.fused_instructions(start);
+    }
+    if fuses() {
+        assert!(fused > 120 * 16 / 4, "only {fused} instructions ran fused");
+    }
+}

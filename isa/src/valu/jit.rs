@@ -27,6 +27,13 @@
 //! writes EXEC, whose mask destination overlaps an earlier one without being equal
 //! to it, or that needs a fifth mask.
 //!
+//! LDS loads and one-dword stores join too ([`Builder::push_lds`]): LLVM 16's device
+//! runtime reads and writes its team state in LDS at every loop chunk, between the
+//! VALU ops of the chunk's bookkeeping, and each access used to end a run and cost
+//! a dispatch of its own. The loads are read into frame rows before the ops run
+//! (when their lanes address one dword for all, or consecutive dwords), the store
+//! writes in group order (consecutive dwords).
+//!
 //! Scalar instructions join the run when they fall through and touch only scalar
 //! registers (EXEC among them) and SCC ([`Builder::push_scalar`], [`emit_native`]:
 //! SOP2 arithmetic, logic, shifts, selects and multiplies, SOPC and SOPK compares,
@@ -43,15 +50,19 @@
 //! ops, the MODE the f64 plans need (round to nearest even, f64 denormals kept);
 //! and EXEC all ones once the scalar instructions before the first vector op (the
 //! prefix) ran (the plans then write every lane; with a partial EXEC the run stops
-//! there, and the interpreter runs the rest one by one).
+//! there, and the interpreter runs the rest one by one); at the same point, the
+//! shape of each LDS access's addresses and its range inside the LDS (else the run
+//! stops there too, and the interpreter reports any fault).
 //!
 //! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
 //! are encoded by [`vex`]), entered with the System V ABI, rdi = the vector file
 //! (lane 0 of register 0), rsi = the scalar file, rdx = SCC (a byte, 0 or 1; kept in
-//! r8). Scalar instructions use rax, rcx and r9. The vector ops' frame: 32-byte rows (row 0: the
-//! lane bits 1, 2, ... 128; then one row per scalar or constant source, its value in
-//! 8 lanes), then one qword per mask read from before the run and one accumulator
-//! per mask of the run. ymm14 holds the sign bias (0x8000_0000 per lane) of the
+//! r8), rcx = the LDS and r8 = its size in bytes (kept in r10 and r11 by a run with
+//! LDS accesses). Scalar instructions use rax, rcx and r9. The vector ops' frame:
+//! 32-byte rows (row 0: the lane bits 1, 2, ... 128; then one row per scalar or
+//! constant source, its value in 8 lanes), then one qword per mask read from before
+//! the run and one accumulator per mask of the run; below the saved rbp, one
+//! 64-lane row per dword an LDS load read, then the store's host address. ymm14 holds the sign bias (0x8000_0000 per lane) of the
 //! unsigned compares, ymm8..ymm11 the run's masks for the current group. rdx is the
 //! group's byte offset in a register row, rcx the group's number g (its 8 bits of a
 //! 64-lane mask are the mask's byte g).
@@ -65,6 +76,7 @@ use super::fp::FpMode;
 use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
 use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp, SoppOp};
+use crate::lds::{LdsFusion, LdsPlan};
 use crate::operand::code;
 use crate::salu::{lshl_add_shift, Dst, Native, NativeForm, Src};
 use crate::wave::{Wave, WAVE_SIZE};
@@ -77,6 +89,10 @@ const MASK_BASE: u8 = 8;
 const ROW: i32 = (WAVE_SIZE * 4) as i32;
 /// Scalar-file index of EXEC's low dword.
 const EXEC_LO: u8 = 126;
+/// Most LDS accesses one run makes.
+const MAX_LDS: usize = 8;
+/// Most dwords per lane one run loads from the LDS (each a frame row of 64 lanes).
+const MAX_LDS_ROWS: usize = 8;
 
 /// One dword source of a fused op, as 8 lanes of a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +101,9 @@ enum Val {
     Row(u16),
     /// Frame row `k` (a scalar or constant, the same in every group).
     Const(usize),
+    /// Loaded-lanes row `k`: 64 lanes read from the LDS before the run's ops (see
+    /// [`Builder::push_lds`]).
+    Lanes(u8),
 }
 
 /// A lane mask a fused op reads.
@@ -173,6 +192,21 @@ enum Op {
         lo: Val,
         hi: Val,
     },
+    /// The run's LDS store (`ds_write_b32`, consecutive lanes): the group's 8 lanes
+    /// of `data` to the LDS, at the host address the frame keeps at `rbp + at` plus
+    /// the group's offset.
+    LdsStore {
+        data: Val,
+        at: i32,
+    },
+}
+
+/// An LDS access of a run (see [`Builder::push_lds`]).
+#[derive(Clone, Copy, Debug)]
+struct LdsAccess {
+    f: LdsFusion,
+    /// A load's first loaded-lanes row (its dword i in row `row + i`).
+    row: u8,
 }
 
 /// A run being built, op by op.
@@ -215,6 +249,14 @@ pub(crate) struct Builder {
     /// Scalar dwords the op being lowered reads and writes.
     op_reads: u128,
     op_writes: u128,
+    /// Vector-file registers the run's ops write so far (bit per register, below 512).
+    vwritten: [u64; 8],
+    /// The run's LDS accesses, in program order.
+    lds: Vec<LdsAccess>,
+    /// Loaded-lanes rows so far.
+    lds_rows: usize,
+    /// Whether the run stores to the LDS (its last LDS access then).
+    lds_stored: bool,
 }
 
 impl Builder {
@@ -378,7 +420,74 @@ impl Builder {
 
     fn dst(&mut self, d: u16, width: usize) -> u16 {
         self.rows = self.rows.max(usize::from(d) + width);
+        for r in usize::from(d)..usize::from(d) + width {
+            if let Some(w) = self.vwritten.get_mut(r / 64) {
+                *w |= 1 << (r % 64);
+            }
+        }
         d
+    }
+
+    /// Whether an op of the run so far writes vector register `r`.
+    fn row_written(&self, r: u16) -> bool {
+        let r = usize::from(r);
+        self.vwritten
+            .get(r / 64)
+            .is_none_or(|w| w >> (r % 64) & 1 == 1)
+    }
+
+    /// Appends an LDS load or store; false (the run unchanged) if it does not join.
+    ///
+    /// The run reads every LDS dword it loads before its ops run, into frame rows
+    /// (each loaded dword then a move from its row, in op order); its one store, if
+    /// any, writes in group order where it stands. That gives the program's results
+    /// when nothing the run does before an access changes what the access reads: its
+    /// address register is written by no earlier op of the run, and no load follows
+    /// the store (so at most one store, and only as the run's last LDS access). What
+    /// each access's lanes address is checked before the run does anything (after its
+    /// prefix, with the EXEC check): a load's, one address for every lane or (the
+    /// one-dword form) consecutive dwords; the store's, consecutive dwords; and every
+    /// dword inside the LDS. Else the run stops there, as it does for a partial EXEC,
+    /// and the interpreter runs the rest (and reports any fault).
+    fn push_lds(&mut self, p: &LdsPlan) -> bool {
+        if self.exec_written
+            || self.branch.is_some()
+            || self.entries >= usize::from(u8::MAX)
+            || self.lds_stored
+            || self.lds.len() == MAX_LDS
+        {
+            return false;
+        }
+        let Some(f) = p.fusion() else { return false };
+        if self.row_written(f.addr) {
+            return false;
+        }
+        let row = self.lds_rows;
+        if f.store {
+            let data = Val::Row(f.regs);
+            self.rows = self.rows.max(usize::from(f.regs) + 1);
+            self.ops.push(Op::LdsStore {
+                data,
+                at: -(ROW * row as i32) - 8,
+            });
+            self.lds_stored = true;
+        } else {
+            if row + f.n > MAX_LDS_ROWS {
+                return false;
+            }
+            for i in 0..f.n {
+                let d = self.dst(f.regs + i as u16, 1);
+                self.ops.push(Op::Mov {
+                    d,
+                    a: Val::Lanes((row + i) as u8),
+                });
+            }
+            self.lds_rows += f.n;
+        }
+        self.rows = self.rows.max(usize::from(f.addr) + 1);
+        self.lds.push(LdsAccess { f, row: row as u8 });
+        self.entries += 1;
+        true
     }
 
     fn lower(&mut self, p: &IntPlan) -> Option<Op> {
@@ -523,11 +632,13 @@ impl Builder {
     }
 }
 
-/// A run's compiled code: System V, (vector file, scalar file, SCC) -> 0: it ran
+/// A run's compiled code: System V, (vector file, scalar file, SCC, the LDS, its
+/// size in bytes) -> 0: it ran
 /// and falls through (its branch, if any, not taken); 1: it ran and its branch is
 /// taken; 2: it stopped after its prefix (the scalar instructions before its first
-/// vector op), EXEC then not being all ones.
-type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool) -> u32;
+/// vector op), EXEC then not being all ones or an LDS access's lanes not addressing
+/// what the run can do (see [`Builder::push_lds`]).
+type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool, *mut u8, usize) -> u32;
 
 /// The executable buffer holding the compiled runs of one block; the block keeps it
 /// (alive as long as its entries, and so their [`Fused`] entry points).
@@ -609,9 +720,9 @@ pub(crate) enum Ran {
     Jump(u64),
 }
 
-/// Runs `f` on `w` (see [`Ran`]).
+/// Runs `f` on `w`, over its workgroup's `lds` (see [`Ran`]).
 #[inline]
-pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> Ran {
+pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8]) -> Ran {
     if f.vector && w.vgpr.len() < usize::from(f.rows) {
         return Ran::Stopped(0);
     }
@@ -625,11 +736,13 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused) -> Ran {
     let sgpr = w.sgpr.as_mut_ptr();
     let scc: *mut bool = &mut w.scc;
     // SAFETY: `f.func` is code `emit_run` generated (compiled only on hosts with
-    // AVX2, kept alive by the block whose entry holds `f`). It reads and writes the lanes of vector-file
-    // registers below `f.rows` (only if `f.vector`), which is within `w.vgpr`
-    // (checked above), scalar-file dwords below 128 (`Builder` takes indices only
-    // from plans, all below 128), `w.scc` (stored as 0 or 1) and its own stack frame.
-    match unsafe { (f.func)(vgpr, sgpr, scc) } {
+    // AVX2, kept alive by the block whose entry holds `f`). It reads and writes the
+    // lanes of vector-file registers below `f.rows` (only if `f.vector`), which is
+    // within `w.vgpr` (checked above), scalar-file dwords below 128 (`Builder` takes
+    // indices only from plans, all below 128), `w.scc` (stored as 0 or 1), its own
+    // stack frame, and bytes of `lds` below `lds.len()` (each access's range is
+    // checked against the length before the run reads or writes any).
+    match unsafe { (f.func)(vgpr, sgpr, scc, lds.as_mut_ptr(), lds.len()) } {
         0 => Ran::Next,
         1 => Ran::Jump(f.target),
         _ => Ran::Stopped(usize::from(f.prefix)),
@@ -1005,6 +1118,149 @@ fn load(a: &mut Assembler, y: u8, v: Val) {
             let disp = 32 * k as i32;
             dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rsp + disp]);
         }
+        Val::Lanes(k) => {
+            let disp = lanes_row(k);
+            dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rbp + rdx + disp]);
+        }
+    }
+}
+
+/// The frame offset (from rbp) of loaded-lanes row `k`: the rows lie below the
+/// saved rbp, row 0 highest.
+fn lanes_row(k: u8) -> i32 {
+    -ROW * (i32::from(k) + 1)
+}
+
+/// Checks the LDS accesses of a run before it does anything (after its prefix):
+/// a load's lanes address one dword for all or (`consecutive`) consecutive dwords,
+/// a store's consecutive dwords, every dword inside the LDS (r11 = its size); else
+/// the run stops (returns 2). Leaves in r11 bit i set when access i is consecutive
+/// (clear: one address). Uses rax, rcx, r9, ymm0..ymm5.
+fn emit_lds_checks(a: &mut Assembler, b: &Builder) {
+    if b.lds.is_empty() {
+        return;
+    }
+    let stop = a.new_dynamic_label();
+    let done = a.new_dynamic_label();
+    dynasm!(a ; .arch x64 ; xor ecx, ecx);
+    for (i, x) in b.lds.iter().enumerate() {
+        let row = i32::from(x.f.addr) * ROW;
+        let next = a.new_dynamic_label();
+        // rax = lane 0's address (zero-extended), ymm0 = it in every lane.
+        dynasm!(a
+            ; .arch x64
+            ; mov eax, [rdi + row]
+            ; vmovd xmm0, eax
+            ; vpbroadcastd ymm0, xmm0
+        );
+        if !x.f.store {
+            let end = x.f.words[..x.f.n].iter().max().map_or(0, |&w| w as i32) + 4;
+            let consecutive = a.new_dynamic_label();
+            dynasm!(a ; .arch x64 ; vpcmpeqd ymm1, ymm0, [rdi + row]);
+            for g in 1..8 {
+                let disp = row + 32 * g;
+                dynasm!(a ; .arch x64 ; vpcmpeqd ymm2, ymm0, [rdi + disp] ; vpand ymm1, ymm1, ymm2);
+            }
+            dynasm!(a
+                ; .arch x64
+                ; vpcmpeqd ymm5, ymm5, ymm5
+                ; vptest ymm1, ymm5
+                ; jnc =>consecutive
+                ; lea r9, [rax + end]
+                ; cmp r9, r11
+                ; ja =>stop
+                ; jmp =>next
+                ; =>consecutive
+            );
+        }
+        if x.f.consecutive {
+            let end = x.f.words[0] as i32 + ROW;
+            // ymm2 = the addresses group 0 must hold (lane 0's + 4 per lane), then
+            // each next group's (+ 32).
+            dynasm!(a
+                ; .arch x64
+                ; mov r9, QWORD 0x1c18_1410_0c08_0400
+                ; vmovq xmm2, r9
+                ; vpmovzxbd ymm2, xmm2
+                ; vpaddd ymm2, ymm2, ymm0
+                ; mov r9d, 32
+                ; vmovd xmm3, r9d
+                ; vpbroadcastd ymm3, xmm3
+                ; vpcmpeqd ymm1, ymm2, [rdi + row]
+            );
+            for g in 1..8 {
+                let disp = row + 32 * g;
+                dynasm!(a
+                    ; .arch x64
+                    ; vpaddd ymm2, ymm2, ymm3
+                    ; vpcmpeqd ymm4, ymm2, [rdi + disp]
+                    ; vpand ymm1, ymm1, ymm4
+                );
+            }
+            let bit = i as i8;
+            dynasm!(a
+                ; .arch x64
+                ; vpcmpeqd ymm5, ymm5, ymm5
+                ; vptest ymm1, ymm5
+                ; jnc =>stop
+                ; lea r9, [rax + end]
+                ; cmp r9, r11
+                ; ja =>stop
+                ; bts rcx, BYTE bit
+            );
+        } else {
+            dynasm!(a ; .arch x64 ; jmp =>stop);
+        }
+        dynasm!(a ; .arch x64 ; =>next);
+    }
+    dynasm!(a
+        ; .arch x64
+        ; mov r11, rcx
+        ; jmp =>done
+        ; =>stop
+        ; vzeroupper
+        ; mov eax, 2
+        ; ret
+        ; =>done
+    );
+}
+
+/// Reads the run's LDS loads into their loaded-lanes rows and keeps its store's host
+/// address in the frame (r10 = the LDS, r11 as [`emit_lds_checks`] leaves it).
+fn emit_lds_rows(a: &mut Assembler, b: &Builder) {
+    for (i, x) in b.lds.iter().enumerate() {
+        let row = i32::from(x.f.addr) * ROW;
+        // rax = the host address of lane 0's dword.
+        dynasm!(a ; .arch x64 ; mov eax, [rdi + row] ; add rax, r10);
+        if x.f.store {
+            let off = x.f.words[0] as i32;
+            let at = -(ROW * i32::from(x.row)) - 8;
+            dynasm!(a ; .arch x64 ; add rax, off ; mov [rbp + at], rax);
+            continue;
+        }
+        let consecutive = a.new_dynamic_label();
+        let done = a.new_dynamic_label();
+        if x.f.consecutive {
+            let bit = i as i8;
+            dynasm!(a ; .arch x64 ; bt r11, BYTE bit ; jc =>consecutive);
+        }
+        for (k, &w) in x.f.words[..x.f.n].iter().enumerate() {
+            let off = w as i32;
+            dynasm!(a ; .arch x64 ; vpbroadcastd ymm0, DWORD [rax + off]);
+            for g in 0..8 {
+                let disp = lanes_row(x.row + k as u8) + 32 * g;
+                dynasm!(a ; .arch x64 ; vmovdqu [rbp + disp], ymm0);
+            }
+        }
+        if x.f.consecutive {
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>consecutive);
+            for g in 0..8 {
+                let src = x.f.words[0] as i32 + 32 * g;
+                let disp = lanes_row(x.row) + 32 * g;
+                dynasm!(a ; .arch x64 ; vmovdqu ymm0, [rax + src] ; vmovdqu [rbp + disp], ymm0);
+            }
+        }
+        dynasm!(a ; .arch x64 ; =>done);
     }
 }
 
@@ -1139,6 +1395,10 @@ fn live_masks(ops: &[Op]) -> Vec<bool> {
 /// Emits one run; returns its entry point.
 fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
     let start = a.offset();
+    if !b.lds.is_empty() {
+        // The LDS and its size, out of the argument registers the code uses.
+        dynasm!(a ; .arch x64 ; mov r10, rcx ; mov r11, r8);
+    }
     dynasm!(a ; .arch x64 ; mov r8, rdx);
     let (before, after) = b.scalars.split_at(b.hoisted.min(b.scalars.len()));
     let (prefix, before) = before.split_at(b.prefix.min(before.len()));
@@ -1157,6 +1417,7 @@ fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
             ; ret
             ; =>go
         );
+        emit_lds_checks(a, b);
     }
     for n in before {
         emit_native(a, n);
@@ -1165,7 +1426,10 @@ fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
         let rows = 1 + b.consts.len() as i32;
         let ext = 32 * rows;
         let acc = ext + 8 * b.ext.len() as i32;
-        let size = (acc + 8 * b.masks.len() as i32 + 31) & !31;
+        // The loaded-lanes rows and the store's address lie below the saved rbp, the
+        // rest above rsp.
+        let lds = ROW * b.lds_rows as i32 + if b.lds_stored { 8 } else { 0 };
+        let size = (acc + 8 * b.masks.len() as i32 + lds + 31) & !31;
         let f = Frame { ext, acc, size };
         dynasm!(a
             ; .arch x64
@@ -1245,6 +1509,7 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
     for (k, s) in b.consts.iter().enumerate() {
         splat(a, *s, 32 * (k as i32 + 1));
     }
+    emit_lds_rows(a, b);
     if b.ops.iter().any(Op::needs_bias) {
         let v = 0x8000_0000u32 as i32;
         dynasm!(a ; .arch x64 ; mov eax, v ; vmovd Rx(BIAS), eax ; vpbroadcastd Ry(BIAS), Rx(BIAS));
@@ -1683,6 +1948,10 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
             store(a, d, 2);
             store(a, d + 1, 3);
         }
+        Op::LdsStore { data, at } => {
+            load(a, 0, data);
+            dynasm!(a ; .arch x64 ; mov rax, [rbp + at] ; vmovdqu [rax + rdx], ymm0);
+        }
     }
 }
 
@@ -1690,6 +1959,8 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
 pub(crate) enum Slot<'p> {
     /// An integer VALU plan.
     Int(&'p IntPlan),
+    /// A planned DS instruction (the loads and one-dword stores join).
+    Lds(&'p LdsPlan),
     /// A scalar instruction that falls through and touches only the scalar file and
     /// SCC (see `ScalarPlan::native`).
     Scalar(Native),
@@ -1710,6 +1981,7 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
         for slot in &slots[i..] {
             let joined = match slot {
                 Slot::Int(p) => b.push(p),
+                Slot::Lds(p) => b.push_lds(p),
                 Slot::Scalar(n) => b.push_scalar(n),
                 Slot::Other => false,
             };
