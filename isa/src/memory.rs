@@ -67,6 +67,26 @@ impl Cached {
     }
 }
 
+/// A cached region as compiled code reads it (see [`RegionCache::windows`]): device
+/// addresses `[base, end)` at host address `host`.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub(crate) struct Window {
+    pub(crate) base: u64,
+    pub(crate) end: u64,
+    pub(crate) host: *mut u8,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Self {
+            base: 0,
+            end: 0,
+            host: std::ptr::null_mut(),
+        }
+    }
+}
+
 /// A checked, in-bounds host location of a device access: produced only by
 /// [`RegionCache::translate`], so the pointer is valid for `len` bytes.
 #[derive(Clone, Copy)]
@@ -904,6 +924,25 @@ impl RegionCache {
         self.next_victim = 0;
         self.private.clear();
         self.private.extend(private.iter().map(Cached::of));
+    }
+
+    /// The cached regions, for compiled code (`valu::jit`) that looks up a range
+    /// itself: the private ones, then the recent ones (the order of the lookups
+    /// here), at most `out.len()`, written to the front of `out`. Returns how many.
+    /// Each window's host pointer stays valid while the cache keeps the region, that
+    /// is, until the cache is next changed.
+    pub(crate) fn windows(&self, out: &mut [Window]) -> usize {
+        let cached = self.private.iter().chain(self.recent.iter());
+        let mut n = 0;
+        for (w, c) in out.iter_mut().zip(cached) {
+            *w = Window {
+                base: c.base,
+                end: c.end,
+                host: c.host,
+            };
+            n += 1;
+        }
+        n
     }
 
     /// The cached region containing `[addr, addr+size)`: its index among the private

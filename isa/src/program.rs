@@ -424,6 +424,7 @@ fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu
     let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| match &e.run {
         Run::Int(p) => Slot::Int(p),
         Run::Lds(p) => Slot::Lds(p),
+        Run::Flat(p) => Slot::Flat(p),
         Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
         _ => Slot::Other,
     }));

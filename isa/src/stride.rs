@@ -17,14 +17,21 @@
 
 /// Slots of a [`StrideTable`]: a kernel's loop body has a handful of consecutive
 /// accesses.
-const SLOTS: usize = 8;
+pub(crate) const SLOTS: usize = 8;
 
 /// The largest stride predicted (bytes either way): beyond it a "stride" is a jump
 /// between unrelated arrays, not a walk.
-const MAX_STRIDE: u64 = 1 << 30;
+pub(crate) const MAX_STRIDE: u64 = 1 << 30;
+
+/// Byte offset of [`StrideTable`]'s `next` (after its slots of three qwords each:
+/// key, last base, last stride), for the compiled form of
+/// [`observe`](StrideTable::observe) in fused runs (`valu::jit`, which keeps to the
+/// rule written here).
+pub(crate) const NEXT_OFFSET: i32 = 24 * SLOTS as i32;
 
 /// One instruction's history: its key, the last base address and the last stride.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 struct Slot {
     key: u64,
     last: u64,
@@ -33,7 +40,8 @@ struct Slot {
 
 /// A table of per-instruction strides (see the module documentation), fully
 /// associative: a new instruction replaces the slot filled longest ago.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub(crate) struct StrideTable {
     slots: [Slot; SLOTS],
     /// The slot the next new instruction takes.
@@ -68,6 +76,17 @@ impl StrideTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_layout_is_what_compiled_code_reads() {
+        assert_eq!(
+            std::mem::offset_of!(StrideTable, next),
+            NEXT_OFFSET as usize
+        );
+        assert_eq!(std::mem::size_of::<Slot>(), 24);
+        assert_eq!(std::mem::offset_of!(Slot, last), 8);
+        assert_eq!(std::mem::offset_of!(Slot, stride), 16);
+    }
 
     #[test]
     fn a_stride_is_predicted_once_seen_twice_in_a_row() {

@@ -337,6 +337,28 @@ pub(crate) struct FlatPlan {
     reg: Option<usize>,
 }
 
+/// A planned FLAT or GLOBAL access as a fused run makes it (see `valu::jit`, which
+/// runs it only when its lanes address consecutive elements, as
+/// [`Wave::run_flat_plan`] does first, and stops the run otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FlatFusion {
+    /// FLAT (the LDS and scratch apertures must be excluded) rather than GLOBAL.
+    pub(crate) flat: bool,
+    /// Bytes per lane: 4 or 8.
+    pub(crate) bytes: u8,
+    /// A load (else a store).
+    pub(crate) load: bool,
+    /// Vector-file index of the address pair's low dword.
+    pub(crate) vaddr: u16,
+    /// The instruction's immediate byte offset.
+    pub(crate) offset: i64,
+    /// Vector-file index of a load's destination or a store's data (a qword's low
+    /// dword; its high dword in the next register).
+    pub(crate) reg: u16,
+    /// The plan's key in the wave's [`StrideTable`](crate::stride::StrideTable).
+    pub(crate) key: u64,
+}
+
 /// A wave's note of a gather that deferred itself (see `Wave::gather_fast`): the key
 /// of its plan ([`FlatPlan::key`]) while it waits, and its lanes' addresses and
 /// their bounds, kept until it resumes at the same instruction, its lines then on
@@ -386,6 +408,20 @@ impl FlatPlan {
     fn key(&self) -> u64 {
         let reg = self.reg.map_or(0x3FF, |r| r as u64);
         (self.vaddr as u64) | reg << 10 | u64::from(self.load) << 20 | (self.offset as u64) << 21
+    }
+
+    /// The plan as a fused run takes it (`valu::jit`): every FLAT or GLOBAL load or
+    /// store of this kind that has its registers (a load, its destination).
+    pub(crate) fn fusion(&self) -> Option<FlatFusion> {
+        Some(FlatFusion {
+            flat: self.flat,
+            bytes: self.bytes,
+            load: self.load,
+            vaddr: u16::try_from(self.vaddr).ok()?,
+            offset: self.offset,
+            reg: u16::try_from(self.reg?).ok()?,
+            key: self.key(),
+        })
     }
 
     /// The plan of `i`, if its form has one (see [`FlatPlan`]).

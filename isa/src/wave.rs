@@ -301,6 +301,14 @@ impl Wave {
         }
     }
 
+    /// Whether `self` and `other` hold the same stride history (see `stride`; no
+    /// state a program can observe). For tests that compare a fused run's
+    /// bookkeeping with the interpreter's.
+    #[doc(hidden)]
+    pub fn same_strides(&self, other: &Wave) -> bool {
+        self.strides == other.strides
+    }
+
     /// [`run`](Self::run), entering blocks through `blocks` rather than the wave's own
     /// cache: the cache of the thread that runs the wave, shared by the waves it runs
     /// one after another (a workgroup's waves take turns at every barrier and every
@@ -355,7 +363,7 @@ impl Wave {
                 let (e, flow) = 'flow: {
                     #[cfg(target_arch = "x86_64")]
                     if let (Some(f), true) = (&e.fused, fused_ok) {
-                        match crate::valu::run_fused(self, f, ctx.lds) {
+                        match crate::valu::run_fused(self, f, ctx) {
                             // Nothing ran: the interpreter runs the entry.
                             Ran::Stopped(0) => {}
                             Ran::Stopped(n) => {

@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{assemble, TestMemory};
-use isa::{Apertures, MemoryRegion, Program, Wave, WaveContext, WaveExit, WAVE_SIZE};
+use isa::{Apertures, HostRegion, MemoryRegion, Program, Wave, WaveContext, WaveExit, WAVE_SIZE};
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
@@ -1118,5 +1118,181 @@ fn lds_accesses_in_fused_runs_give_the_interpreters_results() {
     }
     if fuses() {
         assert!(fused > 120 * 16 / 4, "only {fused} instructions ran fused");
+    }
+}
+
+/// Bytes of the data region the FLAT programs access.
+const DATA_BYTES: u64 = 16384;
+
+/// `w`'s address pairs v[12:13] and v[14:15], each one shape at random around the
+/// data region at `base`: consecutive dwords or qwords (aligned, or one byte off),
+/// one lane out of step, scattered, a range running past the region's end, the high
+/// dwords differing in one lane, or the LDS aperture.
+fn flat_addresses(rng: &mut Rng, w: &mut Wave, base: u64) {
+    for r in [12, 14] {
+        let shape = rng.below(10);
+        let start = base + (rng.below(DATA_BYTES as usize / 2) as u64 & !7);
+        let step = if rng.below(2) == 0 { 4 } else { 8 };
+        let odd = rng.below(WAVE_SIZE);
+        for l in 0..WAVE_SIZE {
+            let at = start + step * l as u64;
+            let a = match shape {
+                0..=3 => at,
+                4 => at + 1,
+                5 if l == odd => at + 4 * step,
+                5 => at,
+                6 => base + (rng.below(DATA_BYTES as usize - 8) as u64 & !7),
+                7 => base + DATA_BYTES - 256 + step * l as u64,
+                8 if l == odd => at | 1 << 32,
+                8 => at,
+                _ => Apertures::KFD.shared_base + 8 * l as u64,
+            };
+            (w.vgpr[r][l], w.vgpr[r + 1][l]) = (a as u32, (a >> 32) as u32);
+        }
+    }
+}
+
+/// A random FLAT or GLOBAL load or store of the forms fused runs take (and a
+/// `flat_load_dwordx4`, which they do not), through v[12:13] or v[14:15].
+fn flat_inst(rng: &mut Rng) -> String {
+    let a = if rng.below(2) == 0 {
+        "v[12:13]"
+    } else {
+        "v[14:15]"
+    };
+    let d = rng.below(VREGS);
+    let pair = 2 * rng.below(VREGS / 2);
+    let off = 8 * rng.below(64);
+    match rng.below(9) {
+        0 | 1 => format!("flat_load_dword v{d}, {a} offset:{off}"),
+        2 | 3 => format!("flat_load_dwordx2 v[{pair}:{}], {a} offset:{off}", pair + 1),
+        4 => format!("flat_store_dword {a}, v{d} offset:{off}"),
+        5 => format!(
+            "flat_store_dwordx2 {a}, v[{pair}:{}] offset:{off}",
+            pair + 1
+        ),
+        6 => format!(
+            "global_load_dwordx2 v[{pair}:{}], {a}, off offset:-{off}",
+            pair + 1
+        ),
+        7 => format!("global_store_dword {a}, v{d}, off"),
+        _ => format!("flat_load_dwordx4 v[0:3], {a}"),
+    }
+}
+
+/// Runs `text` from `wave` on a program with fusion and on one without, each from
+/// the same contents of `data` and the LDS; panics on a difference in the registers,
+/// SCC, the instruction count, the exit, the data, the LDS or the stride history.
+/// Returns the instructions of the block at byte `block` of the program that ran
+/// fused.
+fn compare_memory_runs(
+    mem: &TestMemory,
+    data: &HostRegion,
+    text: &str,
+    block: u64,
+    wave: impl Fn() -> Wave,
+) -> usize {
+    let (with, without, start) = programs(mem, text);
+    let mut init = vec![0u8; DATA_BYTES as usize];
+    for (i, b) in init.iter_mut().enumerate() {
+        *b = (i * 13 + text.len()) as u8;
+    }
+    let mut out = Vec::new();
+    for program in [&with, &without] {
+        assert!(data.write_bytes(0, &init));
+        let mut lds: Vec<u8> = (0..64).map(|i| i as u8).collect();
+        let (w, exit) = run_lds(mem, program, start, wave(), &mut lds);
+        let mut bytes = vec![0u8; DATA_BYTES as usize];
+        assert!(data.read_bytes(0, &mut bytes));
+        out.push((w, exit, bytes, lds));
+    }
+    let (a, b) = (&out[0], &out[1]);
+    assert_eq!(a.1, b.1, "exits differ:\n{text}");
+    for reg in 0..16 {
+        assert_eq!(a.0.vgpr[reg], b.0.vgpr[reg], "v{reg} differs:\n{text}");
+    }
+    assert_eq!(a.0.sgpr, b.0.sgpr, "sgprs differ:\n{text}");
+    assert_eq!(a.0.scc, b.0.scc, "SCC differs:\n{text}");
+    assert_eq!(a.0.instructions, b.0.instructions, "{text}");
+    assert!(a.2 == b.2, "the data differ:\n{text}");
+    assert!(a.3 == b.3, "the LDS differs:\n{text}");
+    assert!(
+        a.0.same_strides(&b.0),
+        "the stride histories differ:\n{text}"
+    );
+    with.fused_instructions(start + block)
+}
+
+#[test]
+fn flat_accesses_in_fused_runs_give_the_interpreters_results() {
+    let mut rng = Rng(0x5EED_00F1);
+    let mem = TestMemory::default();
+    let data = mem.alloc(DATA_BYTES);
+    let base = data.device_base();
+    let mut fused = 0;
+    for case in 0..120 {
+        let src: Vec<String> = (0..16)
+            .map(|_| match rng.below(8) {
+                0..=2 => flat_inst(&mut rng),
+                _ => Gen { rng: &mut rng }.inst(),
+            })
+            .collect();
+        let text = src.join("\n") + "\ns_endpgm\n";
+        let exec = if case % 4 == 3 {
+            u64::MAX >> 3
+        } else {
+            u64::MAX
+        };
+        let seed = rng.next() | 1;
+        fused += compare_memory_runs(&mem, &data, &text, 0, || {
+            let mut r = Rng(seed);
+            let mut w = random_wave(&mut r, exec);
+            flat_addresses(&mut r, &mut w, base);
+            w
+        });
+    }
+    if fuses() {
+        assert!(fused > 120 * 16 / 4, "only {fused} instructions ran fused");
+    }
+}
+
+#[test]
+fn a_fused_copy_loop_strides_as_the_interpreter_does() {
+    // STREAM copy's shape: a qword load and store per lane, both walking on by a
+    // fixed stride, in a loop (the stride table confirms the stride on the third
+    // trip and asks for the next lines from then on).
+    let mem = TestMemory::default();
+    let data = mem.alloc(DATA_BYTES);
+    let base = data.device_base();
+    // A load before the loop, in a block of its own, brings the region into the
+    // wave's cache: the loop's accesses then run fused from the first trip, new to
+    // the stride table. (The branch goes back 14 dwords: the loop body is 56 bytes.)
+    let text = "s_mov_b32 s20, 0
+flat_load_dword v3, v[12:13]
+s_branch 0
+v_add_u32_e32 v2, 1, v2
+flat_load_dwordx2 v[0:1], v[12:13]
+v_add_co_u32_e32 v12, vcc, 0x400, v12
+v_addc_co_u32_e32 v13, vcc, 0, v13, vcc
+flat_store_dwordx2 v[14:15], v[0:1] offset:8
+v_add_co_u32_e32 v14, vcc, 0x400, v14
+v_addc_co_u32_e32 v15, vcc, 0, v15, vcc
+s_add_u32 s20, s20, 1
+s_cmp_lt_u32 s20, 6
+s_cbranch_scc1 -14
+s_endpgm
+";
+    // (The loop's block starts at byte 16.)
+    let fused = compare_memory_runs(&mem, &data, text, 16, || {
+        let mut w = random_wave(&mut Rng(11), u64::MAX);
+        for l in 0..WAVE_SIZE {
+            let (src, dst) = (base + 8 * l as u64, base + 8192 + 8 * l as u64);
+            (w.vgpr[12][l], w.vgpr[13][l]) = (src as u32, (src >> 32) as u32);
+            (w.vgpr[14][l], w.vgpr[15][l]) = (dst as u32, (dst >> 32) as u32);
+        }
+        w
+    });
+    if fuses() {
+        assert_eq!(fused, 10, "the loop's block runs as one fused run");
     }
 }

@@ -34,6 +34,12 @@
 //! (when their lanes address one dword for all, or consecutive dwords), the store
 //! writes in group order (consecutive dwords).
 //!
+//! A FLAT or GLOBAL load or store of 4 or 8 bytes joins too, between two parts of a
+//! run ([`Chain`]): the same kernels do two per loop chunk (STREAM's load and
+//! store), each of which used to end a run. It runs on the whole wave when its lanes
+//! address consecutive elements inside a region the wave has cached, as the
+//! interpreter's plan does, and keeps the wave's stride prefetching.
+//!
 //! Scalar instructions join the run when they fall through and touch only scalar
 //! registers (EXEC among them) and SCC ([`Builder::push_scalar`], [`emit_native`]:
 //! SOP2 arithmetic, logic, shifts, selects and multiplies, SOPC and SOPK compares,
@@ -57,8 +63,8 @@
 //! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
 //! are encoded by [`vex`]), entered with the System V ABI, rdi = the vector file
 //! (lane 0 of register 0), rsi = the scalar file, rdx = SCC (a byte, 0 or 1; kept in
-//! r8), rcx = the LDS and r8 = its size in bytes (kept in r10 and r11 by a run with
-//! LDS accesses). Scalar instructions use rax, rcx and r9. The vector ops' frame:
+//! r8), rcx = the run's [`RunEnv`] (kept in r10). Scalar instructions use rax, rcx
+//! and r9; the group loop keeps masks 0 and 1 in r9 and r11. The vector ops' frame:
 //! 32-byte rows (row 0: the lane bits 1, 2, ... 128; then one row per scalar or
 //! constant source, its value in 8 lanes), then one qword per mask read from before
 //! the run and one accumulator per mask of the run; below the saved rbp, one
@@ -77,9 +83,12 @@ use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
 use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp, SoppOp};
 use crate::lds::{LdsFusion, LdsPlan};
+use crate::memory::Window;
 use crate::operand::code;
 use crate::salu::{lshl_add_shift, Dst, Native, NativeForm, Src};
-use crate::wave::{Wave, WAVE_SIZE};
+use crate::stride::{StrideTable, MAX_STRIDE, NEXT_OFFSET};
+use crate::vmem::{FlatFusion, FlatPlan};
+use crate::wave::{Wave, WaveContext, WAVE_SIZE};
 
 /// Most masks (AVX registers ymm8..ymm11) one run keeps.
 const MASK_REGS: usize = 4;
@@ -632,13 +641,40 @@ impl Builder {
     }
 }
 
-/// A run's compiled code: System V, (vector file, scalar file, SCC, the LDS, its
-/// size in bytes) -> 0: it ran
-/// and falls through (its branch, if any, not taken); 1: it ran and its branch is
-/// taken; 2: it stopped after its prefix (the scalar instructions before its first
-/// vector op), EXEC then not being all ones or an LDS access's lanes not addressing
-/// what the run can do (see [`Builder::push_lds`]).
-type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool, *mut u8, usize) -> u32;
+/// A run's compiled code: System V, (vector file, scalar file, SCC, the run's
+/// [`RunEnv`]) -> 0: it ran and falls through (its branch, if any, not taken); 1: it
+/// ran and its branch is taken; 2 + n: it stopped after its first n entries (a part
+/// found EXEC not all ones or an LDS access's lanes not addressing what the run can
+/// do, after its prefix; or a FLAT access could not run, see [`Chain`]).
+type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool, *const RunEnv) -> u32;
+
+/// What a run reads besides the wave's registers (rcx on entry, kept in r10).
+#[repr(C)]
+struct RunEnv {
+    /// The workgroup's LDS and its size in bytes.
+    lds: *mut u8,
+    lds_len: usize,
+    /// The first addresses of the LDS and scratch apertures (4 GiB each).
+    shared: u64,
+    private: u64,
+    /// The regions the wave has cached (`RegionCache::windows`).
+    windows: *const Window,
+    n_windows: usize,
+    /// The wave's stride table.
+    strides: *mut StrideTable,
+}
+
+/// Byte offsets of [`RunEnv`]'s fields, as the code reads them.
+const ENV_LDS: i32 = 0;
+const ENV_LDS_LEN: i32 = 8;
+const ENV_SHARED: i32 = 16;
+const ENV_PRIVATE: i32 = 24;
+const ENV_WINDOWS: i32 = 32;
+const ENV_N_WINDOWS: i32 = 40;
+const ENV_STRIDES: i32 = 48;
+
+/// Most cached regions a run looks through.
+const MAX_WINDOWS: usize = 8;
 
 /// The executable buffer holding the compiled runs of one block; the block keeps it
 /// (alive as long as its entries, and so their [`Fused`] entry points).
@@ -656,12 +692,12 @@ pub(crate) struct Fused {
     pub(crate) len: u32,
     /// One past the highest vector-file register it reads or writes.
     rows: u16,
-    /// Entries before its first vector op (see `Builder::prefix`).
-    prefix: u8,
-    /// Whether the run has vector ops (they need every lane active).
+    /// Whether the run has vector ops or FLAT accesses (they need every lane active).
     vector: bool,
     /// Whether the run has f64 ops.
     f64: bool,
+    /// Whether the run has FLAT accesses (it then reads the cached regions).
+    flat: bool,
 }
 
 impl std::fmt::Debug for Fused {
@@ -676,29 +712,30 @@ impl std::fmt::Debug for Fused {
 /// Compiles `runs` (as [`find_runs`] gives them) into one buffer: each run's first
 /// entry and its code. `None` if the host lacks AVX2 or the buffer cannot be made
 /// executable (the block then runs without fused runs).
-pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<(Code, Vec<(usize, Fused)>)> {
+pub(crate) fn compile(runs: &[(usize, Chain)]) -> Option<(Code, Vec<(usize, Fused)>)> {
     if runs.is_empty() || !super::simd::host_avx2() {
         return None;
     }
     let mut asm = Assembler::new().ok()?;
-    let starts: Vec<AssemblyOffset> = runs.iter().map(|(_, b)| emit_run(&mut asm, b)).collect();
+    let starts: Vec<AssemblyOffset> = runs.iter().map(|(_, c)| emit_chain(&mut asm, c)).collect();
     let code = Arc::new(asm.finalize().ok()?);
     let mut fused = Vec::with_capacity(runs.len());
-    for ((at, b), entry) in runs.iter().zip(starts) {
-        // SAFETY: `entry` is where `emit_run` began a function of this signature in
+    for ((at, c), entry) in runs.iter().zip(starts) {
+        // SAFETY: `entry` is where `emit_chain` began a function of this signature in
         // `code`, which is executable; the caller keeps `code` with the entries
         // the runs are attached to (the block), so it outlives every call.
         let func = unsafe { std::mem::transmute::<*const u8, RunFn>(code.ptr(entry)) };
+        let last = c.parts.last()?;
         fused.push((
             *at,
             Fused {
                 func,
-                target: b.branch.map_or(0, |n| n.target),
-                len: u32::try_from(b.entries).ok()?,
-                rows: u16::try_from(b.rows).ok()?,
-                prefix: u8::try_from(b.prefix).ok()?,
-                vector: !b.ops.is_empty(),
-                f64: b.f64,
+                target: last.branch.map_or(0, |n| n.target),
+                len: u32::try_from(c.entries()).ok()?,
+                rows: u16::try_from(c.rows()).ok()?,
+                vector: !c.flats.is_empty() || c.parts.iter().any(|b| !b.ops.is_empty()),
+                f64: c.parts.iter().any(|b| b.f64),
+                flat: !c.flats.is_empty(),
             },
         ));
     }
@@ -708,11 +745,9 @@ pub(crate) fn compile(runs: &[(usize, Builder)]) -> Option<(Code, Vec<(usize, Fu
 /// How a fused run went.
 pub(crate) enum Ran {
     /// Only its first `n` entries ran (none: it changed nothing), the rest are left
-    /// to the interpreter: the run has vector ops, and a lane is inactive after the
-    /// scalar instructions before them (its prefix, which then ran), or a register
-    /// of the run is outside the wave's vector file, or the run has f64 ops and
-    /// MODE asks other than what the f64 plans do (round to nearest even, f64
-    /// denormals kept).
+    /// to the interpreter: a register of the run is outside the wave's vector file,
+    /// or the run has f64 ops and MODE asks other than what the f64 plans do (round
+    /// to nearest even, f64 denormals kept), or the run stopped (see [`RunFn`]).
     Stopped(usize),
     /// It ran and falls through to the entry after it.
     Next,
@@ -720,9 +755,10 @@ pub(crate) enum Ran {
     Jump(u64),
 }
 
-/// Runs `f` on `w`, over its workgroup's `lds` (see [`Ran`]).
+/// Runs `f` on `w`, with its workgroup's LDS and the apertures and memory of `ctx`
+/// (see [`Ran`]).
 #[inline]
-pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8]) -> Ran {
+pub(crate) fn run_fused(w: &mut Wave, f: &Fused, ctx: &mut WaveContext<'_>) -> Ran {
     if f.vector && w.vgpr.len() < usize::from(f.rows) {
         return Ran::Stopped(0);
     }
@@ -732,20 +768,38 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8]) -> Ran {
             return Ran::Stopped(0);
         }
     }
+    let mut windows = [Window::default(); MAX_WINDOWS];
+    let n_windows = if f.flat {
+        w.regions.windows(&mut windows)
+    } else {
+        0
+    };
+    let env = RunEnv {
+        lds: ctx.lds.as_mut_ptr(),
+        lds_len: ctx.lds.len(),
+        shared: ctx.apertures.shared_base & !0xFFFF_FFFF,
+        private: ctx.apertures.private_base & !0xFFFF_FFFF,
+        windows: windows.as_ptr(),
+        n_windows,
+        strides: &mut w.strides,
+    };
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
     let sgpr = w.sgpr.as_mut_ptr();
     let scc: *mut bool = &mut w.scc;
-    // SAFETY: `f.func` is code `emit_run` generated (compiled only on hosts with
+    // SAFETY: `f.func` is code `emit_chain` generated (compiled only on hosts with
     // AVX2, kept alive by the block whose entry holds `f`). It reads and writes the
     // lanes of vector-file registers below `f.rows` (only if `f.vector`), which is
     // within `w.vgpr` (checked above), scalar-file dwords below 128 (`Builder` takes
     // indices only from plans, all below 128), `w.scc` (stored as 0 or 1), its own
-    // stack frame, and bytes of `lds` below `lds.len()` (each access's range is
-    // checked against the length before the run reads or writes any).
-    match unsafe { (f.func)(vgpr, sgpr, scc, lds.as_mut_ptr(), lds.len()) } {
+    // stack frame, `w.strides` (as `StrideTable` lays it out), bytes of the LDS
+    // below its size, and host bytes of the cached regions' windows inside the
+    // window (each access's range is checked against the LDS size or a window
+    // before the run reads or writes any). The windows' host memory stays alive: the
+    // wave's region cache, which holds the regions, is not changed during the call.
+    match unsafe { (f.func)(vgpr, sgpr, scc, &env) } {
         0 => Ran::Next,
         1 => Ran::Jump(f.target),
-        _ => Ran::Stopped(usize::from(f.prefix)),
+        n => Ran::Stopped(n as usize - 2),
     }
 }
 
@@ -1131,12 +1185,12 @@ fn lanes_row(k: u8) -> i32 {
     -ROW * (i32::from(k) + 1)
 }
 
-/// Checks the LDS accesses of a run before it does anything (after its prefix):
+/// Checks the LDS accesses of a part before it does anything (after its prefix):
 /// a load's lanes address one dword for all or (`consecutive`) consecutive dwords,
-/// a store's consecutive dwords, every dword inside the LDS (r11 = its size); else
-/// the run stops (returns 2). Leaves in r11 bit i set when access i is consecutive
-/// (clear: one address). Uses rax, rcx, r9, ymm0..ymm5.
-fn emit_lds_checks(a: &mut Assembler, b: &Builder) {
+/// a store's consecutive dwords, every dword inside the LDS (r10 = the [`RunEnv`]);
+/// else the run stops (returns `stop`). Leaves in r11 bit i set when access i is
+/// consecutive (clear: one address). Uses rax, rcx, r9, ymm0..ymm5.
+fn emit_lds_checks(a: &mut Assembler, b: &Builder, stop_code: i32) {
     if b.lds.is_empty() {
         return;
     }
@@ -1167,7 +1221,7 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder) {
                 ; vptest ymm1, ymm5
                 ; jnc =>consecutive
                 ; lea r9, [rax + end]
-                ; cmp r9, r11
+                ; cmp r9, [r10 + ENV_LDS_LEN]
                 ; ja =>stop
                 ; jmp =>next
                 ; =>consecutive
@@ -1204,7 +1258,7 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder) {
                 ; vptest ymm1, ymm5
                 ; jnc =>stop
                 ; lea r9, [rax + end]
-                ; cmp r9, r11
+                ; cmp r9, [r10 + ENV_LDS_LEN]
                 ; ja =>stop
                 ; bts rcx, BYTE bit
             );
@@ -1219,19 +1273,20 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder) {
         ; jmp =>done
         ; =>stop
         ; vzeroupper
-        ; mov eax, 2
+        ; mov eax, stop_code
         ; ret
         ; =>done
     );
 }
 
-/// Reads the run's LDS loads into their loaded-lanes rows and keeps its store's host
-/// address in the frame (r10 = the LDS, r11 as [`emit_lds_checks`] leaves it).
+/// Reads the part's LDS loads into their loaded-lanes rows and keeps its store's
+/// host address in the frame (r10 = the [`RunEnv`], r11 as [`emit_lds_checks`]
+/// leaves it).
 fn emit_lds_rows(a: &mut Assembler, b: &Builder) {
     for (i, x) in b.lds.iter().enumerate() {
         let row = i32::from(x.f.addr) * ROW;
         // rax = the host address of lane 0's dword.
-        dynasm!(a ; .arch x64 ; mov eax, [rdi + row] ; add rax, r10);
+        dynasm!(a ; .arch x64 ; mov eax, [rdi + row] ; add rax, [r10 + ENV_LDS]);
         if x.f.store {
             let off = x.f.words[0] as i32;
             let at = -(ROW * i32::from(x.row)) - 8;
@@ -1393,13 +1448,56 @@ fn live_masks(ops: &[Op]) -> Vec<bool> {
 }
 
 /// Emits one run; returns its entry point.
-fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
+fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
     let start = a.offset();
-    if !b.lds.is_empty() {
-        // The LDS and its size, out of the argument registers the code uses.
-        dynasm!(a ; .arch x64 ; mov r10, rcx ; mov r11, r8);
+    // The environment, out of the argument register the scalar code uses.
+    dynasm!(a ; .arch x64 ; mov r10, rcx ; mov r8, rdx);
+    let mut done = 0;
+    for (k, b) in c.parts.iter().enumerate() {
+        emit_part(a, b, done);
+        done += b.entries;
+        if let Some(f) = c.flats.get(k) {
+            emit_flat(a, f, 2 + done as i32);
+            done += 1;
+        }
     }
-    dynasm!(a ; .arch x64 ; mov r8, rdx);
+    // eax = whether the branch is taken.
+    let test64 = |a: &mut Assembler, c: u8| {
+        let off = 4 * i32::from(c);
+        dynasm!(a ; .arch x64 ; xor eax, eax ; cmp QWORD [rsi + off], 0);
+    };
+    match c.parts.last().and_then(|b| b.branch).map(|n| n.form) {
+        Some(NativeForm::Branch(op)) => match op {
+            SoppOp::SCbranchScc0 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8] ; xor eax, 1),
+            SoppOp::SCbranchScc1 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8]),
+            SoppOp::SCbranchVccz => {
+                test64(a, code::VCC_LO);
+                dynasm!(a ; .arch x64 ; sete al);
+            }
+            SoppOp::SCbranchVccnz => {
+                test64(a, code::VCC_LO);
+                dynasm!(a ; .arch x64 ; setne al);
+            }
+            SoppOp::SCbranchExecz => {
+                test64(a, EXEC_LO);
+                dynasm!(a ; .arch x64 ; sete al);
+            }
+            SoppOp::SCbranchExecnz => {
+                test64(a, EXEC_LO);
+                dynasm!(a ; .arch x64 ; setne al);
+            }
+            // s_branch (`ScalarPlan::native` gives no other).
+            _ => dynasm!(a ; .arch x64 ; mov eax, 1),
+        },
+        _ => dynasm!(a ; .arch x64 ; xor eax, eax),
+    }
+    dynasm!(a ; .arch x64 ; ret);
+    start
+}
+
+/// Emits one part of a run (without its branch), `done` entries of the run before
+/// it.
+fn emit_part(a: &mut Assembler, b: &Builder, done: usize) {
     let (before, after) = b.scalars.split_at(b.hoisted.min(b.scalars.len()));
     let (prefix, before) = before.split_at(b.prefix.min(before.len()));
     for n in prefix {
@@ -1407,17 +1505,18 @@ fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
     }
     if !b.ops.is_empty() {
         // Every lane active, or stop after the prefix.
+        let stop_code = 2 + (done + b.prefix) as i32;
         let exec = 4 * i32::from(EXEC_LO);
         let go = a.new_dynamic_label();
         dynasm!(a
             ; .arch x64
             ; cmp QWORD [rsi + exec], -1
             ; je =>go
-            ; mov eax, 2
+            ; mov eax, stop_code
             ; ret
             ; =>go
         );
-        emit_lds_checks(a, b);
+        emit_lds_checks(a, b, stop_code);
     }
     for n in before {
         emit_native(a, n);
@@ -1449,38 +1548,262 @@ fn emit_run(a: &mut Assembler, b: &Builder) -> AssemblyOffset {
     for n in after {
         emit_native(a, n);
     }
-    // eax = whether the branch is taken.
-    let test64 = |a: &mut Assembler, c: u8| {
-        let off = 4 * i32::from(c);
-        dynasm!(a ; .arch x64 ; xor eax, eax ; cmp QWORD [rsi + off], 0);
-    };
-    match b.branch.map(|n| n.form) {
-        Some(NativeForm::Branch(op)) => match op {
-            SoppOp::SCbranchScc0 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8] ; xor eax, 1),
-            SoppOp::SCbranchScc1 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8]),
-            SoppOp::SCbranchVccz => {
-                test64(a, code::VCC_LO);
-                dynasm!(a ; .arch x64 ; sete al);
-            }
-            SoppOp::SCbranchVccnz => {
-                test64(a, code::VCC_LO);
-                dynasm!(a ; .arch x64 ; setne al);
-            }
-            SoppOp::SCbranchExecz => {
-                test64(a, EXEC_LO);
-                dynasm!(a ; .arch x64 ; sete al);
-            }
-            SoppOp::SCbranchExecnz => {
-                test64(a, EXEC_LO);
-                dynasm!(a ; .arch x64 ; setne al);
-            }
-            // s_branch (`ScalarPlan::native` gives no other).
-            _ => dynasm!(a ; .arch x64 ; mov eax, 1),
-        },
-        _ => dynasm!(a ; .arch x64 ; xor eax, eax),
+}
+
+/// Emits a FLAT or GLOBAL access of a run (see [`Chain`]); returns `stop` when it
+/// cannot run. Between parts: no frame, ymm registers free. Uses rax, rcx, rdx, r9,
+/// r11, ymm0..ymm5 and the red zone (16 bytes below rsp; the code calls nothing).
+fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
+    let s = i32::from(f.bytes);
+    let lo = i32::from(f.vaddr) * ROW;
+    let hi = lo + ROW;
+    let data = i32::from(f.reg) * ROW;
+    let span = 63 * s;
+    let size = 64 * s;
+    let stop = a.new_dynamic_label();
+    let done = a.new_dynamic_label();
+    let exec = 4 * i32::from(EXEC_LO);
+    // Every lane active; the low dwords lane 0's + l·s without a carry out of lane
+    // 0's, the high dwords lane 0's.
+    let ramp: i64 = (0..8).fold(0, |r, l| r | i64::from(l * s) << (8 * l));
+    let group = 8 * s;
+    dynasm!(a
+        ; .arch x64
+        ; cmp QWORD [rsi + exec], -1
+        ; jne =>stop
+        ; mov eax, [rdi + lo]
+        ; lea rcx, [rax + span]
+        ; shr rcx, 32
+        ; jnz =>stop
+        ; vmovd xmm0, eax
+        ; vpbroadcastd ymm0, xmm0
+        ; mov r9, QWORD ramp
+        ; vmovq xmm2, r9
+        ; vpmovzxbd ymm2, xmm2
+        ; vpaddd ymm2, ymm2, ymm0
+        ; mov r9d, group
+        ; vmovd xmm3, r9d
+        ; vpbroadcastd ymm3, xmm3
+        ; vpcmpeqd ymm1, ymm2, [rdi + lo]
+    );
+    for g in 1..8 {
+        let disp = lo + 32 * g;
+        dynasm!(a
+            ; .arch x64
+            ; vpaddd ymm2, ymm2, ymm3
+            ; vpcmpeqd ymm4, ymm2, [rdi + disp]
+            ; vpand ymm1, ymm1, ymm4
+        );
     }
-    dynasm!(a ; .arch x64 ; ret);
-    start
+    dynasm!(a
+        ; .arch x64
+        ; mov ecx, [rdi + hi]
+        ; vmovd xmm0, ecx
+        ; vpbroadcastd ymm0, xmm0
+    );
+    for g in 0..8 {
+        let disp = hi + 32 * g;
+        dynasm!(a ; .arch x64 ; vpcmpeqd ymm4, ymm0, [rdi + disp] ; vpand ymm1, ymm1, ymm4);
+    }
+    // rax = the base (lane 0's address plus the offset, wrapping as the plan's
+    // does), rcx = the end of the range; neither the last lane's element nor the
+    // end may wrap.
+    let offset = f.offset;
+    dynasm!(a
+        ; .arch x64
+        ; vpcmpeqd ymm5, ymm5, ymm5
+        ; vptest ymm1, ymm5
+        ; jnc =>stop
+        ; shl rcx, 32
+        ; or rax, rcx
+        ; mov rcx, QWORD offset
+        ; add rax, rcx
+        ; mov rcx, rax
+        ; add rcx, size
+        ; jc =>stop
+    );
+    if f.flat {
+        // Outside both apertures: start > the last element, or the base past the
+        // aperture's 4 GiB.
+        for env in [ENV_SHARED, ENV_PRIVATE] {
+            let clear = a.new_dynamic_label();
+            dynasm!(a
+                ; .arch x64
+                ; lea r9, [rax + span]
+                ; mov r11, [r10 + env]
+                ; cmp r11, r9
+                ; ja =>clear
+                ; mov edx, -1
+                ; or rdx, r11
+                ; cmp rax, rdx
+                ; jbe =>stop
+                ; =>clear
+            );
+        }
+    }
+    // The window holding [rax, rcx): rdx = its host address of the base; its bounds
+    // kept in the red zone for the stride's next range.
+    let look = a.new_dynamic_label();
+    let skip = a.new_dynamic_label();
+    let found = a.new_dynamic_label();
+    dynasm!(a
+        ; .arch x64
+        ; mov r9, [r10 + ENV_WINDOWS]
+        ; mov r11, [r10 + ENV_N_WINDOWS]
+        ; =>look
+        ; test r11, r11
+        ; jz =>stop
+        ; cmp rax, [r9]
+        ; jb =>skip
+        ; cmp rcx, [r9 + 8]
+        ; jbe =>found
+        ; =>skip
+        ; add r9, 24
+        ; dec r11
+        ; jmp =>look
+        ; =>found
+        ; mov rdx, rax
+        ; sub rdx, [r9]
+        ; add rdx, [r9 + 16]
+        ; mov r11, [r9]
+        ; mov [rsp - 16], r11
+        ; mov r11, [r9 + 8]
+        ; mov [rsp - 8], r11
+        ; test edx, s - 1
+        ; jnz =>stop
+    );
+    // The data: dwords in lane order, or qwords split into (interleaved from) the
+    // planes of the low and high dwords.
+    for g in 0..8 {
+        let row = data + 32 * g;
+        match (f.load, s) {
+            (true, 4) => dynasm!(a
+                ; .arch x64
+                ; vmovdqu ymm0, [rdx + 32 * g]
+                ; vmovdqu [rdi + row], ymm0
+            ),
+            (false, 4) => dynasm!(a
+                ; .arch x64
+                ; vmovdqu ymm0, [rdi + row]
+                ; vmovdqu [rdx + 32 * g], ymm0
+            ),
+            (true, _) => {
+                dynasm!(a
+                    ; .arch x64
+                    ; vmovdqu ymm0, [rdx + 64 * g]
+                    ; vmovdqu ymm1, [rdx + 64 * g + 32]
+                );
+                shufps(a, 2, 0, 1, 0x88);
+                shufps(a, 3, 0, 1, 0xDD);
+                // Qwords 0, 2, 1, 3: the groups' dwords back in lane order.
+                let order = 0xD8u8 as i8;
+                dynasm!(a
+                    ; .arch x64
+                    ; vpermq ymm2, ymm2, order
+                    ; vpermq ymm3, ymm3, order
+                    ; vmovdqu [rdi + row], ymm2
+                    ; vmovdqu [rdi + row + ROW], ymm3
+                );
+            }
+            (false, _) => dynasm!(a
+                ; .arch x64
+                ; vmovdqu ymm0, [rdi + row]
+                ; vmovdqu ymm1, [rdi + row + ROW]
+                ; vpunpckldq ymm2, ymm0, ymm1
+                ; vpunpckhdq ymm3, ymm0, ymm1
+                ; vperm2i128 ymm4, ymm2, ymm3, 0x20
+                ; vperm2i128 ymm5, ymm2, ymm3, 0x31
+                ; vmovdqu [rdx + 64 * g], ymm4
+                ; vmovdqu [rdx + 64 * g + 32], ymm5
+            ),
+        }
+    }
+    // The stride table (`StrideTable::observe`'s rule): r9 = the plan's slot, found
+    // by its key or, new, taking the slot `next` names.
+    let key = f.key as i64;
+    let found = a.new_dynamic_label();
+    let slot: Vec<_> = (0..crate::stride::SLOTS)
+        .map(|_| a.new_dynamic_label())
+        .collect();
+    dynasm!(a
+        ; .arch x64
+        ; vzeroupper
+        ; mov r9, [r10 + ENV_STRIDES]
+        ; mov rcx, QWORD key
+    );
+    for (j, l) in slot.iter().enumerate() {
+        let at = 24 * j as i32;
+        dynasm!(a ; .arch x64 ; cmp [r9 + at], rcx ; je =>*l);
+    }
+    let slots = crate::stride::SLOTS as i32;
+    dynasm!(a
+        ; .arch x64
+        ; mov r11, [r9 + NEXT_OFFSET]
+        ; lea rcx, [r11 + 1]
+        ; cmp ecx, slots
+        ; jb >wrap
+        ; xor ecx, ecx
+        ; wrap:
+        ; mov [r9 + NEXT_OFFSET], rcx
+        ; lea r11, [r11 + r11 * 2]
+        ; lea r9, [r9 + r11 * 8]
+        ; mov rcx, QWORD key
+        ; mov [r9], rcx
+        ; mov [r9 + 8], rax
+        ; mov QWORD [r9 + 16], 0
+        ; jmp =>done
+    );
+    for (j, l) in slot.iter().enumerate() {
+        let at = 24 * j as i32;
+        dynasm!(a ; .arch x64 ; =>*l ; lea r9, [r9 + at] ; jmp =>found);
+    }
+    // A stride (base - last), confirmed when it repeats, is not zero and at most
+    // MAX_STRIDE either way; then the next range, when the window holds it, is asked
+    // for (for writing, for a store).
+    let max = MAX_STRIDE as i32;
+    // (2 · MAX_STRIDE as a 32-bit immediate, zero-extended into r9.)
+    let twice = (2 * MAX_STRIDE) as u32 as i32;
+    dynasm!(a
+        ; .arch x64
+        ; =>found
+        ; mov rcx, rax
+        ; sub rcx, [r9 + 8]
+        ; mov [r9 + 8], rax
+        ; cmp rcx, [r9 + 16]
+        ; mov [r9 + 16], rcx
+        ; jne =>done
+        ; test rcx, rcx
+        ; jz =>done
+        ; lea r11, [rcx + max]
+        ; mov r9d, twice
+        ; cmp r11, r9
+        ; ja =>done
+        ; lea r11, [rax + rcx]
+        ; cmp r11, [rsp - 16]
+        ; jb =>done
+        ; add r11, size
+        ; jc =>done
+        ; cmp r11, [rsp - 8]
+        ; ja =>done
+        ; add rdx, rcx
+    );
+    for line in 0..size / 64 {
+        let at = 64 * line;
+        if f.load {
+            dynasm!(a ; .arch x64 ; prefetcht1 [rdx + at]);
+        } else {
+            dynasm!(a ; .arch x64 ; prefetchw [rdx + at]);
+        }
+    }
+    dynasm!(a
+        ; .arch x64
+        ; jmp =>done
+        ; =>stop
+        ; vzeroupper
+        ; mov eax, stop_code
+        ; ret
+        ; =>done
+    );
 }
 
 /// Emits the vector ops of a run: the frame's rows and masks, the loop over the
@@ -1539,11 +1862,21 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
     for (op, live) in b.ops.iter().zip(live_masks(&b.ops)) {
         emit_op(a, f, op, live);
     }
-    // The group's 8 bits of each mask are byte g of its accumulator.
+    // The group's 8 bits of each mask are byte g of its accumulator: masks 0 and 1
+    // shifted into r9 and r11 from the top (after the 8 groups, group g's byte is
+    // byte g), the others stored to their byte in the frame. (Read back as one
+    // qword, eight byte stores would stall the load until they all left the store
+    // buffer.)
     for k in 0..b.masks.len() {
-        let off = f.acc + 8 * k as i32;
         movmsk_eax(a, MASK_BASE + k as u8);
-        dynasm!(a ; .arch x64 ; mov [rsp + rcx + off], al);
+        match k {
+            0 => dynasm!(a ; .arch x64 ; shrd r9, rax, 8),
+            1 => dynasm!(a ; .arch x64 ; shrd r11, rax, 8),
+            _ => {
+                let off = f.acc + 8 * k as i32;
+                dynasm!(a ; .arch x64 ; mov [rsp + rcx + off], al);
+            }
+        }
     }
     dynasm!(a
         ; .arch x64
@@ -1553,8 +1886,14 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
         ; jb =>top
     );
     for (k, pair) in b.masks.iter().enumerate() {
-        let off = f.acc + 8 * k as i32;
-        dynasm!(a ; .arch x64 ; mov rax, [rsp + off]);
+        match k {
+            0 => dynasm!(a ; .arch x64 ; mov rax, r9),
+            1 => dynasm!(a ; .arch x64 ; mov rax, r11),
+            _ => {
+                let off = f.acc + 8 * k as i32;
+                dynasm!(a ; .arch x64 ; mov rax, [rsp + off]);
+            }
+        }
         // A register pair is written as one qword (a later 64-bit read of it, such
         // as the scalar code's, then takes the value from this store).
         if pair[0] < 127 && pair[1] == pair[0] + 1 {
@@ -1961,6 +2300,8 @@ pub(crate) enum Slot<'p> {
     Int(&'p IntPlan),
     /// A planned DS instruction (the loads and one-dword stores join).
     Lds(&'p LdsPlan),
+    /// A planned FLAT or GLOBAL load or store (see [`Chain`]).
+    Flat(&'p FlatPlan),
     /// A scalar instruction that falls through and touches only the scalar file and
     /// SCC (see `ScalarPlan::native`).
     Scalar(Native),
@@ -1968,33 +2309,103 @@ pub(crate) enum Slot<'p> {
     Other,
 }
 
-/// Finds the runs of a block's entries worth compiling: from each integer plan or
-/// scalar instruction, as many following entries as join (integer plans that fuse,
-/// scalar instructions with host code, in the order rules of [`Builder`]), when
-/// that is at least two. Returns (first entry, run) pairs.
-pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize, Builder)> {
+/// Finds the runs of a block's entries worth compiling: from each entry that joins
+/// one, as many following entries as join (integer plans that fuse, LDS and FLAT
+/// accesses, scalar instructions with host code, in the order rules of [`Builder`]
+/// and [`Chain`]), when that is at least two. Returns (first entry, run) pairs.
+pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize, Chain)> {
     let slots: Vec<Slot<'p>> = slots.collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < slots.len() {
-        let mut b = Builder::default();
+        let mut c = Chain::default();
         for slot in &slots[i..] {
-            let joined = match slot {
-                Slot::Int(p) => b.push(p),
-                Slot::Lds(p) => b.push_lds(p),
-                Slot::Scalar(n) => b.push_scalar(n),
-                Slot::Other => false,
-            };
-            if !joined {
+            if !c.push(slot) {
                 break;
             }
         }
-        if b.entries >= 2 {
-            i += b.entries;
-            out.push((i - b.entries, b));
+        let n = c.entries();
+        if n >= 2 {
+            i += n;
+            out.push((i - n, c));
         } else {
             i += 1;
         }
     }
     out
+}
+
+/// Most FLAT accesses in one run.
+const MAX_FLATS: usize = 4;
+
+/// A run: runs of the [`Builder`] rules (parts) with a FLAT or GLOBAL access between
+/// each two, compiled as one function. Each part runs as a run of its own would
+/// (its scalar instructions ordered among its vector ops by the `Builder` rules, its
+/// masks written back to the scalar file at its end); each access runs between its
+/// neighbours, on the whole wave, as [`Wave::run_flat_plan`] runs one whose lanes
+/// address consecutive elements: EXEC all ones, the lane addresses `base + l·bytes`
+/// (checked on 32-bit lanes: the low dwords step without a carry, the high ones are
+/// lane 0's), the range inside one of the regions the wave has cached and (FLAT)
+/// outside the LDS and scratch apertures, the host address naturally aligned; the
+/// access then records its base in the wave's stride table and, on a confirmed
+/// stride, asks for the lines of the next one when that lies in the same region.
+/// When one of these does not hold, the run stops before the access, and the
+/// interpreter runs the rest of its entries (and looks the region up, or reports the
+/// fault).
+#[derive(Clone, Debug)]
+pub(crate) struct Chain {
+    /// `flats.len() + 1` parts.
+    parts: Vec<Builder>,
+    flats: Vec<FlatFusion>,
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Self {
+            parts: vec![Builder::default()],
+            flats: Vec::new(),
+        }
+    }
+}
+
+impl Chain {
+    /// Block entries the run covers.
+    fn entries(&self) -> usize {
+        self.parts.iter().map(|b| b.entries).sum::<usize>() + self.flats.len()
+    }
+
+    /// Appends the entry `slot`; false (the run unchanged) if it does not join.
+    fn push(&mut self, slot: &Slot<'_>) -> bool {
+        if self.entries() >= usize::from(u8::MAX) {
+            return false;
+        }
+        let Some(b) = self.parts.last_mut() else {
+            return false;
+        };
+        match slot {
+            Slot::Int(p) => b.push(p),
+            Slot::Lds(p) => b.push_lds(p),
+            Slot::Scalar(n) => b.push_scalar(n),
+            Slot::Flat(p) => {
+                let Some(f) = p.fusion() else { return false };
+                if b.branch.is_some() || self.flats.len() == MAX_FLATS {
+                    return false;
+                }
+                self.flats.push(f);
+                self.parts.push(Builder::default());
+                true
+            }
+            Slot::Other => false,
+        }
+    }
+
+    /// One past the highest vector-file register the run reads or writes.
+    fn rows(&self) -> usize {
+        let parts = self.parts.iter().map(|b| b.rows);
+        let flats = self.flats.iter().map(|f| {
+            let data = usize::from(f.reg) + usize::from(f.bytes / 4);
+            data.max(usize::from(f.vaddr) + 2)
+        });
+        parts.chain(flats).max().unwrap_or(0)
+    }
 }
