@@ -87,6 +87,28 @@ impl Default for Window {
     }
 }
 
+// SAFETY: as for `Cached`, whose fields a window copies: `host` is a region's own
+// host address, which the region (Send + Sync) allows any thread to access
+// atomically, and the cache holding the window also holds the region.
+unsafe impl Send for Window {}
+// SAFETY: as above; a shared window gives out no mutable access to the pointer.
+unsafe impl Sync for Window {}
+
+/// Most regions a [`WindowTable`] holds: a wave's private ones and its recent ones
+/// (the table keeps the first this many, in lookup order).
+pub(crate) const WINDOWS: usize = 8;
+
+/// A [`RegionCache`]'s regions as compiled code reads them: `n`, then the windows
+/// (the private regions, then the recent ones: the order of the cache's lookups).
+/// Each window's host pointer is valid while the cache holds the region, that is,
+/// until the cache next changes.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub(crate) struct WindowTable {
+    pub(crate) n: usize,
+    pub(crate) windows: [Window; WINDOWS],
+}
+
 /// A checked, in-bounds host location of a device access: produced only by
 /// [`RegionCache::translate`], so the pointer is valid for `len` bytes.
 #[derive(Clone, Copy)]
@@ -901,9 +923,16 @@ pub struct RegionCache {
     private: Vec<Cached>,
     recent: Vec<Cached>,
     next_victim: usize,
+    /// The cached regions as compiled code reads them (kept in step with the two
+    /// lists by every change).
+    table: WindowTable,
 }
 
 const RECENT: usize = 4;
+
+/// Byte offset of a [`RegionCache`]'s [`WindowTable`] (for compiled code that finds
+/// the table from the wave).
+pub(crate) const TABLE_OFFSET: usize = std::mem::offset_of!(RegionCache, table);
 
 impl RegionCache {
     /// An empty cache.
@@ -916,6 +945,7 @@ impl RegionCache {
     pub fn set_private(&mut self, private: &[Arc<dyn MemoryRegion>]) {
         self.private.clear();
         self.private.extend(private.iter().map(Cached::of));
+        self.sync();
     }
 
     /// Forgets every cached region (dropping the `Arc`s) and sets the private regions.
@@ -924,17 +954,14 @@ impl RegionCache {
         self.next_victim = 0;
         self.private.clear();
         self.private.extend(private.iter().map(Cached::of));
+        self.sync();
     }
 
-    /// The cached regions, for compiled code (`valu::jit`) that looks up a range
-    /// itself: the private ones, then the recent ones (the order of the lookups
-    /// here), at most `out.len()`, written to the front of `out`. Returns how many.
-    /// Each window's host pointer stays valid while the cache keeps the region, that
-    /// is, until the cache is next changed.
-    pub(crate) fn windows(&self, out: &mut [Window]) -> usize {
+    /// Rewrites `table` from the two lists.
+    fn sync(&mut self) {
         let cached = self.private.iter().chain(self.recent.iter());
         let mut n = 0;
-        for (w, c) in out.iter_mut().zip(cached) {
+        for (w, c) in self.table.windows.iter_mut().zip(cached) {
             *w = Window {
                 base: c.base,
                 end: c.end,
@@ -942,7 +969,7 @@ impl RegionCache {
             };
             n += 1;
         }
-        n
+        self.table.n = n;
     }
 
     /// The cached region containing `[addr, addr+size)`: its index among the private
@@ -990,6 +1017,7 @@ impl RegionCache {
             self.next_victim = (k + 1) % RECENT;
             k
         };
+        self.sync();
         Some(self.private.len() + k)
     }
 

@@ -298,12 +298,20 @@ impl Program {
     pub fn fused_instructions(&self, pc: u64) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let Ok(block) = self.block_hinted(pc, &mut None) {
-            return block
-                .entries
-                .iter()
-                .flat_map(|e| &e.fused)
-                .map(|f| f.len as usize)
-                .sum();
+            // Entries some run covers (the rest of a run after a FLAT access is a run
+            // too, inside it).
+            let mut covered = 0;
+            let mut end = 0;
+            for (i, e) in block.entries.iter().enumerate() {
+                if let Some(f) = &e.fused {
+                    let stop = i + f.len as usize;
+                    if stop > end {
+                        covered += stop - i.max(end);
+                        end = stop;
+                    }
+                }
+            }
+            return covered;
         }
         let _ = pc;
         0

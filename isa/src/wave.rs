@@ -339,6 +339,8 @@ impl Wave {
         let yield_at = self.instructions.saturating_add(ctx.yield_after);
         let trace = tracing();
         let program = ctx.program;
+        #[cfg(target_arch = "x86_64")]
+        let mut env = crate::valu::RunEnv::of(ctx);
         'blocks: loop {
             let start = self.pc;
             let block = blocks.get(program, start).map_err(Box::new)?;
@@ -363,7 +365,7 @@ impl Wave {
                 let (e, flow) = 'flow: {
                     #[cfg(target_arch = "x86_64")]
                     if let (Some(f), true) = (&e.fused, fused_ok) {
-                        match crate::valu::run_fused(self, f, ctx) {
+                        match crate::valu::run_fused(self, f, ctx.lds, &mut env) {
                             // Nothing ran: the interpreter runs the entry.
                             Ran::Stopped(0) => {}
                             Ran::Stopped(n) => {

@@ -62,8 +62,9 @@
 //!
 //! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
 //! are encoded by [`vex`]), entered with the System V ABI, rdi = the vector file
-//! (lane 0 of register 0), rsi = the scalar file, rdx = SCC (a byte, 0 or 1; kept in
-//! r8), rcx = the run's [`RunEnv`] (kept in r10). Scalar instructions use rax, rcx
+//! (lane 0 of register 0), rsi = the wave (the code keeps its scalar file in rsi and
+//! the address of SCC, a byte 0 or 1, in r8), rdx = the run's [`RunEnv`] (kept in
+//! r10). Scalar instructions use rax, rcx
 //! and r9; the group loop keeps masks 0 and 1 in r9 and r11. The vector ops' frame:
 //! 32-byte rows (row 0: the lane bits 1, 2, ... 128; then one row per scalar or
 //! constant source, its value in 8 lanes), then one qword per mask read from before
@@ -83,10 +84,10 @@ use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
 use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp, SoppOp};
 use crate::lds::{LdsFusion, LdsPlan};
-use crate::memory::Window;
+use crate::memory::WindowTable;
 use crate::operand::code;
 use crate::salu::{lshl_add_shift, Dst, Native, NativeForm, Src};
-use crate::stride::{StrideTable, MAX_STRIDE, NEXT_OFFSET};
+use crate::stride::{MAX_STRIDE, NEXT_OFFSET};
 use crate::vmem::{FlatFusion, FlatPlan};
 use crate::wave::{Wave, WaveContext, WAVE_SIZE};
 
@@ -641,27 +642,35 @@ impl Builder {
     }
 }
 
-/// A run's compiled code: System V, (vector file, scalar file, SCC, the run's
-/// [`RunEnv`]) -> 0: it ran and falls through (its branch, if any, not taken); 1: it
+/// A run's compiled code: System V, (vector file, the wave, the run's [`RunEnv`]) -> 0: it ran and falls through (its branch, if any, not taken); 1: it
 /// ran and its branch is taken; 2 + n: it stopped after its first n entries (a part
 /// found EXEC not all ones or an LDS access's lanes not addressing what the run can
 /// do, after its prefix; or a FLAT access could not run, see [`Chain`]).
-type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut u32, *mut bool, *const RunEnv) -> u32;
+type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut Wave, *const RunEnv) -> u32;
 
-/// What a run reads besides the wave's registers (rcx on entry, kept in r10).
+/// What a run reads besides the wave (rdx on entry, kept in r10): made once per
+/// [`Wave::run`](crate::wave::Wave) call from its context ([`RunEnv::of`]);
+/// [`run_fused`] points it at the LDS before each run.
 #[repr(C)]
-struct RunEnv {
+pub(crate) struct RunEnv {
     /// The workgroup's LDS and its size in bytes.
     lds: *mut u8,
     lds_len: usize,
     /// The first addresses of the LDS and scratch apertures (4 GiB each).
     shared: u64,
     private: u64,
-    /// The regions the wave has cached (`RegionCache::windows`).
-    windows: *const Window,
-    n_windows: usize,
-    /// The wave's stride table.
-    strides: *mut StrideTable,
+}
+
+impl RunEnv {
+    /// The environment of the runs of a wave running in `ctx`.
+    pub(crate) fn of(ctx: &WaveContext<'_>) -> Self {
+        Self {
+            lds: std::ptr::null_mut(),
+            lds_len: ctx.lds.len(),
+            shared: ctx.apertures.shared_base & !0xFFFF_FFFF,
+            private: ctx.apertures.private_base & !0xFFFF_FFFF,
+        }
+    }
 }
 
 /// Byte offsets of [`RunEnv`]'s fields, as the code reads them.
@@ -669,12 +678,29 @@ const ENV_LDS: i32 = 0;
 const ENV_LDS_LEN: i32 = 8;
 const ENV_SHARED: i32 = 16;
 const ENV_PRIVATE: i32 = 24;
-const ENV_WINDOWS: i32 = 32;
-const ENV_N_WINDOWS: i32 = 40;
-const ENV_STRIDES: i32 = 48;
 
-/// Most cached regions a run looks through.
-const MAX_WINDOWS: usize = 8;
+/// Where the code finds the wave's parts, from rsi (its scalar file): SCC, the
+/// regions it has cached (`RegionCache::table`) and its stride table.
+const OFF_SGPR: i32 = std::mem::offset_of!(Wave, sgpr) as i32;
+const SCC_FROM_SGPR: i32 = std::mem::offset_of!(Wave, scc) as i32 - OFF_SGPR;
+const TABLE_FROM_SGPR: i32 =
+    (std::mem::offset_of!(Wave, regions) + crate::memory::TABLE_OFFSET) as i32 - OFF_SGPR;
+const STRIDES_FROM_SGPR: i32 = std::mem::offset_of!(Wave, strides) as i32 - OFF_SGPR;
+
+// The layouts the code reads, checked when this compiles.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(offset_of!(RunEnv, lds) == ENV_LDS as usize);
+    assert!(offset_of!(RunEnv, lds_len) == ENV_LDS_LEN as usize);
+    assert!(offset_of!(RunEnv, shared) == ENV_SHARED as usize);
+    assert!(offset_of!(RunEnv, private) == ENV_PRIVATE as usize);
+    assert!(offset_of!(WindowTable, n) == 0);
+    assert!(offset_of!(WindowTable, windows) == 8);
+    assert!(size_of::<crate::memory::Window>() == 24);
+    assert!(offset_of!(crate::memory::Window, base) == 0);
+    assert!(offset_of!(crate::memory::Window, end) == 8);
+    assert!(offset_of!(crate::memory::Window, host) == 16);
+};
 
 /// The executable buffer holding the compiled runs of one block; the block keeps it
 /// (alive as long as its entries, and so their [`Fused`] entry points).
@@ -696,8 +722,6 @@ pub(crate) struct Fused {
     vector: bool,
     /// Whether the run has f64 ops.
     f64: bool,
-    /// Whether the run has FLAT accesses (it then reads the cached regions).
-    flat: bool,
 }
 
 impl std::fmt::Debug for Fused {
@@ -735,7 +759,6 @@ pub(crate) fn compile(runs: &[(usize, Chain)]) -> Option<(Code, Vec<(usize, Fuse
                 rows: u16::try_from(c.rows()).ok()?,
                 vector: !c.flats.is_empty() || c.parts.iter().any(|b| !b.ops.is_empty()),
                 f64: c.parts.iter().any(|b| b.f64),
-                flat: !c.flats.is_empty(),
             },
         ));
     }
@@ -755,10 +778,10 @@ pub(crate) enum Ran {
     Jump(u64),
 }
 
-/// Runs `f` on `w`, with its workgroup's LDS and the apertures and memory of `ctx`
-/// (see [`Ran`]).
+/// Runs `f` on `w`, with its workgroup's `lds` and `env` ([`RunEnv::of`] the
+/// context `lds` comes from; see [`Ran`]).
 #[inline]
-pub(crate) fn run_fused(w: &mut Wave, f: &Fused, ctx: &mut WaveContext<'_>) -> Ran {
+pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8], env: &mut RunEnv) -> Ran {
     if f.vector && w.vgpr.len() < usize::from(f.rows) {
         return Ran::Stopped(0);
     }
@@ -768,35 +791,22 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused, ctx: &mut WaveContext<'_>) -> R
             return Ran::Stopped(0);
         }
     }
-    let mut windows = [Window::default(); MAX_WINDOWS];
-    let n_windows = if f.flat {
-        w.regions.windows(&mut windows)
-    } else {
-        0
-    };
-    let env = RunEnv {
-        lds: ctx.lds.as_mut_ptr(),
-        lds_len: ctx.lds.len(),
-        shared: ctx.apertures.shared_base & !0xFFFF_FFFF,
-        private: ctx.apertures.private_base & !0xFFFF_FFFF,
-        windows: windows.as_ptr(),
-        n_windows,
-        strides: &mut w.strides,
-    };
+    env.lds = lds.as_mut_ptr();
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
-    let sgpr = w.sgpr.as_mut_ptr();
-    let scc: *mut bool = &mut w.scc;
+    let wave: *mut Wave = w;
     // SAFETY: `f.func` is code `emit_chain` generated (compiled only on hosts with
     // AVX2, kept alive by the block whose entry holds `f`). It reads and writes the
     // lanes of vector-file registers below `f.rows` (only if `f.vector`), which is
     // within `w.vgpr` (checked above), scalar-file dwords below 128 (`Builder` takes
     // indices only from plans, all below 128), `w.scc` (stored as 0 or 1), its own
-    // stack frame, `w.strides` (as `StrideTable` lays it out), bytes of the LDS
-    // below its size, and host bytes of the cached regions' windows inside the
-    // window (each access's range is checked against the LDS size or a window
-    // before the run reads or writes any). The windows' host memory stays alive: the
-    // wave's region cache, which holds the regions, is not changed during the call.
-    match unsafe { (f.func)(vgpr, sgpr, scc, &env) } {
+    // stack frame, `w.strides` (as `StrideTable` lays it out), `w.regions`' window
+    // table (read only), bytes of the LDS below its size (`env`, made from the
+    // context `lds` comes from, has its size), and host bytes of the cached regions
+    // inside their windows (each access's range is checked against the LDS size or a
+    // window before the run reads or writes any). The windows' host memory stays
+    // alive: the wave's region cache, which holds the regions, does not change
+    // during the call.
+    match unsafe { (f.func)(vgpr, wave, env) } {
         0 => Ran::Next,
         1 => Ran::Jump(f.target),
         n => Ran::Stopped(n as usize - 2),
@@ -1450,8 +1460,14 @@ fn live_masks(ops: &[Op]) -> Vec<bool> {
 /// Emits one run; returns its entry point.
 fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
     let start = a.offset();
-    // The environment, out of the argument register the scalar code uses.
-    dynasm!(a ; .arch x64 ; mov r10, rcx ; mov r8, rdx);
+    // The environment, out of the argument register the code uses; r8 = SCC, rsi =
+    // the scalar file.
+    dynasm!(a
+        ; .arch x64
+        ; mov r10, rdx
+        ; lea r8, [rsi + OFF_SGPR + SCC_FROM_SGPR]
+        ; lea rsi, [rsi + OFF_SGPR]
+    );
     let mut done = 0;
     for (k, b) in c.parts.iter().enumerate() {
         emit_part(a, b, done);
@@ -1564,7 +1580,8 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     let done = a.new_dynamic_label();
     let exec = 4 * i32::from(EXEC_LO);
     // Every lane active; the low dwords lane 0's + l·s without a carry out of lane
-    // 0's, the high dwords lane 0's.
+    // 0's (lane 1's first: a scattered access stops at once), the high dwords lane
+    // 0's.
     let ramp: i64 = (0..8).fold(0, |r, l| r | i64::from(l * s) << (8 * l));
     let group = 8 * s;
     dynasm!(a
@@ -1572,6 +1589,10 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
         ; cmp QWORD [rsi + exec], -1
         ; jne =>stop
         ; mov eax, [rdi + lo]
+        ; mov ecx, [rdi + lo + 4]
+        ; sub ecx, eax
+        ; cmp ecx, s
+        ; jne =>stop
         ; lea rcx, [rax + span]
         ; shr rcx, 32
         ; jnz =>stop
@@ -1642,14 +1663,16 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
         }
     }
     // The window holding [rax, rcx): rdx = its host address of the base; its bounds
-    // kept in the red zone for the stride's next range.
+    // kept in the red zone for the stride's next range. (The table: its count, then
+    // three qwords per window.)
     let look = a.new_dynamic_label();
     let skip = a.new_dynamic_label();
     let found = a.new_dynamic_label();
     dynasm!(a
         ; .arch x64
-        ; mov r9, [r10 + ENV_WINDOWS]
-        ; mov r11, [r10 + ENV_N_WINDOWS]
+        ; lea r9, [rsi + TABLE_FROM_SGPR]
+        ; mov r11, [r9]
+        ; add r9, 8
         ; =>look
         ; test r11, r11
         ; jz =>stop
@@ -1728,7 +1751,7 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     dynasm!(a
         ; .arch x64
         ; vzeroupper
-        ; mov r9, [r10 + ENV_STRIDES]
+        ; lea r9, [rsi + STRIDES_FROM_SGPR]
         ; mov rcx, QWORD key
     );
     for (j, l) in slot.iter().enumerate() {
@@ -2326,8 +2349,23 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
         }
         let n = c.entries();
         if n >= 2 {
+            // A run that stops at one of its FLAT accesses (scattered lanes, a region
+            // not cached yet) leaves the rest to the interpreter, which runs the
+            // access and goes on at the entry after it: the rest of the run, from
+            // there, is a run too.
+            let mut at = i;
+            for k in 0..c.flats.len() {
+                at += c.parts[k].entries + 1;
+                let rest = Chain {
+                    parts: c.parts[k + 1..].to_vec(),
+                    flats: c.flats[k + 1..].to_vec(),
+                };
+                if rest.entries() >= 2 {
+                    out.push((at, rest));
+                }
+            }
+            out.push((i, c));
             i += n;
-            out.push((i - n, c));
         } else {
             i += 1;
         }

@@ -34,7 +34,9 @@ use crate::wave::{unsupported, VReg, Wave, WaveContext, AGPR_BASE, WAVE_SIZE};
 use fp::Fl;
 pub(crate) use fp::FpMode;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use jit::{compile as compile_runs, find_runs, run_fused, Code, Fused, Ran, Slot};
+pub(crate) use jit::{
+    compile as compile_runs, find_runs, run_fused, Code, Fused, Ran, RunEnv, Slot,
+};
 pub(crate) use plan::{run_int_plan, IntPlan};
 pub(crate) use vop3p::{run_pk_plan, PkPlan};
 
