@@ -712,14 +712,14 @@ v_add_u32_e32 v4, s9, v5",
             3,
         ),
         // A scalar instruction writing what an earlier vector op read, read again by
-        // a later one: it runs after the vector ops, and the run ends before the
-        // later one (which alone is no run).
+        // a later one: it runs after the vector ops, and the later one starts the
+        // run's next part (which runs after it).
         (
             "v_add_u32_e32 v1, s8, v2
 v_mov_b32_e32 v6, v7
 s_add_u32 s8, s8, 1
 v_add_u32_e32 v4, s8, v5",
-            3,
+            4,
         ),
     ];
     for (text, want) in cases {

@@ -757,7 +757,8 @@ pub(crate) fn compile(runs: &[(usize, Chain)]) -> Option<(Code, Vec<(usize, Fuse
                 target: last.branch.map_or(0, |n| n.target),
                 len: u32::try_from(c.entries()).ok()?,
                 rows: u16::try_from(c.rows()).ok()?,
-                vector: !c.flats.is_empty() || c.parts.iter().any(|b| !b.ops.is_empty()),
+                vector: c.flats.iter().any(Option::is_some)
+                    || c.parts.iter().any(|b| !b.ops.is_empty()),
                 f64: c.parts.iter().any(|b| b.f64),
             },
         ));
@@ -1472,7 +1473,7 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
     for (k, b) in c.parts.iter().enumerate() {
         emit_part(a, b, done);
         done += b.entries;
-        if let Some(f) = c.flats.get(k) {
+        if let Some(Some(f)) = c.flats.get(k) {
             emit_flat(a, f, 2 + done as i32);
             done += 1;
         }
@@ -2350,12 +2351,12 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
         let n = c.entries();
         if n >= 2 {
             // A run that stops at one of its FLAT accesses (scattered lanes, a region
-            // not cached yet) leaves the rest to the interpreter, which runs the
-            // access and goes on at the entry after it: the rest of the run, from
-            // there, is a run too.
+            // not cached yet) or at a part's EXEC check leaves the rest to the
+            // interpreter, which goes on entry by entry: the rest of the run from the
+            // start of each later part is a run too.
             let mut at = i;
             for k in 0..c.flats.len() {
-                at += c.parts[k].entries + 1;
+                at += c.parts[k].entries + usize::from(c.flats[k].is_some());
                 let rest = Chain {
                     parts: c.parts[k + 1..].to_vec(),
                     flats: c.flats[k + 1..].to_vec(),
@@ -2375,9 +2376,13 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
 
 /// Most FLAT accesses in one run.
 const MAX_FLATS: usize = 4;
+/// Most parts of one run.
+const MAX_PARTS: usize = 8;
 
-/// A run: runs of the [`Builder`] rules (parts) with a FLAT or GLOBAL access between
-/// each two, compiled as one function. Each part runs as a run of its own would
+/// A run: runs of the [`Builder`] rules (parts), with a FLAT or GLOBAL access or
+/// nothing between each two, compiled as one function. A part ends where an entry
+/// cannot join it (a FLAT access, or an op that would break its order rules), and
+/// the next part starts with that entry. Each part runs as a run of its own would
 /// (its scalar instructions ordered among its vector ops by the `Builder` rules, its
 /// masks written back to the scalar file at its end); each access runs between its
 /// neighbours, on the whole wave, as [`Wave::run_flat_plan`] runs one whose lanes
@@ -2394,7 +2399,8 @@ const MAX_FLATS: usize = 4;
 pub(crate) struct Chain {
     /// `flats.len() + 1` parts.
     parts: Vec<Builder>,
-    flats: Vec<FlatFusion>,
+    /// What comes after each part but the last: an access, or nothing.
+    flats: Vec<Option<FlatFusion>>,
 }
 
 impl Default for Chain {
@@ -2409,7 +2415,7 @@ impl Default for Chain {
 impl Chain {
     /// Block entries the run covers.
     fn entries(&self) -> usize {
-        self.parts.iter().map(|b| b.entries).sum::<usize>() + self.flats.len()
+        self.parts.iter().map(|b| b.entries).sum::<usize>() + self.flats.iter().flatten().count()
     }
 
     /// Appends the entry `slot`; false (the run unchanged) if it does not join.
@@ -2420,27 +2426,43 @@ impl Chain {
         let Some(b) = self.parts.last_mut() else {
             return false;
         };
-        match slot {
+        let join = |b: &mut Builder| match slot {
             Slot::Int(p) => b.push(p),
             Slot::Lds(p) => b.push_lds(p),
             Slot::Scalar(n) => b.push_scalar(n),
-            Slot::Flat(p) => {
-                let Some(f) = p.fusion() else { return false };
-                if b.branch.is_some() || self.flats.len() == MAX_FLATS {
-                    return false;
-                }
-                self.flats.push(f);
-                self.parts.push(Builder::default());
-                true
+            Slot::Flat(_) | Slot::Other => false,
+        };
+        if let Slot::Flat(p) = slot {
+            let Some(f) = p.fusion() else { return false };
+            let flats = self.flats.iter().flatten().count();
+            if b.branch.is_some() || flats == MAX_FLATS || self.parts.len() == MAX_PARTS {
+                return false;
             }
-            Slot::Other => false,
+            self.flats.push(Some(f));
+            self.parts.push(Builder::default());
+            return true;
         }
+        if join(b) {
+            return true;
+        }
+        // A new part, when the entry starts one (after a part that has entries and
+        // no branch).
+        if b.entries == 0 || b.branch.is_some() || self.parts.len() == MAX_PARTS {
+            return false;
+        }
+        let mut next = Builder::default();
+        if !join(&mut next) {
+            return false;
+        }
+        self.flats.push(None);
+        self.parts.push(next);
+        true
     }
 
     /// One past the highest vector-file register the run reads or writes.
     fn rows(&self) -> usize {
         let parts = self.parts.iter().map(|b| b.rows);
-        let flats = self.flats.iter().map(|f| {
+        let flats = self.flats.iter().flatten().map(|f| {
             let data = usize::from(f.reg) + usize::from(f.bytes / 4);
             data.max(usize::from(f.vaddr) + 2)
         });
