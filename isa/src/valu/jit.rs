@@ -66,13 +66,14 @@
 //! the address of SCC, a byte 0 or 1, in r8), rdx = the run's [`RunEnv`] (kept in
 //! r10). Scalar instructions use rax, rcx
 //! and r9; the group loop keeps masks 0 and 1 in r9 and r11. The vector ops' frame:
-//! 32-byte rows (row 0: the lane bits 1, 2, ... 128; then one row per scalar or
-//! constant source, its value in 8 lanes), then one qword per mask read from before
+//! 32-byte rows (row 0: the lane bits 1, 2, ... 128; then one row per constant
+//! source, its value in 8 lanes; a scalar source is broadcast from the scalar file
+//! where it is read), then one qword per mask read from before
 //! the run and one accumulator per mask of the run; below the saved rbp, one
 //! 64-lane row per dword an LDS load read, then the store's host address. ymm14 holds the sign bias (0x8000_0000 per lane) of the
 //! unsigned compares, ymm8..ymm11 the run's masks for the current group. rdx is the
 //! group's byte offset in a register row, rcx the group's number g (its 8 bits of a
-//! 64-lane mask are the mask's byte g).
+//! 64-lane mask are the mask's byte g); the loop does two groups per trip.
 
 use std::sync::Arc;
 
@@ -109,8 +110,11 @@ const MAX_LDS_ROWS: usize = 8;
 enum Val {
     /// A vector-file register.
     Row(u16),
-    /// Frame row `k` (a scalar or constant, the same in every group).
+    /// Frame row `k` (a constant, the same in every group).
     Const(usize),
+    /// Scalar dword `c`, the same in every group (read from the scalar file: the
+    /// vector ops write no scalar dword until after the group loop).
+    Sreg(u8),
     /// Loaded-lanes row `k`: 64 lanes read from the LDS before the run's ops (see
     /// [`Builder::push_lds`]).
     Lanes(u8),
@@ -361,7 +365,7 @@ impl Builder {
             PlanSrc::Sreg(c) => {
                 self.reads |= 1 << (c & 127);
                 self.op_reads |= 1 << (c & 127);
-                Val::Const(self.row_of(Scalar::Sreg(c)))
+                Val::Sreg(c)
             }
             PlanSrc::Imm(v) => Val::Const(self.row_of(Scalar::Imm(v))),
         })
@@ -1183,6 +1187,10 @@ fn load(a: &mut Assembler, y: u8, v: Val) {
             let disp = 32 * k as i32;
             dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rsp + disp]);
         }
+        Val::Sreg(c) => {
+            let disp = 4 * i32::from(c);
+            dynasm!(a ; .arch x64 ; vpbroadcastd Ry(y), [rsi + disp]);
+        }
         Val::Lanes(k) => {
             let disp = lanes_row(k);
             dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rbp + rdx + disp]);
@@ -1883,22 +1891,29 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
         ; xor ecx, ecx
         ; =>top
     );
-    for (op, live) in b.ops.iter().zip(live_masks(&b.ops)) {
-        emit_op(a, f, op, live);
-    }
-    // The group's 8 bits of each mask are byte g of its accumulator: masks 0 and 1
-    // shifted into r9 and r11 from the top (after the 8 groups, group g's byte is
-    // byte g), the others stored to their byte in the frame. (Read back as one
-    // qword, eight byte stores would stall the load until they all left the store
-    // buffer.)
-    for k in 0..b.masks.len() {
-        movmsk_eax(a, MASK_BASE + k as u8);
-        match k {
-            0 => dynasm!(a ; .arch x64 ; shrd r9, rax, 8),
-            1 => dynasm!(a ; .arch x64 ; shrd r11, rax, 8),
-            _ => {
-                let off = f.acc + 8 * k as i32;
-                dynasm!(a ; .arch x64 ; mov [rsp + rcx + off], al);
+    // Two groups per trip of the loop.
+    let live = live_masks(&b.ops);
+    for half in 0..2 {
+        if half == 1 {
+            dynasm!(a ; .arch x64 ; add edx, 32 ; inc ecx);
+        }
+        for (op, &live) in b.ops.iter().zip(&live) {
+            emit_op(a, f, op, live);
+        }
+        // The group's 8 bits of each mask are byte g of its accumulator: masks 0 and
+        // 1 shifted into r9 and r11 from the top (after the 8 groups, group g's byte
+        // is byte g), the others stored to their byte in the frame. (Read back as one
+        // qword, eight byte stores would stall the load until they all left the store
+        // buffer.)
+        for k in 0..b.masks.len() {
+            movmsk_eax(a, MASK_BASE + k as u8);
+            match k {
+                0 => dynasm!(a ; .arch x64 ; shrd r9, rax, 8),
+                1 => dynasm!(a ; .arch x64 ; shrd r11, rax, 8),
+                _ => {
+                    let off = f.acc + 8 * k as i32;
+                    dynasm!(a ; .arch x64 ; mov [rsp + rcx + off], al);
+                }
             }
         }
     }
