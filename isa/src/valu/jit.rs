@@ -1176,13 +1176,38 @@ struct Frame {
     size: i32,
 }
 
+thread_local! {
+    /// The register row an op stored last and the ymm register that still holds it,
+    /// while the op emitted nothing after the store: set by [`store`], handed to the
+    /// next op by [`emit_op`] (as [`STORED_IN`]), cleared where a group ends.
+    static STORED: std::cell::Cell<Option<(u16, u8)>> = const { std::cell::Cell::new(None) };
+    /// The row the previous op stored and the register holding it, for this op's
+    /// loads (every op loads its sources before it computes anything): a load of that
+    /// row is a register move, off the store-to-load path. Cleared when a load
+    /// replaces the register.
+    static STORED_IN: std::cell::Cell<Option<(u16, u8)>> = const { std::cell::Cell::new(None) };
+}
+
 /// Loads `v` (this group's 8 lanes) into ymm `y`.
 fn load(a: &mut Assembler, y: u8, v: Val) {
-    match v {
-        Val::Row(r) => {
-            let disp = i32::from(r) * ROW;
-            dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rdi + rdx + disp]);
+    let held = STORED_IN.get();
+    if let Some((_, h)) = held {
+        if h == y && !matches!(v, Val::Row(r) if held.is_some_and(|(row, _)| row == r)) {
+            STORED_IN.set(None);
         }
+    }
+    match v {
+        Val::Row(r) => match held {
+            Some((row, h)) if row == r => {
+                if h != y {
+                    dynasm!(a ; .arch x64 ; vmovdqa Ry(y), Ry(h));
+                }
+            }
+            _ => {
+                let disp = i32::from(r) * ROW;
+                dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rdi + rdx + disp]);
+            }
+        },
         Val::Const(k) => {
             let disp = 32 * k as i32;
             dynasm!(a ; .arch x64 ; vmovdqu Ry(y), [rsp + disp]);
@@ -1342,6 +1367,7 @@ fn emit_lds_rows(a: &mut Assembler, b: &Builder) {
 fn store(a: &mut Assembler, r: u16, y: u8) {
     let disp = i32::from(r) * ROW;
     dynasm!(a ; .arch x64 ; vmovdqu [rdi + rdx + disp], Ry(y));
+    STORED.set(Some((r, y)));
 }
 
 /// The register holding mask `m` for this group (expanding an external mask into
@@ -1894,6 +1920,9 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
     // Two groups per trip of the loop.
     let live = live_masks(&b.ops);
     for half in 0..2 {
+        // (A new group: no register holds one of its rows.)
+        STORED.set(None);
+        STORED_IN.set(None);
         if half == 1 {
             dynasm!(a ; .arch x64 ; add edx, 32 ; inc ecx);
         }
@@ -1954,6 +1983,7 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
 /// Emits one op for the current group (temporaries ymm0..ymm7, ymm15); `live`:
 /// whether its mask result is used (see [`live_masks`]).
 fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
+    STORED_IN.set(STORED.take());
     match *op {
         Op::Mov { d, a: x } => {
             load(a, 0, x);
