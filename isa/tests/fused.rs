@@ -1068,6 +1068,7 @@ fn lds_inst(rng: &mut Rng) -> String {
 fn lds_accesses_in_fused_runs_give_the_interpreters_results() {
     let mut rng = Rng(0x5EED_00D5);
     let mem = TestMemory::default();
+    let data = mem.alloc(DATA_BYTES);
     let mut fused = 0;
     for case in 0..120 {
         let src: Vec<String> = (0..16)
@@ -1086,39 +1087,29 @@ fn lds_accesses_in_fused_runs_give_the_interpreters_results() {
             })
             .collect();
         let text = src.join("\n") + "\ns_endpgm\n";
-        let (with, without, start) = programs(&mem, &text);
         let exec = if case % 4 == 3 {
             u64::MAX >> 3
         } else {
             u64::MAX
         };
         let seed = rng.next() | 1;
-        let wave = || {
+        let lds: Vec<u8> = (0..LDS_BYTES).map(|i| (i * 7 + case) as u8).collect();
+        fused += compare_memory_runs(&mem, &data, &lds, &text, 0, || {
             let mut r = Rng(seed);
             let mut w = random_wave(&mut r, exec);
             lds_addresses(&mut r, &mut w);
             w
-        };
-        let bytes: Vec<u8> = (0..LDS_BYTES).map(|i| (i * 7 + case) as u8).collect();
-        let (mut lds_a, mut lds_b) = (bytes.clone(), bytes);
-        let (a, exit_a) = run_lds(&mem, &with, start, wave(), &mut lds_a);
-        let (b, exit_b) = run_lds(&mem, &without, start, wave(), &mut lds_b);
-        assert_eq!(exit_a, exit_b, "case {case}:\n{text}");
-        for reg in 0..16 {
-            assert_eq!(
-                a.vgpr[reg], b.vgpr[reg],
-                "v{reg} differs, case {case}:\n{text}"
-            );
-        }
-        assert_eq!(a.sgpr, b.sgpr, "sgprs differ, case {case}:\n{text}");
-        assert_eq!(a.scc, b.scc, "SCC differs, case {case}:\n{text}");
-        assert_eq!(a.instructions, b.instructions, "case {case}");
-        assert!(lds_a == lds_b, "the LDS differs, case {case}:\n{text}");
-        fused += with.fused_instructions(start);
+        });
     }
     if fuses() {
         assert!(fused > 120 * 16 / 4, "only {fused} instructions ran fused");
     }
+}
+
+/// The LDS of the FLAT programs: 64 bytes, each its index (a FLAT access into the
+/// LDS aperture reads and writes it).
+fn small_lds() -> Vec<u8> {
+    (0..64).collect()
 }
 
 /// Bytes of the data region the FLAT programs access.
@@ -1181,13 +1172,14 @@ fn flat_inst(rng: &mut Rng) -> String {
 }
 
 /// Runs `text` from `wave` on a program with fusion and on one without, each from
-/// the same contents of `data` and the LDS; panics on a difference in the registers,
-/// SCC, the instruction count, the exit, the data, the LDS or the stride history.
-/// Returns the instructions of the block at byte `block` of the program that ran
-/// fused.
+/// the same contents of `data` and an LDS holding `lds`; panics on a difference in
+/// the registers, SCC, the instruction count, the exit, the data, the LDS or the
+/// stride history. Returns the instructions of the block at byte `block` of the
+/// program that ran fused.
 fn compare_memory_runs(
     mem: &TestMemory,
     data: &HostRegion,
+    lds: &[u8],
     text: &str,
     block: u64,
     wave: impl Fn() -> Wave,
@@ -1200,7 +1192,7 @@ fn compare_memory_runs(
     let mut out = Vec::new();
     for program in [&with, &without] {
         assert!(data.write_bytes(0, &init));
-        let mut lds: Vec<u8> = (0..64).map(|i| i as u8).collect();
+        let mut lds = lds.to_vec();
         let (w, exit) = run_lds(mem, program, start, wave(), &mut lds);
         let mut bytes = vec![0u8; DATA_BYTES as usize];
         assert!(data.read_bytes(0, &mut bytes));
@@ -1244,7 +1236,7 @@ fn flat_accesses_in_fused_runs_give_the_interpreters_results() {
             u64::MAX
         };
         let seed = rng.next() | 1;
-        fused += compare_memory_runs(&mem, &data, &text, 0, || {
+        fused += compare_memory_runs(&mem, &data, &small_lds(), &text, 0, || {
             let mut r = Rng(seed);
             let mut w = random_wave(&mut r, exec);
             flat_addresses(&mut r, &mut w, base);
@@ -1283,7 +1275,7 @@ s_cbranch_scc1 -14
 s_endpgm
 ";
     // (The loop's block starts at byte 16.)
-    let fused = compare_memory_runs(&mem, &data, text, 16, || {
+    let fused = compare_memory_runs(&mem, &data, &small_lds(), text, 16, || {
         let mut w = random_wave(&mut Rng(11), u64::MAX);
         for l in 0..WAVE_SIZE {
             let (src, dst) = (base + 8 * l as u64, base + 8192 + 8 * l as u64);

@@ -1273,28 +1273,7 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder, stop_code: i32) {
         }
         if x.f.consecutive {
             let end = x.f.words[0] as i32 + ROW;
-            // ymm2 = the addresses group 0 must hold (lane 0's + 4 per lane), then
-            // each next group's (+ 32).
-            dynasm!(a
-                ; .arch x64
-                ; mov r9, QWORD 0x1c18_1410_0c08_0400
-                ; vmovq xmm2, r9
-                ; vpmovzxbd ymm2, xmm2
-                ; vpaddd ymm2, ymm2, ymm0
-                ; mov r9d, 32
-                ; vmovd xmm3, r9d
-                ; vpbroadcastd ymm3, xmm3
-                ; vpcmpeqd ymm1, ymm2, [rdi + row]
-            );
-            for g in 1..8 {
-                let disp = row + 32 * g;
-                dynasm!(a
-                    ; .arch x64
-                    ; vpaddd ymm2, ymm2, ymm3
-                    ; vpcmpeqd ymm4, ymm2, [rdi + disp]
-                    ; vpand ymm1, ymm1, ymm4
-                );
-            }
+            emit_steps_check(a, row, 4);
             let bit = i as i8;
             dynasm!(a
                 ; .arch x64
@@ -1321,6 +1300,36 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder, stop_code: i32) {
         ; ret
         ; =>done
     );
+}
+
+/// Compares the lanes of the register at byte `row` of the vector file with lane
+/// 0's value plus `step` per lane (ymm0 = lane 0's value in every lane; `step` at
+/// most 31): ymm1 = all ones in the lanes that hold theirs, over all 8 groups. Uses
+/// r9, ymm2..ymm4.
+fn emit_steps_check(a: &mut Assembler, row: i32, step: i32) {
+    // ymm2 = what group 0 must hold, then each next group's (+ 8 steps).
+    let ramp: i64 = (0..8).fold(0, |r, l| r | i64::from(l * step) << (8 * l));
+    let group = 8 * step;
+    dynasm!(a
+        ; .arch x64
+        ; mov r9, QWORD ramp
+        ; vmovq xmm2, r9
+        ; vpmovzxbd ymm2, xmm2
+        ; vpaddd ymm2, ymm2, ymm0
+        ; mov r9d, group
+        ; vmovd xmm3, r9d
+        ; vpbroadcastd ymm3, xmm3
+        ; vpcmpeqd ymm1, ymm2, [rdi + row]
+    );
+    for g in 1..8 {
+        let disp = row + 32 * g;
+        dynasm!(a
+            ; .arch x64
+            ; vpaddd ymm2, ymm2, ymm3
+            ; vpcmpeqd ymm4, ymm2, [rdi + disp]
+            ; vpand ymm1, ymm1, ymm4
+        );
+    }
 }
 
 /// Reads the part's LDS loads into their loaded-lanes rows and keeps its store's
@@ -1617,8 +1626,6 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     // Every lane active; the low dwords lane 0's + l·s without a carry out of lane
     // 0's (lane 1's first: a scattered access stops at once), the high dwords lane
     // 0's.
-    let ramp: i64 = (0..8).fold(0, |r, l| r | i64::from(l * s) << (8 * l));
-    let group = 8 * s;
     dynasm!(a
         ; .arch x64
         ; cmp QWORD [rsi + exec], -1
@@ -1633,24 +1640,8 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
         ; jnz =>stop
         ; vmovd xmm0, eax
         ; vpbroadcastd ymm0, xmm0
-        ; mov r9, QWORD ramp
-        ; vmovq xmm2, r9
-        ; vpmovzxbd ymm2, xmm2
-        ; vpaddd ymm2, ymm2, ymm0
-        ; mov r9d, group
-        ; vmovd xmm3, r9d
-        ; vpbroadcastd ymm3, xmm3
-        ; vpcmpeqd ymm1, ymm2, [rdi + lo]
     );
-    for g in 1..8 {
-        let disp = lo + 32 * g;
-        dynasm!(a
-            ; .arch x64
-            ; vpaddd ymm2, ymm2, ymm3
-            ; vpcmpeqd ymm4, ymm2, [rdi + disp]
-            ; vpand ymm1, ymm1, ymm4
-        );
-    }
+    emit_steps_check(a, lo, s);
     dynasm!(a
         ; .arch x64
         ; mov ecx, [rdi + hi]
