@@ -78,7 +78,7 @@
 use std::sync::Arc;
 
 use dynasmrt::x64::Assembler;
-use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuffer};
+use dynasmrt::{dynasm, AssemblyOffset, DynamicLabel, DynasmApi, DynasmLabelApi, ExecutableBuffer};
 
 use super::fp::FpMode;
 use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
@@ -1259,32 +1259,15 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder, stop_code: i32) {
                 let disp = row + 32 * g;
                 dynasm!(a ; .arch x64 ; vpcmpeqd ymm2, ymm0, [rdi + disp] ; vpand ymm1, ymm1, ymm2);
             }
-            dynasm!(a
-                ; .arch x64
-                ; vpcmpeqd ymm5, ymm5, ymm5
-                ; vptest ymm1, ymm5
-                ; jnc =>consecutive
-                ; lea r9, [rax + end]
-                ; cmp r9, [r10 + ENV_LDS_LEN]
-                ; ja =>stop
-                ; jmp =>next
-                ; =>consecutive
-            );
+            emit_lanes_in_lds(a, end, consecutive, stop);
+            dynasm!(a ; .arch x64 ; jmp =>next ; =>consecutive);
         }
         if x.f.consecutive {
             let end = x.f.words[0] as i32 + ROW;
             emit_steps_check(a, row, 4);
             let bit = i as i8;
-            dynasm!(a
-                ; .arch x64
-                ; vpcmpeqd ymm5, ymm5, ymm5
-                ; vptest ymm1, ymm5
-                ; jnc =>stop
-                ; lea r9, [rax + end]
-                ; cmp r9, [r10 + ENV_LDS_LEN]
-                ; ja =>stop
-                ; bts rcx, BYTE bit
-            );
+            emit_lanes_in_lds(a, end, stop, stop);
+            dynasm!(a ; .arch x64 ; bts rcx, BYTE bit);
         } else {
             dynasm!(a ; .arch x64 ; jmp =>stop);
         }
@@ -1299,6 +1282,20 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder, stop_code: i32) {
         ; mov eax, stop_code
         ; ret
         ; =>done
+    );
+}
+
+/// Goes to `other` unless ymm1 is all ones (every lane has the shape checked), then
+/// to `outside` unless lane 0's address (rax) plus `end` lies inside the LDS.
+fn emit_lanes_in_lds(a: &mut Assembler, end: i32, other: DynamicLabel, outside: DynamicLabel) {
+    dynasm!(a
+        ; .arch x64
+        ; vpcmpeqd ymm5, ymm5, ymm5
+        ; vptest ymm1, ymm5
+        ; jnc =>other
+        ; lea r9, [rax + end]
+        ; cmp r9, [r10 + ENV_LDS_LEN]
+        ; ja =>outside
     );
 }
 
