@@ -1273,9 +1273,14 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder, stop_code: i32) {
         }
         dynasm!(a ; .arch x64 ; =>next);
     }
+    dynasm!(a ; .arch x64 ; mov r11, rcx);
+    emit_stop_exit(a, stop, done, stop_code);
+}
+
+/// Goes on at `done`; at `stop`, the run returns `stop_code` (see [`RunFn`]).
+fn emit_stop_exit(a: &mut Assembler, stop: DynamicLabel, done: DynamicLabel, stop_code: i32) {
     dynasm!(a
         ; .arch x64
-        ; mov r11, rcx
         ; jmp =>done
         ; =>stop
         ; vzeroupper
@@ -1841,15 +1846,7 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
             dynasm!(a ; .arch x64 ; prefetchw [rdx + at]);
         }
     }
-    dynasm!(a
-        ; .arch x64
-        ; jmp =>done
-        ; =>stop
-        ; vzeroupper
-        ; mov eax, stop_code
-        ; ret
-        ; =>done
-    );
+    emit_stop_exit(a, stop, done, stop_code);
 }
 
 /// Emits the vector ops of a run: the frame's rows and masks, the loop over the
