@@ -1066,44 +1066,22 @@ fn lds_inst(rng: &mut Rng) -> String {
 
 #[test]
 fn lds_accesses_in_fused_runs_give_the_interpreters_results() {
-    let mut rng = Rng(0x5EED_00D5);
-    let mem = TestMemory::default();
-    let data = mem.alloc(DATA_BYTES);
-    let mut fused = 0;
-    for case in 0..120 {
-        let src: Vec<String> = (0..16)
-            .map(|_| match rng.below(8) {
-                0..=2 => lds_inst(&mut rng),
-                // An address register written inside a run (the accesses after it
-                // through that register then start another run).
-                3 if rng.below(3) == 0 => {
-                    format!(
-                        "v_add_u32_e32 v{}, 4, v{}",
-                        12 + rng.below(4),
-                        12 + rng.below(4)
-                    )
-                }
-                _ => Gen { rng: &mut rng }.inst(),
-            })
-            .collect();
-        let text = src.join("\n") + "\ns_endpgm\n";
-        let exec = if case % 4 == 3 {
-            u64::MAX >> 3
-        } else {
-            u64::MAX
-        };
-        let seed = rng.next() | 1;
-        let lds: Vec<u8> = (0..LDS_BYTES).map(|i| (i * 7 + case) as u8).collect();
-        fused += compare_memory_runs(&mem, &data, &lds, &text, 0, || {
-            let mut r = Rng(seed);
-            let mut w = random_wave(&mut r, exec);
-            lds_addresses(&mut r, &mut w);
-            w
-        });
-    }
-    if fuses() {
-        assert!(fused > 120 * 16 / 4, "only {fused} instructions ran fused");
-    }
+    check_memory_programs(
+        0x5EED_00D5,
+        |rng, draw| match draw {
+            0..=2 => Some(lds_inst(rng)),
+            // An address register written inside a run (the accesses after it
+            // through that register then start another run).
+            3 if rng.below(3) == 0 => Some(format!(
+                "v_add_u32_e32 v{}, 4, v{}",
+                12 + rng.below(4),
+                12 + rng.below(4)
+            )),
+            _ => None,
+        },
+        |case| (0..LDS_BYTES).map(|i| (i * 7 + case) as u8).collect(),
+        |rng, w, _| lds_addresses(rng, w),
+    );
 }
 
 /// The LDS of the FLAT programs: 64 bytes, each its index (a FLAT access into the
@@ -1217,16 +1195,36 @@ fn compare_memory_runs(
 
 #[test]
 fn flat_accesses_in_fused_runs_give_the_interpreters_results() {
-    let mut rng = Rng(0x5EED_00F1);
+    check_memory_programs(
+        0x5EED_00F1,
+        |rng, draw| (draw <= 2).then(|| flat_inst(rng)),
+        |_| small_lds(),
+        flat_addresses,
+    );
+}
+
+/// 120 random programs of 16 instructions, each drawn as `draw(rng, k)` gives it
+/// for k = `rng.below(8)` (a random vector or scalar form when it gives none), each
+/// run from a random wave with all lanes active (every fourth case, the top three
+/// inactive), its addresses set by `addresses(rng, wave, data base)`, over the LDS
+/// `lds(case)`, through [`compare_memory_runs`]. Asserts that a quarter of the
+/// instructions ran fused, on hosts that fuse.
+fn check_memory_programs(
+    seed: u64,
+    mut draw: impl FnMut(&mut Rng, usize) -> Option<String>,
+    lds: impl Fn(usize) -> Vec<u8>,
+    addresses: impl Fn(&mut Rng, &mut Wave, u64),
+) {
+    let mut rng = Rng(seed);
     let mem = TestMemory::default();
     let data = mem.alloc(DATA_BYTES);
     let base = data.device_base();
     let mut fused = 0;
     for case in 0..120 {
         let src: Vec<String> = (0..16)
-            .map(|_| match rng.below(8) {
-                0..=2 => flat_inst(&mut rng),
-                _ => Gen { rng: &mut rng }.inst(),
+            .map(|_| {
+                let k = rng.below(8);
+                draw(&mut rng, k).unwrap_or_else(|| Gen { rng: &mut rng }.inst())
             })
             .collect();
         let text = src.join("\n") + "\ns_endpgm\n";
@@ -1236,10 +1234,10 @@ fn flat_accesses_in_fused_runs_give_the_interpreters_results() {
             u64::MAX
         };
         let seed = rng.next() | 1;
-        fused += compare_memory_runs(&mem, &data, &small_lds(), &text, 0, || {
+        fused += compare_memory_runs(&mem, &data, &lds(case), &text, 0, || {
             let mut r = Rng(seed);
             let mut w = random_wave(&mut r, exec);
-            flat_addresses(&mut r, &mut w, base);
+            addresses(&mut r, &mut w, base);
             w
         });
     }

@@ -129,7 +129,7 @@ enum MaskIn {
     Ext(usize),
 }
 
-/// Where a frame row or an external mask dword comes from.
+/// Where an external mask dword comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scalar {
     Sreg(u8),
@@ -227,8 +227,8 @@ struct LdsAccess {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Builder {
     ops: Vec<Op>,
-    /// Frame rows 1.. (row 0 holds the lane bits).
-    consts: Vec<Scalar>,
+    /// The constants of frame rows 1.. (row 0 holds the lane bits).
+    consts: Vec<u32>,
     /// External masks (low, high dword).
     ext: Vec<[Scalar; 2]>,
     /// The run's masks by register: their scalar destinations (`u8::MAX`: a dword
@@ -339,8 +339,8 @@ impl Builder {
         true
     }
 
-    /// The frame row of `s`.
-    fn row_of(&mut self, s: Scalar) -> usize {
+    /// The frame row of the constant `s`.
+    fn row_of(&mut self, s: u32) -> usize {
         let k = match self.consts.iter().position(|c| *c == s) {
             Some(k) => k,
             None => {
@@ -367,7 +367,7 @@ impl Builder {
                 self.op_reads |= 1 << (c & 127);
                 Val::Sreg(c)
             }
-            PlanSrc::Imm(v) => Val::Const(self.row_of(Scalar::Imm(v))),
+            PlanSrc::Imm(v) => Val::Const(self.row_of(v)),
         })
     }
 
@@ -525,8 +525,8 @@ impl Builder {
             Kind::Bin(op) => {
                 let aux = match op {
                     Bin::Bcnt => return None,
-                    Bin::Lshlrev | Bin::Lshrrev | Bin::Ashrrev => self.row_of(Scalar::Imm(31)),
-                    Bin::MulU24 => self.row_of(Scalar::Imm(0xFF_FFFF)),
+                    Bin::Lshlrev | Bin::Lshrrev | Bin::Ashrrev => self.row_of(31),
+                    Bin::MulU24 => self.row_of(0xFF_FFFF),
                     _ => 0,
                 };
                 let (a, b) = (self.val(s0[0])?, self.val(s1[0])?);
@@ -540,7 +540,7 @@ impl Builder {
             }
             Kind::Tri(op) => {
                 let aux = match op {
-                    Tri::LshlAdd | Tri::AddLshl | Tri::LshlOr => self.row_of(Scalar::Imm(31)),
+                    Tri::LshlAdd | Tri::AddLshl | Tri::LshlOr => self.row_of(31),
                     Tri::Add3
                     | Tri::AndOr
                     | Tri::Or3
@@ -654,7 +654,7 @@ type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut Wave, *const RunEnv) -> u3
 
 /// What a run reads besides the wave (rdx on entry, kept in r10): made once per
 /// [`Wave::run`](crate::wave::Wave) call from its context ([`RunEnv::of`]);
-/// [`run_fused`] points it at the LDS before each run.
+/// [`run_fused`] points it at the LDS (and its size) before each run.
 #[repr(C)]
 pub(crate) struct RunEnv {
     /// The workgroup's LDS and its size in bytes.
@@ -784,7 +784,7 @@ pub(crate) enum Ran {
 }
 
 /// Runs `f` on `w`, with its workgroup's `lds` and `env` ([`RunEnv::of`] the
-/// context `lds` comes from; see [`Ran`]).
+/// wave's context; see [`Ran`]).
 #[inline]
 pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8], env: &mut RunEnv) -> Ran {
     if f.vector && w.vgpr.len() < usize::from(f.rows) {
@@ -797,6 +797,7 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8], env: &mut RunEn
         }
     }
     env.lds = lds.as_mut_ptr();
+    env.lds_len = lds.len();
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
     let wave: *mut Wave = w;
     // SAFETY: `f.func` is code `emit_chain` generated (compiled only on hosts with
@@ -805,8 +806,8 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8], env: &mut RunEn
     // within `w.vgpr` (checked above), scalar-file dwords below 128 (`Builder` takes
     // indices only from plans, all below 128), `w.scc` (stored as 0 or 1), its own
     // stack frame, `w.strides` (as `StrideTable` lays it out), `w.regions`' window
-    // table (read only), bytes of the LDS below its size (`env`, made from the
-    // context `lds` comes from, has its size), and host bytes of the cached regions
+    // table (read only), bytes of `lds` below its size (set in `env` above), and host
+    // bytes of the cached regions
     // inside their windows (each access's range is checked against the LDS size or a
     // window before the run reads or writes any). The windows' host memory stays
     // alive: the wave's region cache, which holds the regions, does not change
@@ -1859,21 +1860,15 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
             dynasm!(a ; .arch x64 ; mov DWORD [rsp + off], bit);
         }
     }
-    let splat = |a: &mut Assembler, s: Scalar, off: i32| {
-        match s {
-            Scalar::Sreg(c) => {
-                let src = 4 * i32::from(c);
-                dynasm!(a ; .arch x64 ; vpbroadcastd ymm0, [rsi + src]);
-            }
-            Scalar::Imm(v) => {
-                let v = v as i32;
-                dynasm!(a ; .arch x64 ; mov eax, v ; vmovd xmm0, eax ; vpbroadcastd ymm0, xmm0);
-            }
-        }
-        dynasm!(a ; .arch x64 ; vmovdqu [rsp + off], ymm0);
-    };
-    for (k, s) in b.consts.iter().enumerate() {
-        splat(a, *s, 32 * (k as i32 + 1));
+    for (k, &v) in b.consts.iter().enumerate() {
+        let (v, off) = (v as i32, 32 * (k as i32 + 1));
+        dynasm!(a
+            ; .arch x64
+            ; mov eax, v
+            ; vmovd xmm0, eax
+            ; vpbroadcastd ymm0, xmm0
+            ; vmovdqu [rsp + off], ymm0
+        );
     }
     emit_lds_rows(a, b);
     if b.ops.iter().any(Op::needs_bias) {
