@@ -175,6 +175,37 @@ impl LdsPlan {
     }
 }
 
+/// A `ds_bpermute_b32` as a fused run (`valu::jit`) takes it: lane l of `dst`
+/// becomes lane `((addr[l] + offset) >> 2) % 64` of `data`. The run does it only
+/// with every lane active (else it stops before it, and [`run_lds_plan`] runs it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BpermuteFusion {
+    /// Vector-file index of the address register (bytes; bits 7:2 name the lane).
+    pub(crate) addr: u16,
+    /// Vector-file index of the register read across lanes.
+    pub(crate) data: u16,
+    /// Vector-file index of the destination (it may be either source).
+    pub(crate) dst: u16,
+    /// The instruction's byte offset, added to every lane's address.
+    pub(crate) offset: u32,
+}
+
+impl LdsPlan {
+    /// The plan as a fused run takes it when it is a `ds_bpermute_b32`; `None`
+    /// for the other DS forms.
+    pub(crate) fn bpermute(&self) -> Option<BpermuteFusion> {
+        if self.kind != Kind::Bpermute {
+            return None;
+        }
+        Some(BpermuteFusion {
+            addr: u16::try_from(self.addr).ok()?,
+            data: u16::try_from(self.data[0]).ok()?,
+            dst: u16::try_from(self.dst).ok()?,
+            offset: self.offs[0],
+        })
+    }
+}
+
 /// Runs `p` on `w` over the workgroup's `lds`. Returns false, having changed
 /// nothing, when a load or store has an empty EXEC or an active lane's access
 /// leaves the LDS (the general path then runs and reports the lane).

@@ -1246,6 +1246,63 @@ fn check_memory_programs(
     }
 }
 
+/// `w`'s address registers v12..v15 for bpermutes, each one shape at random: the
+/// lanes LLVM's wave reductions name (lane + k below lane 64 - k, else the lane
+/// itself; k a power of two), lane + k modulo 64, one lane for all, or random
+/// values (only bits 7:2 name the lane).
+fn bpermute_addresses(rng: &mut Rng, w: &mut Wave, _base: u64) {
+    for r in 12..16 {
+        let shape = rng.below(5);
+        let k = 1 << rng.below(6);
+        let one = rng.below(WAVE_SIZE);
+        for l in 0..WAVE_SIZE {
+            let lane = match shape {
+                0 | 1 if l + k < WAVE_SIZE => l + k,
+                0 | 1 => l,
+                2 => (l + k) % WAVE_SIZE,
+                3 => one,
+                _ => rng.below(1 << 16),
+            };
+            w.vgpr[r][l] = if shape == 4 {
+                lane as u32
+            } else {
+                4 * lane as u32
+            };
+        }
+    }
+}
+
+/// A random `ds_bpermute_b32` through v12..v15 (its destination at times one of
+/// its sources), or a VALU op writing an address register.
+fn bpermute_inst(rng: &mut Rng) -> String {
+    let a = 12 + rng.below(4);
+    let d = rng.below(VREGS);
+    let dst = match rng.below(4) {
+        0 => a,
+        1 => d,
+        _ => rng.below(VREGS),
+    };
+    let off = if rng.below(3) == 0 {
+        4 * rng.below(64)
+    } else {
+        0
+    };
+    match rng.below(5) {
+        0 => format!("v_add_u32_e32 v{a}, 8, v{}", 12 + rng.below(4)),
+        _ => format!("ds_bpermute_b32 v{dst}, v{a}, v{d} offset:{off}"),
+    }
+}
+
+#[test]
+fn bpermutes_in_fused_runs_give_the_interpreters_results() {
+    check_memory_programs(
+        0x5EED_0B9E,
+        |rng, draw| (draw <= 2).then(|| bpermute_inst(rng)),
+        |_| small_lds(),
+        bpermute_addresses,
+    );
+}
+
 #[test]
 fn a_fused_copy_loop_strides_as_the_interpreter_does() {
     // STREAM copy's shape: a qword load and store per lane, both walking on by a

@@ -38,7 +38,10 @@
 //! run ([`Chain`]): the same kernels do two per loop chunk (STREAM's load and
 //! store), each of which used to end a run. It runs on the whole wave when its lanes
 //! address consecutive elements inside a region the wave has cached, as the
-//! interpreter's plan does, and keeps the wave's stride prefetching.
+//! interpreter's plan does, and keeps the wave's stride prefetching. So does a
+//! `ds_bpermute_b32` (with every lane active): the wave reductions of `reduction`
+//! clauses are chains of them between a few VALU ops, one chain per team and loop
+//! chunk.
 //!
 //! Scalar instructions join the run when they fall through and touch only scalar
 //! registers (EXEC among them) and SCC ([`Builder::push_scalar`], [`emit_native`]:
@@ -84,7 +87,7 @@ use super::fp::FpMode;
 use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
 use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp, SoppOp};
-use crate::lds::{LdsFusion, LdsPlan};
+use crate::lds::{BpermuteFusion, LdsFusion, LdsPlan};
 use crate::memory::WindowTable;
 use crate::operand::code;
 use crate::salu::{lshl_add_shift, Dst, Native, NativeForm, Src};
@@ -649,7 +652,8 @@ impl Builder {
 /// A run's compiled code: System V, (vector file, the wave, the run's [`RunEnv`]) -> 0: it ran and falls through (its branch, if any, not taken); 1: it
 /// ran and its branch is taken; 2 + n: it stopped after its first n entries (a part
 /// found EXEC not all ones or an LDS access's lanes not addressing what the run can
-/// do, after its prefix; or a FLAT access could not run, see [`Chain`]).
+/// do, after its prefix; or a FLAT access or a bpermute could not run, see
+/// [`Chain`]).
 type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut Wave, *const RunEnv) -> u32;
 
 /// What a run reads besides the wave (rdx on entry, kept in r10): made once per
@@ -663,6 +667,9 @@ pub(crate) struct RunEnv {
     /// The first addresses of the LDS and scratch apertures (4 GiB each).
     shared: u64,
     private: u64,
+    /// 0, 1, ... 7: the lane numbers of a group (a bpermute's consecutive-lanes
+    /// check).
+    iota: [u32; 8],
 }
 
 impl RunEnv {
@@ -673,6 +680,7 @@ impl RunEnv {
             lds_len: ctx.lds.len(),
             shared: ctx.apertures.shared_base & !0xFFFF_FFFF,
             private: ctx.apertures.private_base & !0xFFFF_FFFF,
+            iota: [0, 1, 2, 3, 4, 5, 6, 7],
         }
     }
 }
@@ -682,6 +690,7 @@ const ENV_LDS: i32 = 0;
 const ENV_LDS_LEN: i32 = 8;
 const ENV_SHARED: i32 = 16;
 const ENV_PRIVATE: i32 = 24;
+const ENV_IOTA: i32 = 32;
 
 /// Where the code finds the wave's parts, from rsi (its scalar file): SCC, the
 /// regions it has cached (`RegionCache::table`) and its stride table.
@@ -698,6 +707,7 @@ const _: () = {
     assert!(offset_of!(RunEnv, lds_len) == ENV_LDS_LEN as usize);
     assert!(offset_of!(RunEnv, shared) == ENV_SHARED as usize);
     assert!(offset_of!(RunEnv, private) == ENV_PRIVATE as usize);
+    assert!(offset_of!(RunEnv, iota) == ENV_IOTA as usize);
     assert!(offset_of!(WindowTable, n) == 0);
     assert!(offset_of!(WindowTable, windows) == 8);
     assert!(size_of::<crate::memory::Window>() == 24);
@@ -722,7 +732,7 @@ pub(crate) struct Fused {
     pub(crate) len: u32,
     /// One past the highest vector-file register it reads or writes.
     rows: u16,
-    /// Whether the run has vector ops or FLAT accesses (they need every lane active).
+    /// Whether the run has vector ops or accesses (they need every lane active).
     vector: bool,
     /// Whether the run has f64 ops.
     f64: bool,
@@ -761,7 +771,7 @@ pub(crate) fn compile(runs: &[(usize, Chain)]) -> Option<(Code, Vec<(usize, Fuse
                 target: last.branch.map_or(0, |n| n.target),
                 len: u32::try_from(c.entries()).ok()?,
                 rows: u16::try_from(c.rows()).ok()?,
-                vector: c.flats.iter().any(Option::is_some)
+                vector: c.accesses.iter().any(Option::is_some)
                     || c.parts.iter().any(|b| !b.ops.is_empty()),
                 f64: c.parts.iter().any(|b| b.f64),
             },
@@ -1519,10 +1529,12 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
     for (k, b) in c.parts.iter().enumerate() {
         emit_part(a, b, done);
         done += b.entries;
-        if let Some(Some(f)) = c.flats.get(k) {
-            emit_flat(a, f, 2 + done as i32);
-            done += 1;
+        match c.accesses.get(k) {
+            Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32),
+            Some(Some(Access::Bpermute(p))) => emit_bpermute(a, p, 2 + done as i32),
+            _ => continue,
         }
+        done += 1;
     }
     // eax = whether the branch is taken.
     let test64 = |a: &mut Assembler, c: u8| {
@@ -1848,6 +1860,82 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
         }
     }
     emit_stop_exit(a, stop, done, stop_code);
+}
+
+/// Emits a `ds_bpermute_b32` of a run (see [`Chain`]); returns `stop` unless every
+/// lane is active. Each group's 8 source lanes are one load when they are
+/// consecutive and in order (LLVM's reductions shift the wave down by 32, 16, ...
+/// 1 lanes: every group but at most one is; lane 7's source, at most 63, is then
+/// lane 0's plus 7, so all 8 lie in the register), else a VPGATHERDD; all 8 groups are
+/// read (into ymm6..ymm13) before the destination is written, so that it may be
+/// either source. Between parts: uses rax, rcx and ymm0..ymm13.
+fn emit_bpermute(a: &mut Assembler, p: &BpermuteFusion, stop_code: i32) {
+    let addr = i32::from(p.addr) * ROW;
+    let data = i32::from(p.data) * ROW;
+    let dst = i32::from(p.dst) * ROW;
+    let stop = a.new_dynamic_label();
+    let done = a.new_dynamic_label();
+    let exec = 4 * i32::from(EXEC_LO);
+    let offset = p.offset as i32;
+    dynasm!(a
+        ; .arch x64
+        ; cmp QWORD [rsi + exec], -1
+        ; jne =>stop
+        ; vmovdqu ymm5, [r10 + ENV_IOTA]
+        ; mov eax, offset
+        ; vmovd xmm4, eax
+        ; vpbroadcastd ymm4, xmm4
+    );
+    for g in 0..8u8 {
+        let out = 6 + g;
+        let row = addr + 32 * i32::from(g);
+        let gather = a.new_dynamic_label();
+        let next = a.new_dynamic_label();
+        // ymm0 = the source lanes: bits 7:2 of address + offset.
+        dynasm!(a
+            ; .arch x64
+            ; vpaddd ymm0, ymm4, [rdi + row]
+            ; vpslld ymm0, ymm0, 24
+            ; vpsrld ymm0, ymm0, 26
+            ; vpbroadcastd ymm1, xmm0
+            ; vpaddd ymm1, ymm1, ymm5
+            ; vpcmpeqd ymm1, ymm1, ymm0
+        );
+        movmsk_eax(a, 1);
+        dynasm!(a
+            ; .arch x64
+            ; vmovd ecx, xmm0
+            ; cmp eax, 0xFF
+            ; jne =>gather
+            ; vmovdqu Ry(out), [rdi + rcx * 4 + data]
+            ; jmp =>next
+            ; =>gather
+            ; vpcmpeqd ymm2, ymm2, ymm2
+        );
+        gather_dd(a, out, 0, 2, data);
+        dynasm!(a ; .arch x64 ; =>next);
+    }
+    for g in 0..8u8 {
+        let at = dst + 32 * i32::from(g);
+        dynasm!(a ; .arch x64 ; vmovdqu [rdi + at], Ry(6 + g));
+    }
+    dynasm!(a ; .arch x64 ; vzeroupper);
+    emit_stop_exit(a, stop, done, stop_code);
+}
+
+/// `vpgatherdd ymm<dst>, [rdi + ymm<index>·4 + disp], ymm<mask>` (dword `index[i]`
+/// of the row at `rdi + disp` into lane i, for the lanes whose mask sign bit is
+/// set; the mask is cleared). The three registers must differ. Encoded here
+/// (VEX.256.66.0F38.W0 90 /r with a VSIB byte): dynasm-rs 3.2 has no VSIB operands.
+fn gather_dd(a: &mut Assembler, dst: u8, index: u8, mask: u8, disp: i32) {
+    debug_assert!(dst != index && dst != mask && index != mask);
+    let b1 = (u8::from(dst < 8) << 7) | (u8::from(index < 8) << 6) | (1 << 5) | 2;
+    let b2 = ((!mask & 15) << 3) | (1 << 2) | 1;
+    // ModRM: disp32, reg = dst, rm = SIB; SIB: scale 4, index, base rdi.
+    let modrm = 0x80 | ((dst & 7) << 3) | 4;
+    let sib = 0x80 | ((index & 7) << 3) | 7;
+    a.extend([0xC4, b1, b2, 0x90, modrm, sib]);
+    a.extend(disp.to_le_bytes());
 }
 
 /// Emits the vector ops of a run: the frame's rows and masks, the loop over the
@@ -2375,16 +2463,16 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
         }
         let n = c.entries();
         if n >= 2 {
-            // A run that stops at one of its FLAT accesses (scattered lanes, a region
-            // not cached yet) or at a part's EXEC check leaves the rest to the
+            // A run that stops at one of its accesses (scattered lanes, a region not
+            // cached yet, a partial EXEC) or at a part's EXEC check leaves the rest to the
             // interpreter, which goes on entry by entry: the rest of the run from the
             // start of each later part is a run too.
             let mut at = i;
-            for k in 0..c.flats.len() {
-                at += c.parts[k].entries + usize::from(c.flats[k].is_some());
+            for k in 0..c.accesses.len() {
+                at += c.parts[k].entries + usize::from(c.accesses[k].is_some());
                 let rest = Chain {
                     parts: c.parts[k + 1..].to_vec(),
-                    flats: c.flats[k + 1..].to_vec(),
+                    accesses: c.accesses[k + 1..].to_vec(),
                 };
                 if rest.entries() >= 2 {
                     out.push((at, rest));
@@ -2401,12 +2489,22 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
 
 /// Most FLAT accesses in one run.
 const MAX_FLATS: usize = 4;
-/// Most parts of one run.
-const MAX_PARTS: usize = 8;
+/// Most parts of one run (a wave reduction of a double is 12 bpermutes).
+const MAX_PARTS: usize = 16;
 
-/// A run: runs of the [`Builder`] rules (parts), with a FLAT or GLOBAL access or
-/// nothing between each two, compiled as one function. A part ends where an entry
-/// cannot join it (a FLAT access, or an op that would break its order rules), and
+/// An access between two parts of a run (see [`Chain`]).
+#[derive(Clone, Copy, Debug)]
+enum Access {
+    /// A FLAT or GLOBAL load or store.
+    Flat(FlatFusion),
+    /// A `ds_bpermute_b32`.
+    Bpermute(BpermuteFusion),
+}
+
+/// A run: runs of the [`Builder`] rules (parts), with an access (a FLAT or GLOBAL
+/// load or store, or a `ds_bpermute_b32`) or nothing between each two, compiled as
+/// one function. A part ends where an entry cannot join it (an access, or an op that
+/// would break its order rules), and
 /// the next part starts with that entry. Each part runs as a run of its own would
 /// (its scalar instructions ordered among its vector ops by the `Builder` rules, its
 /// masks written back to the scalar file at its end); each access runs between its
@@ -2417,22 +2515,24 @@ const MAX_PARTS: usize = 8;
 /// outside the LDS and scratch apertures, the host address naturally aligned; the
 /// access then records its base in the wave's stride table and, on a confirmed
 /// stride, asks for the lines of the next one when that lies in the same region.
+/// A bpermute runs when every lane is active ([`emit_bpermute`]; it reads no
+/// memory, so it cannot fault).
 /// When one of these does not hold, the run stops before the access, and the
 /// interpreter runs the rest of its entries (and looks the region up, or reports the
 /// fault).
 #[derive(Clone, Debug)]
 pub(crate) struct Chain {
-    /// `flats.len() + 1` parts.
+    /// `accesses.len() + 1` parts.
     parts: Vec<Builder>,
     /// What comes after each part but the last: an access, or nothing.
-    flats: Vec<Option<FlatFusion>>,
+    accesses: Vec<Option<Access>>,
 }
 
 impl Default for Chain {
     fn default() -> Self {
         Self {
             parts: vec![Builder::default()],
-            flats: Vec::new(),
+            accesses: Vec::new(),
         }
     }
 }
@@ -2440,7 +2540,7 @@ impl Default for Chain {
 impl Chain {
     /// Block entries the run covers.
     fn entries(&self) -> usize {
-        self.parts.iter().map(|b| b.entries).sum::<usize>() + self.flats.iter().flatten().count()
+        self.parts.iter().map(|b| b.entries).sum::<usize>() + self.accesses.iter().flatten().count()
     }
 
     /// Appends the entry `slot`; false (the run unchanged) if it does not join.
@@ -2457,13 +2557,22 @@ impl Chain {
             Slot::Scalar(n) => b.push_scalar(n),
             Slot::Flat(_) | Slot::Other => false,
         };
-        if let Slot::Flat(p) = slot {
-            let Some(f) = p.fusion() else { return false };
-            let flats = self.flats.iter().flatten().count();
-            if b.branch.is_some() || flats == MAX_FLATS || self.parts.len() == MAX_PARTS {
+        let access = match slot {
+            Slot::Flat(p) => match p.fusion() {
+                Some(f) => Some(Access::Flat(f)),
+                None => return false,
+            },
+            Slot::Lds(p) => p.bpermute().map(Access::Bpermute),
+            _ => None,
+        };
+        if let Some(x) = access {
+            let flats = self.accesses.iter().flatten();
+            let flats = flats.filter(|x| matches!(x, Access::Flat(_))).count();
+            let full = matches!(x, Access::Flat(_)) && flats == MAX_FLATS;
+            if b.branch.is_some() || full || self.parts.len() == MAX_PARTS {
                 return false;
             }
-            self.flats.push(Some(f));
+            self.accesses.push(Some(x));
             self.parts.push(Builder::default());
             return true;
         }
@@ -2479,7 +2588,7 @@ impl Chain {
         if !join(&mut next) {
             return false;
         }
-        self.flats.push(None);
+        self.accesses.push(None);
         self.parts.push(next);
         true
     }
@@ -2487,10 +2596,13 @@ impl Chain {
     /// One past the highest vector-file register the run reads or writes.
     fn rows(&self) -> usize {
         let parts = self.parts.iter().map(|b| b.rows);
-        let flats = self.flats.iter().flatten().map(|f| {
-            let data = usize::from(f.reg) + usize::from(f.bytes / 4);
-            data.max(usize::from(f.vaddr) + 2)
+        let accesses = self.accesses.iter().flatten().map(|x| match x {
+            Access::Flat(f) => {
+                let data = usize::from(f.reg) + usize::from(f.bytes / 4);
+                data.max(usize::from(f.vaddr) + 2)
+            }
+            Access::Bpermute(p) => usize::from(p.addr.max(p.data).max(p.dst)) + 1,
         });
-        parts.chain(flats).max().unwrap_or(0)
+        parts.chain(accesses).max().unwrap_or(0)
     }
 }
