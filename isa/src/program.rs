@@ -207,13 +207,27 @@ pub(crate) struct PageHint<'p> {
     slots: &'p [OnceLock<Arc<Block>>],
 }
 
-/// Whether `inst` ends a block: everything `Wave::step` may answer
-/// with a jump or an exit (branches, calls, `s_setpc`/`s_swappc`, `s_endpgm`,
+/// Whether `inst` ends a block: everything `Wave::step` may answer with a jump or
+/// an exit (unconditional branches, calls, `s_setpc`/`s_swappc`, `s_endpgm`,
 /// `s_barrier`, `s_sleep`, halts), and every SOPP form not known to fall through.
-/// Faults need no block end: a faulting entry stops the wave wherever it lies.
+/// A conditional branch on SCC, VCC or EXEC does not: the block goes on with the
+/// instructions it falls through to (LLVM's code skips the lanes-off paths with
+/// `s_cbranch_execz` at every `if`, and mostly falls through), and a taken branch
+/// leaves the block where it lies, as a fault does.
 pub(crate) fn ends_block(inst: &Instruction) -> bool {
+    use crate::generated::opcodes::SoppOp as O;
     match inst {
-        Instruction::Sopp(i) => !crate::wave::sopp_falls_through(i.op),
+        Instruction::Sopp(i) => {
+            !matches!(
+                i.op,
+                O::SCbranchScc0
+                    | O::SCbranchScc1
+                    | O::SCbranchVccz
+                    | O::SCbranchVccnz
+                    | O::SCbranchExecz
+                    | O::SCbranchExecnz
+            ) && !crate::wave::sopp_falls_through(i.op)
+        }
         Instruction::Sop1(i) => matches!(
             i.op,
             Sop1Op::SSetpcB64 | Sop1Op::SSwappcB64 | Sop1Op::SRfeB64 | Sop1Op::SCbranchJoin

@@ -1303,8 +1303,6 @@ pub(crate) struct Native {
     pub(crate) reads: u128,
     /// Scalar-file dwords written (bit per index; EXEC included, SCC not).
     pub(crate) writes: u128,
-    /// Branch target (byte address) of `NativeForm::Branch`.
-    pub(crate) target: u64,
 }
 
 /// The operation of a [`Native`] instruction.
@@ -1324,8 +1322,8 @@ pub(crate) enum NativeForm {
     Sext(Sop1Op),
     /// A SOPP form that only falls through (`s_waitcnt`, `s_nop`, ...).
     Nop,
-    /// `s_branch` or an `s_cbranch_*` on SCC, VCC or EXEC (to `Native::target`):
-    /// the last instruction of its block.
+    /// `s_branch` (the last instruction of its block) or an `s_cbranch_*` on SCC,
+    /// VCC or EXEC (its target is the plan's, [`ScalarPlan::flow`]).
     Branch(SoppOp),
 }
 
@@ -1388,7 +1386,6 @@ impl ScalarPlan {
             d: self.d,
             reads,
             writes,
-            target: self.target,
         })
     }
 

@@ -376,11 +376,11 @@ impl Wave {
                                 next = k + f.len as usize;
                                 continue 'entries;
                             }
-                            Ran::Jump(target) => {
-                                next = k + f.len as usize;
-                                // The run's last entry (its branch) jumped.
+                            Ran::Jumped(n) => {
+                                next = k + n;
+                                // The run's last entry that ran (a branch) jumped.
                                 let last = block.entries.get(next - 1).unwrap_or(e);
-                                break 'flow (last, Flow::Jump(target));
+                                break 'flow (last, last.run.flow(ScalarFlow::Jump));
                             }
                         }
                     }
@@ -1249,13 +1249,14 @@ pub(crate) mod block_tests {
         let program = Program::new(&code);
         let at = |off: u64| program.block_hinted(base + off, &mut None).unwrap();
         let pcs = |off: u64| -> Vec<u64> { at(off).entries.iter().map(|e| e.pc - base).collect() };
-        assert_eq!(pcs(0), [0, 4, 8, 0xc, 0x10, 0x14, 0x1c, 0x20, 0x24]);
-        assert_eq!(pcs(0xc), [0xc, 0x10, 0x14, 0x1c, 0x20, 0x24]);
+        // A conditional branch does not end a block; the unconditional one does.
+        assert_eq!(pcs(0), [0, 4, 8, 0xc, 0x10, 0x14, 0x1c, 0x20, 0x24, 0x28]);
+        assert_eq!(pcs(0xc), [0xc, 0x10, 0x14, 0x1c, 0x20, 0x24, 0x28]);
         assert_eq!(pcs(0x28), [0x28]);
         assert!(at(0).tail.is_none());
         assert!(matches!(
             at(0).insts.last(),
-            Some(Instruction::Sopp(i)) if i.op == SoppOp::SCbranchScc1
+            Some(Instruction::Sopp(i)) if i.op == SoppOp::SBranch
         ));
         // The word that does not decode is the tail of a block entered before it.
         let straight = region(STRAIGHT);

@@ -51,8 +51,11 @@
 //! nothing the vector ops before them read or wrote, and read nothing those wrote),
 //! else after them (and then the vector ops after them must not read what they
 //! write, nor write what they read or write). No vector op follows a write to EXEC
-//! made after the first vector op. A run may hold scalar instructions only, and may
-//! end with its block's branch.
+//! made after the first vector op. A run may hold scalar instructions only. A
+//! branch ends a part of a run (see [`Chain`]): a taken one leaves the run there,
+//! and after a conditional one not taken the run goes on with the instructions it
+//! falls through to (blocks go on past conditional branches: LLVM's `if`s are
+//! `s_cbranch_execz` over code that mostly runs).
 //!
 //! Preconditions checked per execution ([`run_fused`]), for a run with vector ops:
 //! every register of the run inside the wave's vector file and, for a run with f64
@@ -253,7 +256,7 @@ pub(crate) struct Builder {
     /// Whether a scalar instruction after the first vector op writes EXEC (no vector
     /// op may follow it: the vector ops run under the EXEC checked before them).
     exec_written: bool,
-    /// The branch that ends the run (after everything else, on the final state).
+    /// The branch that ends the part (after everything else, on the final state).
     branch: Option<Native>,
     /// Scalar dwords the scalar instructions that run after the vector ops read and
     /// write (bit per index).
@@ -649,12 +652,18 @@ impl Builder {
     }
 }
 
-/// A run's compiled code: System V, (vector file, the wave, the run's [`RunEnv`]) -> 0: it ran and falls through (its branch, if any, not taken); 1: it
-/// ran and its branch is taken; 2 + n: it stopped after its first n entries (a part
+/// A run's compiled code: System V, (vector file, the wave, the run's [`RunEnv`])
+/// -> 0: it ran and falls through (its branches, if any, not taken); [`JUMPED`] +
+/// n: its first n entries ran, the last of them a branch that is taken; 2 + n: it
+/// stopped after its first n entries (a part
 /// found EXEC not all ones or an LDS access's lanes not addressing what the run can
 /// do, after its prefix; or a FLAT access or a bpermute could not run, see
 /// [`Chain`]).
 type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut Wave, *const RunEnv) -> u32;
+
+/// The return code of a run whose branch is taken, less the entries that ran (see
+/// [`RunFn`]; above every stop code: a run has at most 255 entries).
+const JUMPED: u32 = 0x1000;
 
 /// What a run reads besides the wave (rdx on entry, kept in r10): made once per
 /// [`Wave::run`](crate::wave::Wave) call from its context ([`RunEnv::of`]);
@@ -726,8 +735,6 @@ pub(crate) type Code = Arc<ExecutableBuffer>;
 pub(crate) struct Fused {
     /// This run's entry point in its block's [`Code`].
     func: RunFn,
-    /// Where the run's branch jumps when taken.
-    target: u64,
     /// Instructions the run covers (consecutive block entries; at most 255).
     pub(crate) len: u32,
     /// One past the highest vector-file register it reads or writes.
@@ -763,12 +770,10 @@ pub(crate) fn compile(runs: &[(usize, Chain)]) -> Option<(Code, Vec<(usize, Fuse
         // `code`, which is executable; the caller keeps `code` with the entries
         // the runs are attached to (the block), so it outlives every call.
         let func = unsafe { std::mem::transmute::<*const u8, RunFn>(code.ptr(entry)) };
-        let last = c.parts.last()?;
         fused.push((
             *at,
             Fused {
                 func,
-                target: last.branch.map_or(0, |n| n.target),
                 len: u32::try_from(c.entries()).ok()?,
                 rows: u16::try_from(c.rows()).ok()?,
                 vector: c.accesses.iter().any(Option::is_some)
@@ -789,8 +794,9 @@ pub(crate) enum Ran {
     Stopped(usize),
     /// It ran and falls through to the entry after it.
     Next,
-    /// It ran and its branch jumps to this address.
-    Jump(u64),
+    /// Its first `n` entries ran, and the last of them is a branch that jumps (to
+    /// its target: the caller has the entry).
+    Jumped(usize),
 }
 
 /// Runs `f` on `w`, with its workgroup's `lds` and `env` ([`RunEnv::of`] the
@@ -824,7 +830,7 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8], env: &mut RunEn
     // during the call.
     match unsafe { (f.func)(vgpr, wave, env) } {
         0 => Ran::Next,
-        1 => Ran::Jump(f.target),
+        n if n >= JUMPED => Ran::Jumped((n - JUMPED) as usize),
         n => Ran::Stopped(n as usize - 2),
     }
 }
@@ -1529,6 +1535,14 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
     for (k, b) in c.parts.iter().enumerate() {
         emit_part(a, b, done);
         done += b.entries;
+        if let Some(NativeForm::Branch(op)) = b.branch.map(|n| n.form) {
+            // A taken branch leaves the run (its last entry, or one not taken goes
+            // on with the next part).
+            let go = a.new_dynamic_label();
+            let code = JUMPED as i32 + done as i32;
+            emit_taken(a, op);
+            dynasm!(a ; .arch x64 ; test eax, eax ; jz =>go ; mov eax, code ; ret ; =>go);
+        }
         match c.accesses.get(k) {
             Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32),
             Some(Some(Access::Bpermute(p))) => emit_bpermute(a, p, 2 + done as i32),
@@ -1536,38 +1550,39 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
         }
         done += 1;
     }
-    // eax = whether the branch is taken.
+    dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
+    start
+}
+
+/// Sets eax to 1 if the branch `op` is taken, else 0 (rsi = the scalar file, r8 =
+/// SCC's byte).
+fn emit_taken(a: &mut Assembler, op: SoppOp) {
     let test64 = |a: &mut Assembler, c: u8| {
         let off = 4 * i32::from(c);
         dynasm!(a ; .arch x64 ; xor eax, eax ; cmp QWORD [rsi + off], 0);
     };
-    match c.parts.last().and_then(|b| b.branch).map(|n| n.form) {
-        Some(NativeForm::Branch(op)) => match op {
-            SoppOp::SCbranchScc0 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8] ; xor eax, 1),
-            SoppOp::SCbranchScc1 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8]),
-            SoppOp::SCbranchVccz => {
-                test64(a, code::VCC_LO);
-                dynasm!(a ; .arch x64 ; sete al);
-            }
-            SoppOp::SCbranchVccnz => {
-                test64(a, code::VCC_LO);
-                dynasm!(a ; .arch x64 ; setne al);
-            }
-            SoppOp::SCbranchExecz => {
-                test64(a, EXEC_LO);
-                dynasm!(a ; .arch x64 ; sete al);
-            }
-            SoppOp::SCbranchExecnz => {
-                test64(a, EXEC_LO);
-                dynasm!(a ; .arch x64 ; setne al);
-            }
-            // s_branch (`ScalarPlan::native` gives no other).
-            _ => dynasm!(a ; .arch x64 ; mov eax, 1),
-        },
-        _ => dynasm!(a ; .arch x64 ; xor eax, eax),
+    match op {
+        SoppOp::SCbranchScc0 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8] ; xor eax, 1),
+        SoppOp::SCbranchScc1 => dynasm!(a ; .arch x64 ; movzx eax, BYTE [r8]),
+        SoppOp::SCbranchVccz => {
+            test64(a, code::VCC_LO);
+            dynasm!(a ; .arch x64 ; sete al);
+        }
+        SoppOp::SCbranchVccnz => {
+            test64(a, code::VCC_LO);
+            dynasm!(a ; .arch x64 ; setne al);
+        }
+        SoppOp::SCbranchExecz => {
+            test64(a, EXEC_LO);
+            dynasm!(a ; .arch x64 ; sete al);
+        }
+        SoppOp::SCbranchExecnz => {
+            test64(a, EXEC_LO);
+            dynasm!(a ; .arch x64 ; setne al);
+        }
+        // s_branch (`ScalarPlan::native` gives no other).
+        _ => dynasm!(a ; .arch x64 ; mov eax, 1),
     }
-    dynasm!(a ; .arch x64 ; ret);
-    start
 }
 
 /// Emits one part of a run (without its branch), `done` entries of the run before
@@ -2492,6 +2507,14 @@ const MAX_FLATS: usize = 4;
 /// Most parts of one run (a wave reduction of a double is 12 bpermutes).
 const MAX_PARTS: usize = 16;
 
+/// Whether nothing may follow part `b` in a run: it ends with an unconditional
+/// branch (after a conditional one, the run goes on with the instructions it falls
+/// through to).
+fn ends_run(b: &Builder) -> bool {
+    b.branch
+        .is_some_and(|n| n.form == NativeForm::Branch(SoppOp::SBranch))
+}
+
 /// An access between two parts of a run (see [`Chain`]).
 #[derive(Clone, Copy, Debug)]
 enum Access {
@@ -2569,7 +2592,7 @@ impl Chain {
             let flats = self.accesses.iter().flatten();
             let flats = flats.filter(|x| matches!(x, Access::Flat(_))).count();
             let full = matches!(x, Access::Flat(_)) && flats == MAX_FLATS;
-            if b.branch.is_some() || full || self.parts.len() == MAX_PARTS {
+            if ends_run(b) || full || self.parts.len() == MAX_PARTS {
                 return false;
             }
             self.accesses.push(Some(x));
@@ -2580,8 +2603,8 @@ impl Chain {
             return true;
         }
         // A new part, when the entry starts one (after a part that has entries and
-        // no branch).
-        if b.entries == 0 || b.branch.is_some() || self.parts.len() == MAX_PARTS {
+        // no unconditional branch).
+        if b.entries == 0 || ends_run(b) || self.parts.len() == MAX_PARTS {
             return false;
         }
         let mut next = Builder::default();
