@@ -2507,14 +2507,6 @@ const MAX_FLATS: usize = 4;
 /// Most parts of one run (a wave reduction of a double is 12 bpermutes).
 const MAX_PARTS: usize = 16;
 
-/// Whether nothing may follow part `b` in a run: it ends with an unconditional
-/// branch (after a conditional one, the run goes on with the instructions it falls
-/// through to).
-fn ends_run(b: &Builder) -> bool {
-    b.branch
-        .is_some_and(|n| n.form == NativeForm::Branch(SoppOp::SBranch))
-}
-
 /// An access between two parts of a run (see [`Chain`]).
 #[derive(Clone, Copy, Debug)]
 enum Access {
@@ -2592,7 +2584,7 @@ impl Chain {
             let flats = self.accesses.iter().flatten();
             let flats = flats.filter(|x| matches!(x, Access::Flat(_))).count();
             let full = matches!(x, Access::Flat(_)) && flats == MAX_FLATS;
-            if ends_run(b) || full || self.parts.len() == MAX_PARTS {
+            if full || self.parts.len() == MAX_PARTS {
                 return false;
             }
             self.accesses.push(Some(x));
@@ -2602,9 +2594,9 @@ impl Chain {
         if join(b) {
             return true;
         }
-        // A new part, when the entry starts one (after a part that has entries and
-        // no unconditional branch).
-        if b.entries == 0 || ends_run(b) || self.parts.len() == MAX_PARTS {
+        // A new part, when the entry starts one (after a part that has entries; after
+        // a branch, which is conditional: `s_branch` ends its block).
+        if b.entries == 0 || self.parts.len() == MAX_PARTS {
             return false;
         }
         let mut next = Builder::default();
