@@ -3,11 +3,13 @@
 //! the program.
 //!
 //! A block is cached per PC at which waves enter a run of instructions: the
-//! instructions from there up to the first one that may change control flow or leave
-//! [`Wave::run`](crate::Wave::run) (see `ends_block`), a word sequence that does not
-//! decode, `BLOCK_CAP` (128) instructions, or the region's end. Its entries lie in one
-//! allocation, so that a loop's code is dense in the cache. A jump into the middle of
-//! a block simply enters another block there (blocks may overlap).
+//! instructions from there up to the first one that may leave it other than by a
+//! conditional branch, or leave [`Wave::run`](crate::Wave::run) (see `ends_block`),
+//! a word sequence that does not decode, `BLOCK_CAP` (128) instructions, or the
+//! region's end. A conditional branch that is taken leaves the block where it lies.
+//! Its entries lie in one allocation, so that a loop's code is dense in the cache. A
+//! jump into the middle of a block simply enters another block there (blocks may
+//! overlap).
 
 use std::sync::{Arc, OnceLock, Weak};
 
