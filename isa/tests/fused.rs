@@ -1095,6 +1095,12 @@ fn small_lds() -> Vec<u8> {
 /// Bytes of the data region the FLAT programs access.
 const DATA_BYTES: u64 = 16384;
 
+/// Bytes either side of the data region where no other region lies (see
+/// `TestMemory::alloc_guarded`): more than the farthest a drawn address strays (an
+/// element and a 504-byte offset past a range ending 256 bytes before the end, or a
+/// negative offset of 504 from the start).
+const GUARD: u64 = 4096;
+
 /// `w`'s address pairs v[12:13] and v[14:15], each one shape at random around the
 /// data region at `base`: consecutive dwords or qwords (aligned, or one byte off),
 /// one lane out of step, scattered, a range running past the region's end, the high
@@ -1152,7 +1158,8 @@ fn flat_inst(rng: &mut Rng) -> String {
 }
 
 /// Runs `text` from `wave` on a program with fusion and on one without, each from
-/// the same contents of `data` and an LDS holding `lds`; panics on a difference in
+/// the same contents of `data` (the allocation of a region `alloc_guarded` made, with
+/// `GUARD`) and an LDS holding `lds`; panics on a difference in
 /// the registers, SCC, the instruction count, the exit, the data, the LDS or the
 /// stride history. Returns the instructions of the block at byte `block` of the
 /// program that ran fused.
@@ -1171,11 +1178,11 @@ fn compare_memory_runs(
     }
     let mut out = Vec::new();
     for program in [&with, &without] {
-        assert!(data.write_bytes(0, &init));
+        assert!(data.write_bytes(GUARD, &init));
         let mut lds = lds.to_vec();
         let (w, exit) = run_lds(mem, program, start, wave(), &mut lds);
         let mut bytes = vec![0u8; DATA_BYTES as usize];
-        assert!(data.read_bytes(0, &mut bytes));
+        assert!(data.read_bytes(GUARD, &mut bytes));
         out.push((w, exit, bytes, lds));
     }
     let (a, b) = (&out[0], &out[1]);
@@ -1219,8 +1226,7 @@ fn check_memory_programs(
 ) {
     let mut rng = Rng(seed);
     let mem = TestMemory::default();
-    let data = mem.alloc(DATA_BYTES);
-    let base = data.device_base();
+    let (data, base) = mem.alloc_guarded(DATA_BYTES, GUARD);
     let mut fused = 0;
     for case in 0..120 {
         let src: Vec<String> = (0..16)
@@ -1311,8 +1317,7 @@ fn a_fused_copy_loop_strides_as_the_interpreter_does() {
     // fixed stride, in a loop (the stride table confirms the stride on the third
     // trip and asks for the next lines from then on).
     let mem = TestMemory::default();
-    let data = mem.alloc(DATA_BYTES);
-    let base = data.device_base();
+    let (data, base) = mem.alloc_guarded(DATA_BYTES, GUARD);
     // A load before the loop, in a block of its own, brings the region into the
     // wave's cache: the loop's accesses then run fused from the first trip, new to
     // the stride table. (The branch goes back 14 dwords: the loop body is 56 bytes.)

@@ -6,13 +6,15 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use isa::{
-    Apertures, GlobalMemory, HostRegion, MemoryRegion, Program, Wave, WaveContext, WaveExit,
+    Apertures, GlobalMemory, HostRegion, MemoryRegion, Program, SubRegion, Wave, WaveContext,
+    WaveExit,
 };
 
-/// A test-only global memory: a list of host regions.
+/// A test-only global memory: a list of host regions (a region's device address is
+/// its host address).
 #[derive(Default)]
 pub struct TestMemory {
-    pub regions: Mutex<Vec<Arc<HostRegion>>>,
+    pub regions: Mutex<Vec<Arc<dyn MemoryRegion>>>,
 }
 
 impl GlobalMemory for TestMemory {
@@ -30,6 +32,22 @@ impl TestMemory {
         let r = Arc::new(HostRegion::zeroed(len));
         self.regions.lock().unwrap().push(r.clone());
         r
+    }
+
+    /// A region of `len` bytes whose host allocation reaches `guard` bytes beyond
+    /// either end (outside the region): no other region of this memory lies within
+    /// `guard` bytes of it, so that an access straying past an end faults, wherever
+    /// the allocator puts the other regions (a program's code, allocated in the same
+    /// heap, may otherwise follow it, and a stray store then rewrites the code).
+    /// Returns the allocation, whose bytes `guard..guard + len` the region is, and the
+    /// region's device address.
+    pub fn alloc_guarded(&self, len: u64, guard: u64) -> (Arc<HostRegion>, u64) {
+        let backing = Arc::new(HostRegion::zeroed(len + 2 * guard));
+        let parent: Arc<dyn MemoryRegion> = backing.clone();
+        let window = SubRegion::new(parent, guard, len).expect("the window fits");
+        let base = window.device_base();
+        self.regions.lock().unwrap().push(Arc::new(window));
+        (backing, base)
     }
 }
 
