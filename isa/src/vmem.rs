@@ -1600,7 +1600,7 @@ impl Wave {
     ///
     /// `ahead`: where the next access of the same instruction is predicted to start
     /// (see `stride`); when the region of this one holds it too, its lines are asked
-    /// for first, found without a second lookup.
+    /// for first (for writing, for a store), found without a second lookup.
     fn consecutive_fast(
         &mut self,
         ctx: &WaveContext<'_>,
@@ -1622,7 +1622,7 @@ impl Wave {
             return false;
         };
         if let Some(next) = next {
-            next.prefetch_all();
+            next.prefetch_all(!load);
         }
         let vgpr = &mut self.vgpr;
         match (load, rows) {

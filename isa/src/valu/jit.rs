@@ -1838,7 +1838,7 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     }
     // A stride (base - last), confirmed when it repeats, is not zero and at most
     // MAX_STRIDE either way; then the next range, when the window holds it, is asked
-    // for (into the L2, as `HostSpan::prefetch_all` does).
+    // for (for writing, for a store).
     let max = MAX_STRIDE as i32;
     // (2 · MAX_STRIDE as a 32-bit immediate, zero-extended into r9.)
     let twice = (2 * MAX_STRIDE) as u32 as i32;
@@ -1868,7 +1868,11 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     );
     for line in 0..size / 64 {
         let at = 64 * line;
-        dynasm!(a ; .arch x64 ; prefetcht1 [rdx + at]);
+        if f.load {
+            dynasm!(a ; .arch x64 ; prefetcht1 [rdx + at]);
+        } else {
+            dynasm!(a ; .arch x64 ; prefetchw [rdx + at]);
+        }
     }
     emit_stop_exit(a, stop, done, stop_code);
 }
