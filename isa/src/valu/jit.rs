@@ -1881,8 +1881,8 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
 /// lane is active. Each group's 8 source lanes are one load when they are
 /// consecutive and in order (LLVM's reductions shift the wave down by 32, 16, ...
 /// 1 lanes: every group but at most one is; lane 7's source, at most 63, is then
-/// lane 0's plus 7, so all 8 lie in the register), else a VPGATHERDD; all 8 groups are
-/// read (into ymm6..ymm13) before the destination is written, so that it may be
+/// lane 0's plus 7, so all 8 lie in the register), else a VPGATHERDD; all 8 groups
+/// are read (into ymm6..ymm13) before the destination is written, so that it may be
 /// either source. Between parts: uses rax, rcx and ymm0..ymm13.
 fn emit_bpermute(a: &mut Assembler, p: &BpermuteFusion, stop_code: i32) {
     let addr = i32::from(p.addr) * ROW;
@@ -2479,9 +2479,9 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
         let n = c.entries();
         if n >= 2 {
             // A run that stops at one of its accesses (scattered lanes, a region not
-            // cached yet, a partial EXEC) or at a part's EXEC check leaves the rest to the
-            // interpreter, which goes on entry by entry: the rest of the run from the
-            // start of each later part is a run too.
+            // cached yet, a partial EXEC) or at a part's EXEC check leaves the rest to
+            // the interpreter, which goes on entry by entry: the rest of the run from
+            // the start of each later part is a run too.
             let mut at = i;
             for k in 0..c.accesses.len() {
                 at += c.parts[k].entries + usize::from(c.accesses[k].is_some());
@@ -2518,23 +2518,22 @@ enum Access {
 
 /// A run: runs of the [`Builder`] rules (parts), with an access (a FLAT or GLOBAL
 /// load or store, or a `ds_bpermute_b32`) or nothing between each two, compiled as
-/// one function. A part ends where an entry cannot join it (an access, or an op that
-/// would break its order rules), and
-/// the next part starts with that entry. Each part runs as a run of its own would
-/// (its scalar instructions ordered among its vector ops by the `Builder` rules, its
-/// masks written back to the scalar file at its end); each access runs between its
-/// neighbours, on the whole wave, as [`Wave::run_flat_plan`] runs one whose lanes
-/// address consecutive elements: EXEC all ones, the lane addresses `base + l·bytes`
-/// (checked on 32-bit lanes: the low dwords step without a carry, the high ones are
-/// lane 0's), the range inside one of the regions the wave has cached and (FLAT)
-/// outside the LDS and scratch apertures, the host address naturally aligned; the
-/// access then records its base in the wave's stride table and, on a confirmed
-/// stride, asks for the lines of the next one when that lies in the same region.
-/// A bpermute runs when every lane is active ([`emit_bpermute`]; it reads no
-/// memory, so it cannot fault).
-/// When one of these does not hold, the run stops before the access, and the
-/// interpreter runs the rest of its entries (and looks the region up, or reports the
-/// fault).
+/// one function. A part ends before an op that would break its order rules (the
+/// next part starts with it), at an access (the next part starts after it), or after
+/// a branch (a taken one leaves the run there). Each part runs as a run of its own
+/// would (its scalar instructions ordered among its vector ops by the `Builder`
+/// rules, its masks written back to the scalar file at its end); each FLAT access
+/// runs between its neighbours, on the whole wave, as [`Wave::run_flat_plan`] runs
+/// one whose lanes address consecutive elements: EXEC all ones, the lane addresses
+/// `base + l·bytes` (checked on 32-bit lanes: the low dwords step without a carry,
+/// the high ones are lane 0's), the range inside one of the regions the wave has
+/// cached and (FLAT) outside the LDS and scratch apertures, the host address
+/// naturally aligned; the access then records its base in the wave's stride table
+/// and, on a confirmed stride, asks for the lines of the next one when that lies in
+/// the same region. A bpermute runs when every lane is active ([`emit_bpermute`]; it
+/// reads no memory, so it cannot fault). When one of these does not hold, the run
+/// stops before the access, and the interpreter runs the rest of its entries (and
+/// looks the region up, or reports the fault).
 #[derive(Clone, Debug)]
 pub(crate) struct Chain {
     /// `accesses.len() + 1` parts.
