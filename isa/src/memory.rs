@@ -928,7 +928,15 @@ pub struct RegionCache {
     table: WindowTable,
 }
 
-const RECENT: usize = 4;
+/// Shared regions a [`RegionCache`] keeps: every window but one, which is the
+/// wave's scratch slice. A kernel reaches several at once (its data, its kernarg
+/// segment, the code object's globals: STREAM's add and triad reach five), and
+/// the waves of a dispatch keep them from one to the next.
+/// With fewer slots than regions, the round-robin eviction turned every wave into
+/// a round of misses (four slots: 8,802 lookups in one triad dispatch of 1,760
+/// waves, 42 with seven), each a read lock and an `Arc` count update on cache
+/// lines that all workers share.
+const RECENT: usize = WINDOWS - 1;
 
 /// Byte offset of a [`RegionCache`]'s [`WindowTable`] (for compiled code that finds
 /// the table from the wave).
@@ -1357,6 +1365,64 @@ mod tests {
         }
         assert!(cache.span_and_next(&mem, base + 3585, 512, None).is_none());
         assert!(cache.span_and_next(&mem, 8, 512, Some(base)).is_none());
+    }
+
+    /// A wave's scratch slice and the five shared regions STREAM's triad reaches,
+    /// reached in turn again and again, are asked of the memory once each and stay
+    /// in the table compiled code reads; more regions than fit are still found
+    /// right, by asking again.
+    #[test]
+    fn a_kernels_regions_stay_cached() {
+        use crate::wave::testutil::Mem;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Counting(Mem, AtomicUsize);
+        impl GlobalMemory for Counting {
+            fn region(&self, addr: u64) -> Option<Arc<dyn MemoryRegion>> {
+                self.1.fetch_add(1, Ordering::Relaxed);
+                self.0.region(addr)
+            }
+        }
+        let mem = Counting(Mem::default(), AtomicUsize::new(0));
+        const SHARED: usize = 5;
+        let regions: Vec<_> = (0..=RECENT.max(SHARED))
+            .map(|_| Arc::new(HostRegion::zeroed(256)))
+            .collect();
+        mem.0 .0.lock().unwrap().extend(regions.iter().cloned());
+        let scratch: Arc<dyn MemoryRegion> = Arc::new(HostRegion::zeroed(256));
+        let mut cache = RegionCache::new();
+        cache.set_private(std::slice::from_ref(&scratch));
+        let check = |cache: &mut RegionCache, r: &dyn MemoryRegion, off: u64| {
+            let at = r.device_base() + off;
+            let span = cache.span(&mem, at, 8).expect("a region holds the access");
+            assert_eq!(span.ptr as usize, r.host_ptr() as usize + off as usize);
+        };
+        for round in 0..3 {
+            check(&mut cache, scratch.as_ref(), 8);
+            for (i, r) in regions[..SHARED].iter().enumerate() {
+                check(&mut cache, r.as_ref(), 8 * (i + round) as u64);
+            }
+        }
+        assert_eq!(
+            mem.1.load(Ordering::Relaxed),
+            SHARED,
+            "one lookup per region"
+        );
+        assert_eq!(cache.table.n, 1 + SHARED);
+        let bases: Vec<u64> = cache.table.windows.iter().map(|w| w.base).collect();
+        assert_eq!(bases[0], scratch.device_base());
+        for r in &regions[..SHARED] {
+            assert!(bases[..1 + SHARED].contains(&r.device_base()));
+        }
+        // More than fit: each found, and the others still right.
+        for r in regions.iter().chain([&regions[0]]) {
+            check(&mut cache, r.as_ref(), 16);
+        }
+        assert!(mem.1.load(Ordering::Relaxed) > RECENT);
+        assert_eq!(cache.table.n, WINDOWS);
+        for r in regions.iter().chain([&regions[0]]) {
+            check(&mut cache, r.as_ref(), 0);
+        }
+        check(&mut cache, scratch.as_ref(), 0);
     }
 
     /// The dword-plane split and join (AVX2 build when the host has it) against the
