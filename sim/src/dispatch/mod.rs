@@ -163,6 +163,7 @@ impl Dispatcher {
             &self.programs,
             &self.settings,
             self.states.clone(),
+            workers,
         )?);
         let total = job.total_workgroups();
         if total == 0 {
