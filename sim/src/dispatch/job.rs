@@ -3,12 +3,13 @@
 //!
 //! This module owns [`Job`]: reading the kernel descriptor and checking the
 //! request ([`Job::prepare`]), handing out workgroups in id order to the
-//! threads that work on it ([`WorkgroupClaims`]), giving each workgroup its resources (a zero-filled
-//! LDS of `group_segment_size` bytes, a scratch backing sliced per wave, the
-//! waves themselves, all reused from one workgroup to the next through
-//! [`WorkerStates`]), running the waves of a workgroup cooperatively on one
-//! thread until they meet at `s_barrier` or end, and keeping the first fault.
-//! The initial register state of each wave is [`super::wave_setup`]'s.
+//! threads that work on it ([`WorkgroupClaims`]), giving each workgroup its
+//! resources (a zero-filled LDS of `group_segment_size` bytes, a scratch backing
+//! sliced per wave, the waves themselves, all reused from one workgroup to the
+//! next through [`WorkerStates`]), running the waves of a workgroup
+//! cooperatively on one thread until they meet at `s_barrier` or end, and
+//! keeping the first fault. The initial register state of each wave is
+//! [`super::wave_setup`]'s.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
