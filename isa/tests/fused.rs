@@ -1301,6 +1301,61 @@ fn bpermute_inst(rng: &mut Rng) -> String {
     }
 }
 
+/// Two `ds_bpermute_b32` through one address register and offset, as LLVM's
+/// reductions move a double's halves: destinations most often apart from each
+/// other and from the sources (the pair runs as one access), at times one of them
+/// a source of the second or the offsets different (each runs alone), or both
+/// one register.
+fn bpermute_pair(rng: &mut Rng) -> String {
+    let a = 12 + rng.below(4);
+    // (Two data registers, leaving at least two others free for destinations.)
+    let (d0, d1) = (rng.below(VREGS), rng.below(VREGS));
+    let off = if rng.below(3) == 0 {
+        4 * rng.below(64)
+    } else {
+        0
+    };
+    let apart = |rng: &mut Rng, taken: &[usize]| loop {
+        let r = rng.below(VREGS);
+        if !taken.contains(&r) {
+            break r;
+        }
+    };
+    let t0 = apart(rng, &[a, d0, d1]);
+    let (t0, t1) = match rng.below(6) {
+        0 => (d1, apart(rng, &[a, d0, d1])),
+        1 => (t0, t0),
+        2 => (t0, d0),
+        3 => (a, apart(rng, &[a, d0, d1])),
+        _ => (t0, apart(rng, &[a, d0, d1, t0])),
+    };
+    // (Now and then the second at another offset: then each runs alone.)
+    let off1 = if rng.below(8) == 0 { off ^ 4 } else { off };
+    let pair = format!(
+        "ds_bpermute_b32 v{t0}, v{a}, v{d0} offset:{off}\nds_bpermute_b32 v{t1}, v{a}, v{d1} offset:{off1}"
+    );
+    // At times lanes go off after it, and the run stops at the next vector op: the
+    // interpreter must go on from the entry after the pair.
+    match rng.below(4) {
+        0 => format!("{pair}\ns_lshr_b64 exec, exec, 1\nv_add_u32_e32 v{t0}, 8, v{t1}"),
+        _ => pair,
+    }
+}
+
+#[test]
+fn paired_bpermutes_in_fused_runs_give_the_interpreters_results() {
+    check_memory_programs(
+        0x5EED_0BA1,
+        |rng, draw| match draw {
+            0 | 1 => Some(bpermute_pair(rng)),
+            2 => Some(bpermute_inst(rng)),
+            _ => None,
+        },
+        |_| small_lds(),
+        bpermute_addresses,
+    );
+}
+
 #[test]
 fn bpermutes_in_fused_runs_give_the_interpreters_results() {
     check_memory_programs(

@@ -1532,7 +1532,13 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
         ; lea rsi, [rsi + OFF_SGPR]
     );
     let mut done = 0;
+    // Set when the access after part k ran with the one before it (the part
+    // between them is empty).
+    let mut paired = false;
     for (k, b) in c.parts.iter().enumerate() {
+        if std::mem::take(&mut paired) {
+            continue;
+        }
         emit_part(a, b, done);
         done += b.entries;
         if let Some(NativeForm::Branch(op)) = b.branch.map(|n| n.form) {
@@ -1545,7 +1551,21 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
         }
         match c.accesses.get(k) {
             Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32),
-            Some(Some(Access::Bpermute(p))) => emit_bpermute(a, p, 2 + done as i32),
+            Some(Some(Access::Bpermute(p))) => {
+                let q = match (c.parts.get(k + 1), c.accesses.get(k + 1)) {
+                    (Some(between), Some(Some(Access::Bpermute(q))))
+                        if between.entries == 0 && pairs(p, q) =>
+                    {
+                        Some(q)
+                    }
+                    _ => None,
+                };
+                emit_bpermutes(a, p, q, 2 + done as i32);
+                if q.is_some() {
+                    paired = true;
+                    done += 1;
+                }
+            }
             _ => continue,
         }
         done += 1;
@@ -1877,17 +1897,38 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     emit_stop_exit(a, stop, done, stop_code);
 }
 
-/// Emits a `ds_bpermute_b32` of a run (see [`Chain`]); returns `stop` unless every
-/// lane is active. Each group's 8 source lanes are one load when they are
+/// Whether bpermute `q`, the access right after bpermute `p` in a run (no op
+/// between them), runs together with it ([`emit_bpermutes`]): the same address
+/// register and offset (LLVM's reductions move a double's two halves by one
+/// address), and destinations apart from every source, so that each group's
+/// results can be written as soon as they are read and `q` reads what it would
+/// have read after `p` (when both destinations are one register, `q`'s result,
+/// written second, stays).
+fn pairs(p: &BpermuteFusion, q: &BpermuteFusion) -> bool {
+    let sources = [p.addr, p.data, q.data];
+    p.addr == q.addr
+        && p.offset == q.offset
+        && !sources.contains(&p.dst)
+        && !sources.contains(&q.dst)
+}
+
+/// Emits a `ds_bpermute_b32` of a run (see [`Chain`]), or two that [`pairs`]
+/// joins (`q`); goes to a stop with `stop_code` unless every lane is active. Each
+/// group's 8 source lanes (computed once for both) are one load when they are
 /// consecutive and in order (LLVM's reductions shift the wave down by 32, 16, ...
 /// 1 lanes: every group but at most one is; lane 7's source, at most 63, is then
-/// lane 0's plus 7, so all 8 lie in the register), else a VPGATHERDD; all 8 groups
-/// are read (into ymm6..ymm13) before the destination is written, so that it may be
-/// either source. Between parts: uses rax, rcx and ymm0..ymm13.
-fn emit_bpermute(a: &mut Assembler, p: &BpermuteFusion, stop_code: i32) {
-    let addr = i32::from(p.addr) * ROW;
-    let data = i32::from(p.data) * ROW;
-    let dst = i32::from(p.dst) * ROW;
+/// lane 0's plus 7, so all 8 lie in the register), else a VPGATHERDD. Alone, all 8
+/// groups are read (into ymm6..ymm13) before the destination is written, so that it
+/// may be either source; a pair writes each group's two results at once. Between
+/// parts: uses rax, rcx and ymm0..ymm13.
+fn emit_bpermutes(
+    a: &mut Assembler,
+    p: &BpermuteFusion,
+    q: Option<&BpermuteFusion>,
+    stop_code: i32,
+) {
+    let row_of = |r: u16| i32::from(r) * ROW;
+    let addr = row_of(p.addr);
     let stop = a.new_dynamic_label();
     let done = a.new_dynamic_label();
     let exec = 4 * i32::from(EXEC_LO);
@@ -1901,8 +1942,14 @@ fn emit_bpermute(a: &mut Assembler, p: &BpermuteFusion, stop_code: i32) {
         ; vmovd xmm4, eax
         ; vpbroadcastd ymm4, xmm4
     );
+    // (data row, output register) of each bpermute for group g.
+    let outs = |g: u8| -> Vec<(i32, u8)> {
+        match q {
+            None => vec![(row_of(p.data), 6 + g)],
+            Some(q) => vec![(row_of(p.data), 6), (row_of(q.data), 7)],
+        }
+    };
     for g in 0..8u8 {
-        let out = 6 + g;
         let row = addr + 32 * i32::from(g);
         let gather = a.new_dynamic_label();
         let next = a.new_dynamic_label();
@@ -1922,17 +1969,27 @@ fn emit_bpermute(a: &mut Assembler, p: &BpermuteFusion, stop_code: i32) {
             ; vmovd ecx, xmm0
             ; cmp eax, 0xFF
             ; jne =>gather
-            ; vmovdqu Ry(out), [rdi + rcx * 4 + data]
-            ; jmp =>next
-            ; =>gather
-            ; vpcmpeqd ymm2, ymm2, ymm2
         );
-        gather_dd(a, out, 0, 2, data);
+        for &(data, out) in &outs(g) {
+            dynasm!(a ; .arch x64 ; vmovdqu Ry(out), [rdi + rcx * 4 + data]);
+        }
+        dynasm!(a ; .arch x64 ; jmp =>next ; =>gather);
+        for &(data, out) in &outs(g) {
+            dynasm!(a ; .arch x64 ; vpcmpeqd ymm2, ymm2, ymm2);
+            gather_dd(a, out, 0, 2, data);
+        }
         dynasm!(a ; .arch x64 ; =>next);
+        if let Some(q) = q {
+            let at = 32 * i32::from(g);
+            let (d0, d1) = (row_of(p.dst) + at, row_of(q.dst) + at);
+            dynasm!(a ; .arch x64 ; vmovdqu [rdi + d0], ymm6 ; vmovdqu [rdi + d1], ymm7);
+        }
     }
-    for g in 0..8u8 {
-        let at = dst + 32 * i32::from(g);
-        dynasm!(a ; .arch x64 ; vmovdqu [rdi + at], Ry(6 + g));
+    if q.is_none() {
+        for g in 0..8u8 {
+            let at = row_of(p.dst) + 32 * i32::from(g);
+            dynasm!(a ; .arch x64 ; vmovdqu [rdi + at], Ry(6 + g));
+        }
     }
     dynasm!(a ; .arch x64 ; vzeroupper);
     emit_stop_exit(a, stop, done, stop_code);
