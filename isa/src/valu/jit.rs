@@ -1942,14 +1942,15 @@ fn emit_bpermutes(
         ; vmovd xmm4, eax
         ; vpbroadcastd ymm4, xmm4
     );
-    // (data row, output register) of each bpermute for group g.
-    let outs = |g: u8| -> Vec<(i32, u8)> {
-        match q {
-            None => vec![(row_of(p.data), 6 + g)],
-            Some(q) => vec![(row_of(p.data), 6), (row_of(q.data), 7)],
-        }
-    };
+    // (data row, output register) of each bpermute: a pair's in ymm6 and ymm7 for
+    // every group, one alone's in ymm6 + g.
+    let pair = q.map(|q| [(row_of(p.data), 6), (row_of(q.data), 7)]);
     for g in 0..8u8 {
+        let alone = [(row_of(p.data), 6 + g)];
+        let outs: &[(i32, u8)] = match &pair {
+            Some(two) => two,
+            None => &alone,
+        };
         let row = addr + 32 * i32::from(g);
         let gather = a.new_dynamic_label();
         let next = a.new_dynamic_label();
@@ -1970,11 +1971,11 @@ fn emit_bpermutes(
             ; cmp eax, 0xFF
             ; jne =>gather
         );
-        for &(data, out) in &outs(g) {
+        for &(data, out) in outs {
             dynasm!(a ; .arch x64 ; vmovdqu Ry(out), [rdi + rcx * 4 + data]);
         }
         dynasm!(a ; .arch x64 ; jmp =>next ; =>gather);
-        for &(data, out) in &outs(g) {
+        for &(data, out) in outs {
             dynasm!(a ; .arch x64 ; vpcmpeqd ymm2, ymm2, ymm2);
             gather_dd(a, out, 0, 2, data);
         }

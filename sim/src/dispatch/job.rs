@@ -128,7 +128,6 @@ pub(super) struct Job {
     program: Arc<Program>,
     launch: KernelLaunch,
     grid_wgs: [u32; 3],
-    total_workgroups: u64,
     claims: WorkgroupClaims,
     /// Wave-instructions executed by the finished workgroups.
     instructions: AtomicU64,
@@ -184,7 +183,6 @@ impl Job {
             program,
             launch: KernelLaunch::new(kd, entry),
             grid_wgs,
-            total_workgroups,
             claims: WorkgroupClaims::new(total_workgroups, workers),
             instructions: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -198,7 +196,7 @@ impl Job {
 
     /// Workgroups in the grid.
     pub(super) fn total_workgroups(&self) -> u64 {
-        self.total_workgroups
+        self.claims.total
     }
 
     /// The helpers working on this job.
