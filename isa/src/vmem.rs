@@ -395,6 +395,11 @@ impl DeferredGather {
         waits
     }
 
+    /// Whether the gather of plan `key` waits here (the note stays).
+    fn waits(&self, key: u64) -> bool {
+        self.key == Some(key)
+    }
+
     /// Forgets any waiting gather (a wave reset).
     pub(crate) fn clear(&mut self) {
         self.key = None;
@@ -1957,6 +1962,11 @@ impl Wave {
     ) -> Planned {
         if self.exec() != u64::MAX {
             return Planned::Declined;
+        }
+        // A gather that deferred itself resumes here with its registers as they were
+        // (the wave yielded at it): its lanes are still scattered.
+        if p.load && self.deferred.waits(p.key()) {
+            return self.gather_fast(p, ctx, may_defer);
         }
         let step = u64::from(p.bytes);
         let base = match (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) {
