@@ -18,12 +18,14 @@
 //! multiply-adds).
 //!
 //! Each configuration (kernel, W, host or device) runs in
-//! `BENCH_DEVICE_ROUNDS` processes (default 3), host and device taking turns,
-//! and its best figure is kept. On a shared machine, a process can run slow
-//! for its whole life (seen on the 2-core VM this was written on: 8-20%
-//! slower, both workers alike), which repetitions inside one process do not
-//! show; the best of separate processes compares host and device each at its
-//! undisturbed speed. Every process's checks are compared.
+//! `BENCH_DEVICE_ROUNDS` processes (default 5), host and device taking turns,
+//! one round of every configuration after another, and its best figure is
+//! kept. On a shared machine, a process can run slow for its whole life, and
+//! the machine can be slow for tens of seconds (seen on the 2-core VM this was
+//! written on: 8-20% slower, both workers alike, host and device), which
+//! repetitions inside one process do not show; the best of processes spread
+//! over the whole run compares host and device each at its undisturbed speed.
+//! Every process's checks are compared.
 //!
 //! Knobs: `BENCH_DEVICE_STREAM_LOG2` (default 24), `BENCH_DEVICE_REPS`
 //! (timed repetitions of each kernel in one process, best taken; default 2)
@@ -177,39 +179,52 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let binary = compile(&src, "-O2")?;
     let stream_log2 = env_u32("BENCH_DEVICE_STREAM_LOG2", 24);
     let reps = env_u32("BENCH_DEVICE_REPS", 2);
-    let rounds = env_u32("BENCH_DEVICE_ROUNDS", 3);
+    let rounds = env_u32("BENCH_DEVICE_ROUNDS", 5);
     let device = Mode::Offload(Plugin::Ours, Device::Virtual);
     let workers = [1usize, 2];
 
-    // (label, higher_is_better, [host W=1, device W=1, host W=2, device W=2])
-    let mut rows: Vec<(&str, bool, [f64; 4])> = Vec::new();
+    // Per case, per metric: [host W=1, device W=1, host W=2, device W=2], each the
+    // best so far. The rounds are the outer loop, so that one configuration's
+    // processes lie a round apart in time: a slow spell of the machine shorter
+    // than a round meets only one of them.
+    let cases = cases(stream_log2, reps);
+    let mut figures: Vec<Vec<[f64; 4]>> = cases
+        .iter()
+        .map(|(_, metrics)| vec![[f64::NAN; 4]; metrics.len()])
+        .collect();
     let mut failures = Vec::new();
-    for (args, metrics) in cases(stream_log2, reps) {
-        let mut figures = vec![[f64::NAN; 4]; metrics.len()];
-        for (wi, &w) in workers.iter().enumerate() {
-            for round in 1..=rounds {
+    for round in 1..=rounds {
+        for ((args, metrics), figures) in cases.iter().zip(figures.iter_mut()) {
+            for (wi, &w) in workers.iter().enumerate() {
                 eprintln!("bench-device: {} W={w} host ({round}/{rounds})", args[0]);
-                let host = run_once(&binary, &args, Mode::Host, w)?;
+                let host = run_once(&binary, args, Mode::Host, w)?;
                 eprintln!(
                     "bench-device: {} W={w} virtual gfx90a ({round}/{rounds})",
                     args[0]
                 );
-                let dev = run_once(&binary, &args, device, w)?;
+                let dev = run_once(&binary, args, device, w)?;
                 for bad in check_mismatches(&host, &dev) {
                     failures.push(format!("{} W={w}, round {round}: {bad}", args[0]));
                 }
-                for (mi, m) in metrics.iter().enumerate() {
+                for (m, f) in metrics.iter().zip(figures.iter_mut()) {
                     let keep = |old: f64, new: f64| best(m.higher_is_better, old, new);
-                    let f = &mut figures[mi];
                     f[2 * wi] = keep(f[2 * wi], get(&host, m.key)?);
                     f[2 * wi + 1] = keep(f[2 * wi + 1], get(&dev, m.key)?);
                 }
             }
         }
-        for (m, f) in metrics.iter().zip(figures) {
-            rows.push((m.label, m.higher_is_better, f));
-        }
     }
+    // (label, higher_is_better, [host W=1, device W=1, host W=2, device W=2])
+    let rows: Vec<(&str, bool, [f64; 4])> = cases
+        .iter()
+        .zip(&figures)
+        .flat_map(|((_, metrics), f)| {
+            metrics
+                .iter()
+                .zip(f)
+                .map(|(m, f)| (m.label, m.higher_is_better, *f))
+        })
+        .collect();
 
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
