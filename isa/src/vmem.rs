@@ -385,19 +385,19 @@ impl Default for DeferredGather {
 }
 
 impl DeferredGather {
-    /// Whether the gather of plan `key` waits here; it then no longer does (the note
-    /// is used once, by the execution that resumes it).
+    /// Whether the gather of plan `key` waits here (the note stays).
+    fn waits(&self, key: u64) -> bool {
+        self.key == Some(key)
+    }
+
+    /// [`waits`](Self::waits); the gather then no longer does (the note is used
+    /// once, by the execution that resumes it).
     fn resume(&mut self, key: u64) -> bool {
-        let waits = self.key == Some(key);
+        let waits = self.waits(key);
         if waits {
             self.key = None;
         }
         waits
-    }
-
-    /// Whether the gather of plan `key` waits here (the note stays).
-    fn waits(&self, key: u64) -> bool {
-        self.key == Some(key)
     }
 
     /// Forgets any waiting gather (a wave reset).
