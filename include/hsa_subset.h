@@ -1012,6 +1012,40 @@ hsa_status_t hsa_amd_memory_async_copy(void *dst, hsa_agent_t dst_agent,
 hsa_status_t hsa_amd_register_system_event_handler(
     hsa_amd_system_event_callback_t callback, void *data);
 
+/* -- Shared virtual memory (ROCm's hsa_ext_amd.h, hsa_amd_svm_*) -- */
+typedef enum {
+  HSA_AMD_SVM_GLOBAL_FLAG_FINE_GRAINED = 0,
+  HSA_AMD_SVM_GLOBAL_FLAG_COARSE_GRAINED = 1,
+  HSA_AMD_SVM_GLOBAL_FLAG_INDETERMINATE = 2
+} hsa_amd_svm_model_t;
+typedef enum {
+  HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG = 0,            /* hsa_amd_svm_model_t */
+  HSA_AMD_SVM_ATTRIB_READ_ONLY = 1,              /* bool */
+  HSA_AMD_SVM_ATTRIB_HIVE_LOCAL = 2,             /* bool */
+  HSA_AMD_SVM_ATTRIB_MIGRATION_GRANULARITY = 3,  /* uint64_t, log2(pages) */
+  HSA_AMD_SVM_ATTRIB_PREFERRED_LOCATION = 4,     /* hsa_agent_t */
+  HSA_AMD_SVM_ATTRIB_PREFETCH_LOCATION = 5,      /* hsa_agent_t, get only */
+  HSA_AMD_SVM_ATTRIB_READ_MOSTLY = 6,            /* bool */
+  HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE = 0x200,   /* hsa_agent_t, set only */
+  HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE_IN_PLACE = 0x201, /* set only */
+  HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS = 0x202,    /* hsa_agent_t, set only */
+  HSA_AMD_SVM_ATTRIB_ACCESS_QUERY = 0x203        /* hsa_agent_t in, get only */
+} hsa_amd_svm_attribute_t;
+typedef struct hsa_amd_svm_attribute_pair_s {
+  uint64_t attribute; /* hsa_amd_svm_attribute_t */
+  uint64_t value;
+} hsa_amd_svm_attribute_pair_t;
+hsa_status_t hsa_amd_svm_attributes_set(void *ptr, size_t size,
+                                        hsa_amd_svm_attribute_pair_t *attribute_list,
+                                        size_t attribute_count);
+hsa_status_t hsa_amd_svm_attributes_get(void *ptr, size_t size,
+                                        hsa_amd_svm_attribute_pair_t *attribute_list,
+                                        size_t attribute_count);
+hsa_status_t hsa_amd_svm_prefetch_async(void *ptr, size_t size, hsa_agent_t agent,
+                                        uint32_t num_dep_signals,
+                                        const hsa_signal_t *dep_signals,
+                                        hsa_signal_t completion_signal);
+
 /* -- Code objects and executables (spec 6.6) -- */
 hsa_status_t hsa_code_object_deserialize(void *serialized_code_object,
                                          size_t serialized_code_object_size,

@@ -1570,6 +1570,44 @@ const _: () = {
         hsa_ven_amd_loader_1_03_pfn_t, hsa_ven_amd_loader_iterate_executables
     ) - 48usize];
 };
+pub const HSA_AMD_SVM_GLOBAL_FLAG_FINE_GRAINED: hsa_amd_svm_model_t = 0;
+pub const HSA_AMD_SVM_GLOBAL_FLAG_COARSE_GRAINED: hsa_amd_svm_model_t = 1;
+pub const HSA_AMD_SVM_GLOBAL_FLAG_INDETERMINATE: hsa_amd_svm_model_t = 2;
+pub type hsa_amd_svm_model_t = ::std::os::raw::c_uint;
+pub const HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG: hsa_amd_svm_attribute_t = 0;
+pub const HSA_AMD_SVM_ATTRIB_READ_ONLY: hsa_amd_svm_attribute_t = 1;
+pub const HSA_AMD_SVM_ATTRIB_HIVE_LOCAL: hsa_amd_svm_attribute_t = 2;
+pub const HSA_AMD_SVM_ATTRIB_MIGRATION_GRANULARITY: hsa_amd_svm_attribute_t = 3;
+pub const HSA_AMD_SVM_ATTRIB_PREFERRED_LOCATION: hsa_amd_svm_attribute_t = 4;
+pub const HSA_AMD_SVM_ATTRIB_PREFETCH_LOCATION: hsa_amd_svm_attribute_t = 5;
+pub const HSA_AMD_SVM_ATTRIB_READ_MOSTLY: hsa_amd_svm_attribute_t = 6;
+pub const HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE: hsa_amd_svm_attribute_t = 512;
+pub const HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE_IN_PLACE: hsa_amd_svm_attribute_t = 513;
+pub const HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS: hsa_amd_svm_attribute_t = 514;
+pub const HSA_AMD_SVM_ATTRIB_ACCESS_QUERY: hsa_amd_svm_attribute_t = 515;
+pub type hsa_amd_svm_attribute_t = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct hsa_amd_svm_attribute_pair_s {
+    pub attribute: u64,
+    pub value: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of hsa_amd_svm_attribute_pair_s",
+    ][::std::mem::size_of::<hsa_amd_svm_attribute_pair_s>() - 16usize];
+    [
+        "Alignment of hsa_amd_svm_attribute_pair_s",
+    ][::std::mem::align_of::<hsa_amd_svm_attribute_pair_s>() - 8usize];
+    [
+        "Offset of field: hsa_amd_svm_attribute_pair_s::attribute",
+    ][::std::mem::offset_of!(hsa_amd_svm_attribute_pair_s, attribute) - 0usize];
+    [
+        "Offset of field: hsa_amd_svm_attribute_pair_s::value",
+    ][::std::mem::offset_of!(hsa_amd_svm_attribute_pair_s, value) - 8usize];
+};
+pub type hsa_amd_svm_attribute_pair_t = hsa_amd_svm_attribute_pair_s;
 /// Type of `hsa_init` as declared by `include/hsa_subset.h`.
 pub type PFN_hsa_init = unsafe extern "C" fn() -> hsa_status_t;
 /// Type of `hsa_shut_down` as declared by `include/hsa_subset.h`.
@@ -2250,6 +2288,29 @@ pub type PFN_hsa_amd_register_system_event_handler = unsafe extern "C" fn(
     callback: hsa_amd_system_event_callback_t,
     data: *mut ::std::os::raw::c_void,
 ) -> hsa_status_t;
+/// Type of `hsa_amd_svm_attributes_set` as declared by `include/hsa_subset.h`.
+pub type PFN_hsa_amd_svm_attributes_set = unsafe extern "C" fn(
+    ptr: *mut ::std::os::raw::c_void,
+    size: usize,
+    attribute_list: *mut hsa_amd_svm_attribute_pair_t,
+    attribute_count: usize,
+) -> hsa_status_t;
+/// Type of `hsa_amd_svm_attributes_get` as declared by `include/hsa_subset.h`.
+pub type PFN_hsa_amd_svm_attributes_get = unsafe extern "C" fn(
+    ptr: *mut ::std::os::raw::c_void,
+    size: usize,
+    attribute_list: *mut hsa_amd_svm_attribute_pair_t,
+    attribute_count: usize,
+) -> hsa_status_t;
+/// Type of `hsa_amd_svm_prefetch_async` as declared by `include/hsa_subset.h`.
+pub type PFN_hsa_amd_svm_prefetch_async = unsafe extern "C" fn(
+    ptr: *mut ::std::os::raw::c_void,
+    size: usize,
+    agent: hsa_agent_t,
+    num_dep_signals: u32,
+    dep_signals: *const hsa_signal_t,
+    completion_signal: hsa_signal_t,
+) -> hsa_status_t;
 /// Type of `hsa_code_object_deserialize` as declared by `include/hsa_subset.h`.
 pub type PFN_hsa_code_object_deserialize = unsafe extern "C" fn(
     serialized_code_object: *mut ::std::os::raw::c_void,
@@ -2477,6 +2538,9 @@ pub const HSA_FUNCTION_NAMES: &[&str] = &[
     "hsa_memory_copy",
     "hsa_amd_memory_async_copy",
     "hsa_amd_register_system_event_handler",
+    "hsa_amd_svm_attributes_set",
+    "hsa_amd_svm_attributes_get",
+    "hsa_amd_svm_prefetch_async",
     "hsa_code_object_deserialize",
     "hsa_code_object_destroy",
     "hsa_code_object_reader_create_from_memory",

@@ -30,6 +30,13 @@ pub unsafe trait MemoryRegion: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Whether waves may write the region (default: yes). A read-only region (host
+    /// memory mapped without `PROT_WRITE`, reached with XNACK on) is read by the
+    /// interpreter only: a store or atomic to it is a [`Fault::Memory`], and compiled
+    /// runs never see it (see [`RegionCache`]).
+    fn writable(&self) -> bool {
+        true
+    }
 }
 
 /// The global memory an agent's kernels may touch (device allocations, kernarg memory, host memory made accessible, the code object, scratch backing).
@@ -45,6 +52,8 @@ struct Cached {
     base: u64,
     end: u64,
     host: *mut u8,
+    /// Whether stores may use the region ([`MemoryRegion::writable`]).
+    writable: bool,
     /// Keeps the region (and `host`) alive.
     _region: Arc<dyn MemoryRegion>,
 }
@@ -62,6 +71,7 @@ impl Cached {
             base,
             end: base.saturating_add(region.len()),
             host: region.host_ptr(),
+            writable: region.writable(),
             _region: region.clone(),
         }
     }
@@ -967,7 +977,13 @@ impl RegionCache {
 
     /// Rewrites `table` from the two lists.
     fn sync(&mut self) {
-        let cached = self.private.iter().chain(self.recent.iter());
+        // Read-only regions stay out of the table: compiled code stores through any
+        // window it finds, so it must find only regions it may write.
+        let cached = self
+            .private
+            .iter()
+            .chain(self.recent.iter())
+            .filter(|c| c.writable);
         let mut n = 0;
         for (w, c) in self.table.windows.iter_mut().zip(cached) {
             *w = Window {
@@ -980,10 +996,22 @@ impl RegionCache {
         self.table.n = n;
     }
 
-    /// The cached region containing `[addr, addr+size)`: its index among the private
-    /// regions followed by the recent ones.
+    /// The cached writable region containing `[addr, addr+size)`: its index among
+    /// the private regions followed by the recent ones. (The whole-wave paths, which
+    /// load and store alike, use writable regions only; a read-only one is found by
+    /// [`position_any`](Self::position_any), for the interpreter's lane accesses.)
     #[inline]
     fn position(&self, addr: u64, size: u64) -> Option<usize> {
+        let end = addr.checked_add(size)?;
+        self.private
+            .iter()
+            .chain(self.recent.iter())
+            .position(|c| c.writable && addr >= c.base && end <= c.end)
+    }
+
+    /// As [`position`](Self::position), read-only regions included.
+    #[inline]
+    fn position_any(&self, addr: u64, size: u64) -> Option<usize> {
         let end = addr.checked_add(size)?;
         self.private
             .iter()
@@ -993,11 +1021,7 @@ impl RegionCache {
 
     #[inline]
     fn find(&self, addr: u64, size: u64) -> Option<&Cached> {
-        let end = addr.checked_add(size)?;
-        self.private
-            .iter()
-            .chain(self.recent.iter())
-            .find(|c| addr >= c.base && end <= c.end)
+        self.at(self.position(addr, size)?)
     }
 
     /// The region at index `k` as [`position`](Self::position) gives it.
@@ -1033,8 +1057,13 @@ impl RegionCache {
     /// a miss); false if no single region the agent may access contains the range.
     #[inline]
     pub(crate) fn ensure(&mut self, mem: &dyn GlobalMemory, addr: u64, size: u64) -> bool {
-        self.position(addr, size).is_some()
-            || self.fill(mem, addr).is_some() && self.position(addr, size).is_some()
+        if self.position(addr, size).is_some() {
+            return true;
+        }
+        // A read-only region already cached is not asked for again.
+        self.position_any(addr, size).is_none()
+            && self.fill(mem, addr).is_some()
+            && self.position(addr, size).is_some()
     }
 
     /// The host location of `[addr, addr+size)` if a cached region contains it (see
@@ -1073,10 +1102,11 @@ impl RegionCache {
         let end = addr.checked_add(size)?;
         let k = match self.position(addr, size) {
             Some(k) => k,
+            None if self.position_any(addr, size).is_some() => return None,
             None => self.fill(mem, addr)?,
         };
         let c = self.at(k)?;
-        (addr >= c.base && end <= c.end).then(|| Self::span_in(c, addr, size))
+        (c.writable && addr >= c.base && end <= c.end).then(|| Self::span_in(c, addr, size))
     }
 
     /// As [`span`](Self::span), with the host location of `[next, next+size)` as
@@ -1093,11 +1123,12 @@ impl RegionCache {
         let end = addr.checked_add(size)?;
         let k = match self.position(addr, size) {
             Some(k) => k,
+            None if self.position_any(addr, size).is_some() => return None,
             None => self.fill(mem, addr)?,
         };
         let c = self.at(k)?;
         let inside = |a: u64, e: u64| a >= c.base && e <= c.end;
-        if !inside(addr, end) {
+        if !c.writable || !inside(addr, end) {
             return None;
         }
         let next =
@@ -1105,10 +1136,12 @@ impl RegionCache {
         Some((Self::span_in(c, addr, size), next))
     }
 
-    /// Checks `[addr, addr+size)` and returns its host location.
+    /// Checks `[addr, addr+size)` and returns its host location (a read-only region
+    /// serves a read only).
     ///
     /// # Errors
-    /// [`Fault::Memory`] if no single region the agent may access contains the range.
+    /// [`Fault::Memory`] if no single region the agent may access contains the range,
+    /// or if `write` and that region is read-only.
     pub(crate) fn translate(
         &mut self,
         mem: &dyn GlobalMemory,
@@ -1124,10 +1157,18 @@ impl RegionCache {
             pc,
             lane: None,
         };
-        if !self.ensure(mem, addr, size) {
+        let k = match self.position_any(addr, size) {
+            Some(k) => k,
+            None => {
+                self.fill(mem, addr).ok_or_else(fault)?;
+                self.position_any(addr, size).ok_or_else(fault)?
+            }
+        };
+        let c = self.at(k).ok_or_else(fault)?;
+        if write && !c.writable {
             return Err(fault());
         }
-        self.cached(addr, size).ok_or_else(fault)
+        Ok(Self::span_in(c, addr, size))
     }
 
     /// As `translate`, for an atomic of `size` (4 or 8) bytes: the device address must

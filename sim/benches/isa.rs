@@ -71,6 +71,7 @@ impl Kernels {
         }
         let rt = hsa_runtime64::runtime::runtime().unwrap();
         let memory: Arc<dyn isa::GlobalMemory> = Arc::new(AgentMemory {
+            host: None,
             map: rt.memory.clone(),
             agent: 1,
         });

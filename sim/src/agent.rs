@@ -12,6 +12,33 @@ pub const ISA_TAG: u8 = 0x49;
 
 /// The full ISA name of the virtual gfx90a (an MI250X GCD: SRAM ECC on, XNACK off).
 pub const GFX90A_ISA_NAME: &str = "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-";
+/// The full ISA name with XNACK on (`HSA_XNACK=1`), as ROCr reports it.
+pub const GFX90A_XNACK_ISA_NAME: &str = "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack+";
+
+/// The ISA name the gfx90a agents report ([`GFX90A_ISA_NAME`] or, XNACK on,
+/// [`GFX90A_XNACK_ISA_NAME`]).
+pub fn gfx90a_isa_name(xnack: bool) -> &'static str {
+    if xnack {
+        GFX90A_XNACK_ISA_NAME
+    } else {
+        GFX90A_ISA_NAME
+    }
+}
+
+/// The target ID of the gfx90a agents, which decides which code objects they load
+/// (the rules of LLVM's `AMDGPUUsage.rst`, "Target ID": `xnack+` code only with
+/// XNACK on, `xnack-` only with it off, neither setting on both).
+pub fn gfx90a_target(xnack: bool) -> crate::loader::TargetId {
+    let mut t = crate::loader::TargetId::gfx90a_default();
+    if xnack {
+        t.xnack = crate::loader::FeatureSetting::On;
+    }
+    t
+}
+
+/// `HSA_AMD_SYSTEM_INFO_XNACK_ENABLED` of later ROCm releases (not in ROCm 5.2's
+/// `hsa_ext_amd.h`; a `bool`): whether XNACK is on for the whole system.
+pub const AMD_SYSTEM_INFO_XNACK_ENABLED: u32 = 0x206;
 
 /// `HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY` of later ROCm releases (not in ROCm 5.2's header).
 pub const AMD_AGENT_INFO_TIMESTAMP_FREQUENCY: u32 = 0xA016;
@@ -222,14 +249,16 @@ impl Agent {
     }
 }
 
-/// The answer to `hsa_isa_get_info_alt(attribute)` for the gfx90a ISA.
+/// The answer to `hsa_isa_get_info_alt(attribute)` for the gfx90a ISA (its name
+/// says `xnack+` when `xnack`).
 ///
 /// Errors: `InvalidArgument` for an unknown attribute.
-pub fn isa_info(attribute: u32) -> SimResult<InfoValue> {
+pub fn isa_info(attribute: u32, xnack: bool) -> SimResult<InfoValue> {
+    let name = gfx90a_isa_name(xnack);
     Ok(match attribute {
-        HSA_ISA_INFO_NAME_LENGTH => InfoValue::U32(GFX90A_ISA_NAME.len() as u32 + 1),
+        HSA_ISA_INFO_NAME_LENGTH => InfoValue::U32(name.len() as u32 + 1),
         HSA_ISA_INFO_NAME => {
-            let mut b = GFX90A_ISA_NAME.as_bytes().to_vec();
+            let mut b = name.as_bytes().to_vec();
             b.push(0);
             InfoValue::Chars(b)
         }

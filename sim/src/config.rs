@@ -8,6 +8,7 @@
 //! | `HSA_SIM_WORKERS` | host threads that run the workgroups of one dispatch | host cores |
 //! | `HSA_SIM_MAX_WAVE_INSTRUCTIONS` | instructions a wave may execute before it is stopped as runaway | 10^10 |
 //! | `HSA_SIM_TRACE` | `all`, or a comma-separated list of linear workgroup ids whose instructions are printed | off |
+//! | `HSA_XNACK` | `1`: XNACK on (ROCr's variable): the agents report `xnack+` and kernels may reach any host memory the process maps ([`crate::host_memory`]); anything else: off | off |
 //! | `HSA_SIM_FUSION` | `0` or `off`: interpret every instruction (no run of integer VALU and scalar instructions compiled to host code) | on |
 //!
 //! The last three configure the runtime's dispatcher
@@ -28,6 +29,9 @@ pub struct Config {
     pub device_memory: u64,
     /// Host worker threads per dispatch.
     pub workers: usize,
+    /// Whether XNACK is on: the agents report `xnack+`, load only code objects
+    /// that accept it, and reach every host page the process maps.
+    pub xnack: bool,
     /// Instruction budget and trace filter of the dispatcher.
     pub dispatch: DispatchSettings,
 }
@@ -83,6 +87,8 @@ impl Config {
             workers: env_parse::<usize>("HSA_SIM_WORKERS")
                 .filter(|&n| n > 0)
                 .unwrap_or(host_cores),
+            // ROCr enables XNACK for HSA_XNACK=1 only.
+            xnack: std::env::var("HSA_XNACK").is_ok_and(|v| v.trim() == "1"),
             dispatch: DispatchSettings {
                 max_wave_instructions: env_parse::<u64>("HSA_SIM_MAX_WAVE_INSTRUCTIONS")
                     .filter(|&n| n > 0)

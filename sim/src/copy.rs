@@ -24,10 +24,9 @@ pub struct CopyJob {
     pub src: u64,
     /// Bytes to copy.
     pub size: u64,
-    /// Keeps the destination memory alive until the copy is done.
-    pub dst_region: Resolved,
-    /// Keeps the source memory alive until the copy is done.
-    pub src_region: Resolved,
+    /// Keeps the memory the copy touches alive until it is done (none for a job
+    /// that copies nothing: an SVM prefetch, which only orders and signals).
+    pub regions: Vec<Resolved>,
     /// Signals that must be observed at 0 first.
     pub deps: Vec<Arc<Signal>>,
     /// Decremented when the copy is done.

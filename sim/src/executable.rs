@@ -7,7 +7,7 @@
 //! come from the kernel descriptor, the others are variables.
 
 use crate::error::{SimError, SimResult};
-use crate::loader::{CodeObject, KernelDescriptor, LoadError, SymbolKind, TargetId};
+use crate::loader::{CodeObject, KernelDescriptor, LoadError, SymbolKind};
 use crate::memory::{AllocKind, Allocation};
 use crate::runtime::Runtime;
 use parking_lot::Mutex;
@@ -150,7 +150,7 @@ impl Executable {
             return Err(SimError::FrozenExecutable);
         }
         let code = CodeObject::parse(bytes).map_err(map_load_error)?;
-        let agent_target = TargetId::gfx90a_default();
+        let agent_target = crate::agent::gfx90a_target(rt.config.xnack);
         if !code.target.is_compatible_with_agent(&agent_target) {
             return Err(SimError::Incompatible(format!(
                 "the code object is for {}, the agent is {}",

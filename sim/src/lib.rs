@@ -23,11 +23,14 @@ pub mod dispatch;
 pub mod error;
 pub mod executable;
 pub mod handles;
+pub mod host_guard;
+pub mod host_memory;
 pub mod loader;
 pub mod memory;
 pub mod queue;
 pub mod runtime;
 pub mod signal;
+pub mod svm;
 
 /// Starts `env_logger` once, from `RUST_LOG`, or at debug level when
 /// `HSA_SIM_DEBUG` or `LIBOMPTARGET_DEBUG` is set to a non-zero value.

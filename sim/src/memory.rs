@@ -9,6 +9,8 @@
 //! locked range) their agent may use. A refused access is a GPU memory fault.
 
 use crate::error::{SimError, SimResult};
+use crate::host_memory::{HostMapping, HostMaps};
+use crate::svm::SvmAttributes;
 use hsa_sys::*;
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -347,6 +349,23 @@ impl MemoryMap {
         }
     }
 
+    /// The addresses around `addr` that no allocation covers: from the end of the
+    /// last allocation before it to the base of the first one after it. `None` if
+    /// an allocation contains `addr`.
+    pub fn gap_around(&self, addr: u64) -> Option<(u64, u64)> {
+        let map = self.allocations.read();
+        let low = match map.range(..=addr).next_back() {
+            Some((_, a)) if a.contains(addr, 1) => return None,
+            Some((_, a)) => a.base + a.size,
+            None => 0,
+        };
+        let high = map
+            .range(addr.saturating_add(1)..)
+            .next()
+            .map_or(u64::MAX, |(&b, _)| b);
+        Some((low, high))
+    }
+
     /// Every allocation (for teardown and diagnostics).
     pub fn all_allocations(&self) -> Vec<Arc<Allocation>> {
         self.allocations.read().values().cloned().collect()
@@ -361,11 +380,59 @@ impl MemoryMap {
 
 /// The global memory as one agent's kernels see it: the [`isa::GlobalMemory`]
 /// the dispatcher gives to waves.
+///
+/// An address inside an allocation is reachable when the allocation allows the
+/// agent; inside a locked range when the lock names it. Any other address the
+/// process maps is reachable too where [`HostAccess`] allows it (XNACK on, or an
+/// SVM access attribute), as the part of its host mapping that no allocation
+/// covers ([`crate::host_memory`]).
 pub struct AgentMemory {
     /// The platform's memory map.
     pub map: Arc<MemoryMap>,
     /// The agent whose view this is.
     pub agent: usize,
+    /// Host memory outside allocations and locks (`None`: never reachable).
+    pub host: Option<HostAccess>,
+}
+
+/// What decides whether a kernel reaches host memory outside allocations and locks.
+pub struct HostAccess {
+    /// The process's mappings.
+    pub maps: Arc<HostMaps>,
+    /// The SVM attributes set by the client.
+    pub svm: Arc<SvmAttributes>,
+    /// XNACK on: every range is reachable unless an attribute denies it.
+    pub by_default: bool,
+    /// The agent's handle (as SVM access attributes name it).
+    pub agent_handle: u64,
+}
+
+impl HostAccess {
+    /// The reachable part of the host mapping holding `addr`, inside `[low, high)`
+    /// (the gap between allocations around it).
+    fn region(&self, addr: u64, low: u64, high: u64) -> Option<Arc<HostMapping>> {
+        let svm = self.svm.any_access();
+        if !self.by_default && !svm {
+            return None;
+        }
+        let (low, high) = if svm {
+            if !crate::svm::reachable(&self.svm, self.by_default, self.agent_handle, addr) {
+                return None;
+            }
+            self.svm.access_span(self.agent_handle, addr, low, high)
+        } else {
+            (low, high)
+        };
+        let host = self.maps.region(addr)?;
+        if low <= host.start && host.end <= high {
+            return Some(host);
+        }
+        Some(Arc::new(HostMapping {
+            start: host.start.max(low),
+            end: host.end.min(high),
+            writable: host.writable,
+        }))
+    }
 }
 
 impl isa::GlobalMemory for AgentMemory {
@@ -376,12 +443,17 @@ impl isa::GlobalMemory for AgentMemory {
             }
             return None;
         }
-        let r = self.map.locked_containing(addr, 1)?;
-        if self.agent < 64 && r.agents_mask & (1u64 << self.agent) != 0 {
-            Some(r)
-        } else {
-            None
+        if let Some(r) = self.map.locked_containing(addr, 1) {
+            if self.agent < 64 && r.agents_mask & (1u64 << self.agent) != 0 {
+                return Some(r);
+            }
         }
+        let host = self.host.as_ref()?;
+        // The mapping may run into allocations (the kernel merges neighbouring
+        // anonymous mappings): the region stops at them, so that their own access
+        // rules keep deciding.
+        let (low, high) = self.map.gap_around(addr)?;
+        Some(host.region(addr, low, high)?)
     }
 }
 
@@ -399,6 +471,7 @@ mod tests {
         let gpu = AgentMemory {
             map: map.clone(),
             agent: 1,
+            host: None,
         };
         assert!(
             gpu.region(host.base + 8).is_none(),

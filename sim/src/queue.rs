@@ -179,6 +179,12 @@ impl Queue {
         let memory: Arc<dyn isa::GlobalMemory> = Arc::new(AgentMemory {
             map: rt.memory.clone(),
             agent,
+            host: Some(crate::memory::HostAccess {
+                maps: rt.host_maps.clone(),
+                svm: rt.svm.clone(),
+                by_default: rt.config.xnack,
+                agent_handle: crate::agent::agent_handle(agent),
+            }),
         });
         let qc = queue.clone();
         let handle = std::thread::Builder::new()
@@ -447,6 +453,8 @@ fn run_kernel(
     let profiling = q.profiling.load(Ordering::Acquire);
     let start = timestamp_ns();
     rt.dispatches.fetch_add(1, Ordering::Relaxed);
+    // The host may have changed its mappings since the last kernel.
+    rt.host_maps.invalidate();
     std::sync::atomic::fence(Ordering::Acquire);
     let result = rt.dispatcher.dispatch(&req, memory, rt.config.workers);
     let end = timestamp_ns();

@@ -67,6 +67,11 @@ pub struct Runtime {
     pub copy_engines: Vec<Option<CopyEngine>>,
     /// Queue ids handed out so far.
     pub next_queue_id: AtomicU64,
+    /// The process's host mappings: what kernels may reach beyond allocations and
+    /// locked ranges with XNACK on (`config.xnack`) or where `svm` allows it.
+    pub host_maps: Arc<crate::host_memory::HostMaps>,
+    /// The SVM attributes clients set (`hsa_amd_svm_attributes_set`).
+    pub svm: Arc<crate::svm::SvmAttributes>,
     /// Dispatches started (for diagnostics).
     pub dispatches: AtomicUsize,
     /// Runs the kernel dispatches of every queue: built from `config` at
@@ -201,6 +206,13 @@ impl Runtime {
             });
         }
         let dispatcher = Dispatcher::with_settings(config.dispatch.clone());
+        // XNACK on: host memory is reachable, and a hole under a running kernel is
+        // a fault of its dispatch (installed once per process).
+        if config.xnack {
+            crate::host_guard::install();
+        }
+        let host_maps = Arc::new(crate::host_memory::HostMaps::new());
+        let svm = Arc::new(crate::svm::SvmAttributes::new());
         Ok(Runtime {
             config,
             agents,
@@ -216,6 +228,8 @@ impl Runtime {
             async_handlers,
             copy_engines,
             next_queue_id: AtomicU64::new(0),
+            host_maps,
+            svm,
             dispatches: AtomicUsize::new(0),
             dispatcher,
         })

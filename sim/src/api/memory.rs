@@ -658,8 +658,7 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
             dst: dst as u64,
             src: src as u64,
             size,
-            dst_region,
-            src_region,
+            regions: vec![dst_region, src_region],
             deps,
             completion,
         });

@@ -17,6 +17,7 @@ pub mod code;
 pub mod memory;
 pub mod queue;
 pub mod signal;
+pub mod svm;
 pub mod system;
 
 /// For each export: asserts at compile time that it has the type of the

@@ -2,7 +2,7 @@
 //! (hsa-api-subset.md 4.1, 4.2, 6.1, 6.2, 6.5 last item).
 
 use super::{boundary, check_signature, non_null, write_info};
-use crate::agent::{self, InfoValue};
+use crate::agent::{self, InfoValue, AMD_SYSTEM_INFO_XNACK_ENABLED};
 use crate::error::SimError;
 use crate::runtime::{self, runtime, EventHandler, TIMESTAMP_FREQUENCY};
 use hsa_sys::*;
@@ -126,7 +126,7 @@ pub unsafe extern "C" fn hsa_system_get_info(
     value: *mut c_void,
 ) -> hsa_status_t {
     boundary("hsa_system_get_info", || {
-        runtime()?;
+        let rt = runtime()?;
         non_null(value, "value")?;
         let v = match attribute {
             HSA_SYSTEM_INFO_VERSION_MAJOR | HSA_SYSTEM_INFO_VERSION_MINOR => InfoValue::U16(1),
@@ -145,7 +145,10 @@ pub unsafe extern "C" fn hsa_system_get_info(
                 InfoValue::Pointer(BUILD_VERSION.as_ptr() as usize)
             }
             HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED => InfoValue::Bool(true),
-            HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT => InfoValue::Bool(false),
+            // With XNACK on, every agent reaches every host page without
+            // hsa_amd_svm_attributes_set (ROCr: true when XNACK is enabled).
+            HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT => InfoValue::Bool(rt.config.xnack),
+            AMD_SYSTEM_INFO_XNACK_ENABLED => InfoValue::Bool(rt.config.xnack),
             other => {
                 return Err(SimError::arg(format!(
                     "unknown system attribute {other:#x}"
@@ -277,12 +280,12 @@ pub unsafe extern "C" fn hsa_isa_get_info_alt(
     value: *mut c_void,
 ) -> hsa_status_t {
     boundary("hsa_isa_get_info_alt", || {
-        runtime()?;
+        let rt = runtime()?;
         non_null(value, "value")?;
         if isa.handle != agent::isa_handle() {
             return Err(SimError::InvalidIsa(isa.handle));
         }
-        let v = agent::isa_info(attribute)?;
+        let v = agent::isa_info(attribute, rt.config.xnack)?;
         // SAFETY: non-null, sized for the attribute by the caller's contract.
         unsafe { write_info(value, &v) };
         Ok(())

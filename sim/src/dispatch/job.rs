@@ -23,6 +23,7 @@ use super::programs::ProgramCache;
 use super::settings::{DispatchSettings, TraceFilter};
 use super::wave_setup::{KernelLaunch, ScratchLayout, WorkgroupShape};
 use super::{DispatchError, DispatchRequest, FaultSite};
+use crate::host_guard::Scope;
 use crate::loader::KernelDescriptor;
 
 /// Instructions a wave may run before it yields to the other waves of its
@@ -231,12 +232,15 @@ impl Job {
         for w in state.waves.iter_mut() {
             w.regions.reset(&[]);
         }
+        // With XNACK on, host memory unmapped under this thread's waves is a fault of
+        // the dispatch (see `host_guard`); `None` otherwise.
+        let holes = crate::host_guard::Scope::enter(&self.stop);
         'claims: while let Some(ids) = self.claims.claim() {
             for wg in ids {
                 if self.stop.load(Ordering::Relaxed) {
                     break 'claims;
                 }
-                match guarded(wg, || self.run_workgroup(wg, &mut state)) {
+                match guarded(wg, || self.run_workgroup(wg, &mut state, holes.as_ref())) {
                     Ok(()) => {}
                     Err(e @ DispatchError::Internal { .. }) => {
                         // The waves' state is whatever the panic left: not reused.
@@ -274,7 +278,12 @@ impl Job {
     }
 
     /// Runs workgroup number `linear` (x fastest) to completion.
-    fn run_workgroup(&self, linear: u64, st: &mut WorkerState) -> Result<(), DispatchError> {
+    fn run_workgroup(
+        &self,
+        linear: u64,
+        st: &mut WorkerState,
+        holes: Option<&Scope<'_>>,
+    ) -> Result<(), DispatchError> {
         let req = &self.req;
         let wg = WorkgroupShape::new(linear, self.grid_wgs, req);
         // LDS: zero-filled, packet size.
@@ -304,6 +313,7 @@ impl Job {
             &mut st.lds,
             &mut st.blocks,
             wg.id,
+            holes,
         );
         if trace {
             isa::set_trace(false);
@@ -383,6 +393,7 @@ impl Job {
         lds: &mut [u8],
         blocks: &mut BlockCache,
         id: [u32; 3],
+        holes: Option<&Scope<'_>>,
     ) -> Result<(), DispatchError> {
         // Each wave's state: ready to run, or waiting at the barrier; ended waves
         // count as arrived. The counts decide without a pass over the states.
@@ -414,7 +425,27 @@ impl Job {
                 if waiting.has(w) || ended.has(w) {
                     continue;
                 }
-                match wave.run_cached(&mut ctx, blocks) {
+                let exit = wave.run_cached(&mut ctx, blocks);
+                if let Some(hole) = holes.and_then(Scope::take_fault) {
+                    // Host memory the wave held was unmapped under it: its access
+                    // finished against a zero page and the wave stopped at its next
+                    // backward branch (the pc reported is where it stopped).
+                    return Err(DispatchError::Fault {
+                        fault: Fault::Memory {
+                            address: hole.address,
+                            size: 1,
+                            write: hole.write,
+                            pc: wave.pc,
+                            lane: None,
+                        },
+                        site: FaultSite {
+                            workgroup: id,
+                            wave: w as u32,
+                            lane: None,
+                        },
+                    });
+                }
+                match exit {
                     Ok(WaveExit::Ended) => {
                         ended.add(w);
                         live -= 1;
