@@ -357,13 +357,16 @@ pub fn assemble_fixture(name: &str) -> Vec<u8> {
 /// [`assemble_fixture`] with `extra` assembler flags (e.g.
 /// `-mcode-object-version=5`).
 pub fn assemble_fixture_with(name: &str, extra: &[&str]) -> Vec<u8> {
+    assemble_fixture_as(name, name, extra)
+}
+
+/// [`assemble_fixture_with`], the outputs named `out` (so that builds of one
+/// source with other flags, in test binaries running at once, do not collide).
+pub fn assemble_fixture_as(name: &str, out: &str, extra: &[&str]) -> Vec<u8> {
     let dir = scratch_dir("fixtures");
     let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(format!("tests/fixtures/{name}.s"));
-    let (obj, so) = (
-        dir.join(format!("{name}.o")),
-        dir.join(format!("{name}.so")),
-    );
+    let (obj, so) = (dir.join(format!("{out}.o")), dir.join(format!("{out}.so")));
     let mut args = vec!["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a"];
     args.extend_from_slice(extra);
     args.extend_from_slice(&[
