@@ -7,8 +7,12 @@
 //! stays satisfied even if the signal changes later. When a copy is done the
 //! engine subtracts 1 from its completion signal with release ordering; a
 //! dependency that goes negative fails the copy, which then stores -1 into
-//! the completion signal (ROCr stores a negative value on failure).
+//! the completion signal (ROCr stores a negative value on failure). So does a
+//! copy whose locked host memory the program unmapped or protected after
+//! submitting it: such copies go through the kernel's checked copy
+//! ([`crate::host_memory::checked`]), so the process is never hit by a signal.
 
+use crate::host_memory::checked;
 use crate::memory::Resolved;
 use crate::signal::{MemoryOrder, Notifier, Signal};
 use parking_lot::Mutex;
@@ -138,6 +142,29 @@ fn take_ready(shared: &Shared) -> Next {
     Next::Idle
 }
 
+/// Copies the bytes of `job`. Runtime allocations stay mapped while the job holds
+/// them, so they are copied directly; a locked range is the program's memory,
+/// which it may free or protect while the copy waits, so a copy touching one goes
+/// through [`checked::copy`] and fails instead of faulting.
+///
+/// # Errors
+/// The first byte of a locked range that could not be read or written.
+fn run_copy(job: &CopyJob) -> Result<(), checked::Unreachable> {
+    if job.size == 0 {
+        return Ok(());
+    }
+    if job.regions.iter().any(|r| matches!(r, Resolved::Locked(_))) {
+        return checked::copy(job.dst, job.src, job.size as usize);
+    }
+    // SAFETY: at submission both ranges were checked to lie wholly inside runtime
+    // allocations, which stay mapped while the job holds them; `copy` tolerates
+    // overlap.
+    unsafe {
+        std::ptr::copy(job.src as *const u8, job.dst as *mut u8, job.size as usize);
+    }
+    Ok(())
+}
+
 fn engine_loop(shared: &Shared) {
     loop {
         let epoch = shared.notifier.epoch();
@@ -146,19 +173,23 @@ fn engine_loop(shared: &Shared) {
         }
         match take_ready(shared) {
             Next::Run(job) => {
-                if job.size > 0 {
-                    // SAFETY: at submission both ranges were checked to lie wholly inside
-                    // memory the runtime knows (an allocation or a locked range), and the
-                    // job holds those regions alive; `copy` tolerates overlap.
-                    unsafe {
-                        std::ptr::copy(job.src as *const u8, job.dst as *mut u8, job.size as usize);
-                    }
-                }
+                let copied = run_copy(&job);
                 std::sync::atomic::fence(Ordering::Release);
                 for d in &job.deps {
                     d.remove_observer(&shared.notifier);
                 }
-                job.completion.subtract(1, MemoryOrder::Release);
+                match copied {
+                    Ok(()) => job.completion.subtract(1, MemoryOrder::Release),
+                    Err(e) => {
+                        log::error!(
+                            "async copy of {} bytes {:#x} -> {:#x} failed: {e}",
+                            job.size,
+                            job.src,
+                            job.dst
+                        );
+                        job.completion.store(-1, MemoryOrder::Release);
+                    }
+                }
             }
             Next::Fail(job) => {
                 log::error!(

@@ -461,14 +461,19 @@ pub unsafe extern "C" fn hsa_amd_memory_fill(
         let bytes = (count as u64)
             .checked_mul(4)
             .ok_or_else(|| SimError::arg("count does not fit"))?;
-        let _keep = rt.memory.resolve(ptr as u64, bytes).ok_or_else(|| {
+        let keep = rt.memory.resolve(ptr as u64, bytes).ok_or_else(|| {
             SimError::InvalidAllocation(format!(
                 "{bytes} bytes at {:#x} are not inside runtime memory",
                 ptr as u64
             ))
         })?;
-        // SAFETY: the range lies wholly inside an allocation or locked range, kept
-        // alive by `_keep`, and is 4-byte aligned.
+        if let Resolved::Locked(_) = keep {
+            // The program's memory: it may be gone or protected by now.
+            return crate::host_memory::checked::fill(ptr as u64, value, count)
+                .map_err(|e| SimError::InvalidAllocation(format!("hsa_amd_memory_fill: {e}")));
+        }
+        // SAFETY: the range lies wholly inside an allocation, kept alive by `keep`,
+        // and is 4-byte aligned.
         let words = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u32, count) };
         words.fill(value);
         Ok(())
@@ -581,16 +586,31 @@ pub unsafe extern "C" fn hsa_memory_copy(
     size: usize,
 ) -> hsa_status_t {
     boundary("hsa_memory_copy", || {
-        runtime()?;
+        let rt = runtime()?;
         non_null(dst, "dst")?;
         non_null(src, "src")?;
         if size == 0 {
             return Ok(());
         }
-        // SAFETY: the caller guarantees both ranges are valid for `size` bytes; copy
-        // tolerates overlap.
-        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, size) };
-        Ok(())
+        // A side that touches a runtime allocation must lie inside it (freed
+        // device memory is no longer one); any other address is the program's
+        // memory, reached through the kernel's checked copy, so memory that is
+        // gone or protected fails the call instead of faulting.
+        for (p, what) in [(dst as u64, "destination"), (src as u64, "source")] {
+            let fits = match rt.memory.gap_around(p) {
+                // Inside an allocation: wholly inside it.
+                None => rt.memory.resolve(p, size as u64).is_some(),
+                // Outside every allocation: up to the next one at most.
+                Some((_, next)) => p.checked_add(size as u64).is_some_and(|end| end <= next),
+            };
+            if !fits {
+                return Err(SimError::InvalidAllocation(format!(
+                    "copy {what} {p:#x}..+{size:#x} runs past a runtime allocation"
+                )));
+            }
+        }
+        crate::host_memory::checked::copy(dst as u64, src as u64, size)
+            .map_err(|e| SimError::InvalidAllocation(format!("hsa_memory_copy: {e}")))
     })
 }
 
