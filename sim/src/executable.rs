@@ -22,18 +22,20 @@ pub struct CodeObjectBytes {
 }
 
 impl CodeObjectBytes {
-    /// Copies `bytes` into runtime-owned memory.
+    /// A copy of the `len` bytes a client passed at `ptr`, read through the kernel's
+    /// checked copy: a size that runs past the caller's memory into unmapped or
+    /// unreadable pages is refused instead of faulting.
     ///
-    /// Errors: `OutOfResources`.
-    pub fn copy_from(bytes: &[u8]) -> SimResult<CodeObjectBytes> {
-        let alloc = Allocation::new(bytes.len().max(1) as u64, AllocKind::Internal, 0, 0)?;
-        // SAFETY: the fresh allocation holds at least bytes.len() bytes and does not
-        // overlap the caller's buffer.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), alloc.ptr(), bytes.len()) };
-        Ok(CodeObjectBytes {
-            alloc,
-            len: bytes.len(),
-        })
+    /// Errors: `InvalidArgument` naming the first unreadable byte;
+    /// `OutOfResources`.
+    pub fn copy_from_client(ptr: u64, len: usize) -> SimResult<CodeObjectBytes> {
+        let alloc = Allocation::new(len.max(1) as u64, AllocKind::Internal, 0, 0)?;
+        crate::host_memory::checked::copy(alloc.base, ptr, len).map_err(|e| {
+            SimError::arg(format!(
+                "the code object's {len} bytes at {ptr:#x} are not all readable: {e}"
+            ))
+        })?;
+        Ok(CodeObjectBytes { alloc, len })
     }
 
     /// Address of the first byte (the `hsa_code_object_t` handle).

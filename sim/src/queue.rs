@@ -81,6 +81,8 @@ pub struct Queue {
     profiling: AtomicBool,
     stopping: AtomicBool,
     inactive: AtomicBool,
+    /// The cancel flag of the dispatch running now, if one runs.
+    running: Mutex<Option<Arc<AtomicBool>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -172,6 +174,7 @@ impl Queue {
             profiling: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             inactive: AtomicBool::new(false),
+            running: Mutex::new(None),
             thread: Mutex::new(None),
         });
         doorbell.add_observer(&queue.notifier);
@@ -229,15 +232,29 @@ impl Queue {
         self.inactive.load(Ordering::Acquire)
     }
 
-    /// Stops consuming packets (hsa_queue_inactivate).
+    /// Stops consuming packets (hsa_queue_inactivate); a dispatch running now is
+    /// cancelled.
     pub fn inactivate(&self) {
         self.inactive.store(true, Ordering::Release);
+        self.cancel_running();
         self.notifier.notify();
     }
 
-    /// Stops the processor and waits for it (unless called from it).
+    /// Cancels the dispatch running now, if any (after `stopping` or `inactive`
+    /// was raised: a dispatch that starts later sees those under the same lock).
+    fn cancel_running(&self) {
+        if let Some(c) = self.running.lock().as_ref() {
+            c.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Stops the processor and waits for it (unless called from it). A dispatch
+    /// running now stops at its waves' next backward branch or barrier and is
+    /// abandoned: its completion signal is left as it is and no error is reported,
+    /// as when ROCr destroys a hardware queue under running waves.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
+        self.cancel_running();
         self.notifier.notify();
         if let Some(t) = self.thread.lock().take() {
             if t.thread().id() != std::thread::current().id() && t.join().is_err() {
@@ -456,10 +473,29 @@ fn run_kernel(
     // The host may have changed its mappings since the last kernel.
     rt.host_maps.invalidate();
     std::sync::atomic::fence(Ordering::Acquire);
-    let result = rt.dispatcher.dispatch(&req, memory, rt.config.workers);
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let mut running = q.running.lock();
+        // Raised before this dispatch registered: cancelled from the start.
+        if q.should_stop() {
+            cancel.store(true, Ordering::SeqCst);
+        }
+        *running = Some(cancel.clone());
+    }
+    let result = rt
+        .dispatcher
+        .dispatch_cancellable(&req, memory, rt.config.workers, &cancel);
+    *q.running.lock() = None;
     let end = timestamp_ns();
     match result {
-        Ok(()) => {
+        Err(e) if e.is_abort() && q.should_stop() => {
+            log::debug!(
+                "virtual gfx90a queue {}: dispatch {index} cancelled (queue destroyed or inactivated)",
+                q.id
+            );
+            Outcome::Stopped
+        }
+        Ok(_) => {
             if profiling && packet.completion_signal != 0 {
                 if let Some(s) = rt.signals.get(packet.completion_signal) {
                     s.set_dispatch_times(start, end);

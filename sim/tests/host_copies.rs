@@ -2,8 +2,9 @@
 //! protected while an async copy into or out of it waits in the copy engine
 //! fails that copy (its completion signal goes negative, as ROCr reports a
 //! failed copy) and the process carries on; so does `hsa_memory_copy` into
-//! device memory that was freed, and `hsa_amd_memory_fill` of a locked range
-//! that is gone. Never a signal in the host.
+//! device memory that was freed, `hsa_amd_memory_fill` of a locked range
+//! that is gone, and a code object reader given a size past its buffer. Never a
+//! signal in the host.
 // These tests are a C client of the HSA API: every `unsafe` is an FFI call
 // with pointers to live locals, so they are not annotated one by one.
 #![allow(clippy::undocumented_unsafe_blocks)]
@@ -198,4 +199,25 @@ fn synchronous_copies_and_fills_refuse_memory_that_is_gone() {
     );
     assert_eq!(hsa_amd_memory_unlock(host as *mut c_void), 0);
     unsafe { libc::munmap(host as *mut c_void, 8192) };
+
+    // A code object size that runs past the caller's buffer into memory it cannot
+    // read: refused, for the reader and for deserialize alike.
+    let buf = mapping(8192);
+    assert_eq!(
+        unsafe { libc::mprotect(buf.add(4096) as *mut c_void, 4096, libc::PROT_NONE) },
+        0
+    );
+    let mut reader = hsa_code_object_reader_t { handle: 0 };
+    assert_eq!(
+        unsafe {
+            hsa_code_object_reader_create_from_memory(buf as *const c_void, 8192, &mut reader)
+        },
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    let mut co = hsa_code_object_t { handle: 0 };
+    assert_eq!(
+        unsafe { hsa_code_object_deserialize(buf as *mut c_void, 8192, std::ptr::null(), &mut co) },
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    unsafe { libc::munmap(buf as *mut c_void, 8192) };
 }

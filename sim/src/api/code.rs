@@ -52,14 +52,10 @@ pub unsafe extern "C" fn hsa_code_object_deserialize(
         if serialized_code_object_size == 0 {
             return Err(SimError::arg("serialized_code_object_size is 0"));
         }
-        // SAFETY: the caller passes that many readable bytes.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                serialized_code_object as *const u8,
-                serialized_code_object_size,
-            )
-        };
-        let copy = CodeObjectBytes::copy_from(bytes)?;
+        let copy = CodeObjectBytes::copy_from_client(
+            serialized_code_object as u64,
+            serialized_code_object_size,
+        )?;
         let handle = copy.address();
         rt.code_objects.lock().insert(handle, Arc::new(copy));
         // SAFETY: checked non-null.
@@ -100,10 +96,8 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
         if size == 0 {
             return Err(SimError::arg("size is 0"));
         }
-        // SAFETY: the caller passes `size` readable bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(code_object as *const u8, size) };
         let handle = rt.readers.insert(Arc::new(CodeObjectReader {
-            bytes: CodeObjectBytes::copy_from(bytes)?,
+            bytes: CodeObjectBytes::copy_from_client(code_object as u64, size)?,
         }));
         // SAFETY: checked non-null.
         unsafe { *code_object_reader = hsa_code_object_reader_t { handle } };

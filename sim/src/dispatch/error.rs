@@ -116,7 +116,7 @@ impl DispatchError {
 
     /// Whether this is a wave stopped because another wave faulted first (not
     /// news next to that first fault).
-    pub(super) fn is_abort(&self) -> bool {
+    pub fn is_abort(&self) -> bool {
         matches!(
             self,
             DispatchError::Fault {

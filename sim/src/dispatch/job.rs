@@ -132,7 +132,9 @@ pub(super) struct Job {
     claims: WorkgroupClaims,
     /// Wave-instructions executed by the finished workgroups.
     instructions: AtomicU64,
-    stop: AtomicBool,
+    /// Raised on the first fault, or from outside to cancel the dispatch (its
+    /// queue destroyed); every wave stops at its next backward branch or barrier.
+    stop: Arc<AtomicBool>,
     error: Mutex<Option<DispatchError>>,
     crew: Crew,
     states: Arc<WorkerStates>,
@@ -142,7 +144,7 @@ pub(super) struct Job {
 
 impl Job {
     /// Checks the request, reads the descriptor and finds (or decodes) the program,
-    /// for up to `workers` threads to run.
+    /// for up to `workers` threads to run; raising `stop` cancels it.
     ///
     /// # Errors
     /// `InvalidRequest` for a shape gfx90a cannot run, `InvalidKernelObject` for a
@@ -154,6 +156,7 @@ impl Job {
         settings: &DispatchSettings,
         states: Arc<WorkerStates>,
         workers: usize,
+        stop: Arc<AtomicBool>,
     ) -> Result<Job, DispatchError> {
         req.geometry()
             .check()
@@ -186,7 +189,7 @@ impl Job {
             grid_wgs,
             claims: WorkgroupClaims::new(total_workgroups, workers),
             instructions: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
+            stop,
             error: Mutex::new(None),
             crew: Crew::default(),
             states,
@@ -234,7 +237,7 @@ impl Job {
         }
         // With XNACK on, host memory unmapped under this thread's waves is a fault of
         // the dispatch (see `host_guard`); `None` otherwise.
-        let holes = crate::host_guard::Scope::enter(&self.stop);
+        let holes = crate::host_guard::Scope::enter(self.stop.as_ref());
         'claims: while let Some(ids) = self.claims.claim() {
             for wg in ids {
                 if self.stop.load(Ordering::Relaxed) {
@@ -416,7 +419,7 @@ impl Job {
             memory: self.memory.as_ref(),
             lds,
             apertures: Apertures::KFD,
-            stop: Some(&self.stop),
+            stop: Some(self.stop.as_ref()),
             max_instructions: self.max_instructions,
             yield_after,
         };

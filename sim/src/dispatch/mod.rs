@@ -34,6 +34,7 @@ mod programs;
 pub mod settings;
 mod wave_setup;
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use isa::GlobalMemory;
@@ -157,6 +158,24 @@ impl Dispatcher {
         memory: &Arc<dyn GlobalMemory>,
         workers: usize,
     ) -> Result<u64, DispatchError> {
+        self.dispatch_cancellable(req, memory, workers, &Arc::new(AtomicBool::new(false)))
+    }
+
+    /// As [`Dispatcher::dispatch_counted`]; raising `cancel` (from any thread) stops
+    /// the dispatch: every wave stops at its next backward branch or barrier, no
+    /// workgroup starts, and the dispatch returns [`DispatchError::Fault`] with
+    /// `Fault::Aborted` ([`DispatchError::is_abort`]). `cancel` must be this
+    /// dispatch's own flag (the dispatch raises it too, at its first fault).
+    ///
+    /// # Errors
+    /// See [`DispatchError`].
+    pub fn dispatch_cancellable(
+        &self,
+        req: &DispatchRequest,
+        memory: &Arc<dyn GlobalMemory>,
+        workers: usize,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<u64, DispatchError> {
         let job = Arc::new(Job::prepare(
             req,
             memory,
@@ -164,6 +183,7 @@ impl Dispatcher {
             &self.settings,
             self.states.clone(),
             workers,
+            cancel.clone(),
         )?);
         let total = job.total_workgroups();
         if total == 0 {
