@@ -200,7 +200,6 @@ fn time(
 fn run_wave_long(mem: &TestMemory, c: &common::Code, w: &mut Wave, lds: &mut [u8]) -> WaveExit {
     let _ = run_wave;
     let mut ctx = isa::WaveContext {
-        program: &c.program,
         memory: mem,
         lds,
         apertures: isa::Apertures::KFD,
@@ -209,7 +208,7 @@ fn run_wave_long(mem: &TestMemory, c: &common::Code, w: &mut Wave, lds: &mut [u8
         yield_after: u64::MAX,
     };
     loop {
-        match w.run(&mut ctx).expect("the case runs") {
+        match w.run(&c.program, &mut ctx).expect("the case runs") {
             WaveExit::Barrier => continue,
             exit => return exit,
         }

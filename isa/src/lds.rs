@@ -21,17 +21,18 @@
 //! - otherwise the active lanes are visited in lane order.
 //!
 //! The effects (and their order: each address slot's lanes in lane order, slot 0
-//! before slot 1) are those of `Wave::exec_ds`'s general path; the unit tests below
+//! before slot 1) are those of `WaveState::exec_ds`'s general path; the unit tests below
 //! compare the two on every planned op over uniform, consecutive, scattered,
 //! overlapping and out-of-range addresses under several EXEC masks.
 
 #![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
 
+use crate::arch::{VReg, WAVE_SIZE};
 use crate::generated::opcodes::DsOp;
 use crate::inst::Ds;
-use crate::valu::reg_base;
-use crate::valu::simd::lane_masks;
-use crate::wave::{VReg, Wave, WAVE_SIZE};
+use crate::simd::lane_masks;
+use crate::state::reg_base;
+use crate::state::WaveState;
 
 /// What a planned DS instruction does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +111,7 @@ impl LdsPlan {
         // an operand past the file means).
         let last_dst = dst + slots * dwords;
         let last_data = data[0].max(data[1]) + dwords;
-        let file = crate::wave::AGPR_BASE * 2;
+        let file = crate::arch::AGPR_BASE * 2;
         if addr >= file || last_dst > file || last_data > file {
             return None;
         }
@@ -210,9 +211,9 @@ impl LdsPlan {
 /// nothing, when a load or store has an empty EXEC or an active lane's access
 /// leaves the LDS (the general path then runs and reports the lane).
 #[inline]
-pub(crate) fn run_lds_plan(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
+pub(crate) fn run_lds_plan(w: &mut WaveState, p: &LdsPlan, lds: &mut [u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if crate::valu::simd::host_avx2() {
+    if crate::arch::host_avx2() {
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         return unsafe { run_avx2(w, p, lds) };
     }
@@ -222,7 +223,7 @@ pub(crate) fn run_lds_plan(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
 /// `run_body` for hosts without AVX2 (out of line, so that the dispatch above keeps
 /// a small frame).
 #[inline(never)]
-fn run_portable(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
+fn run_portable(w: &mut WaveState, p: &LdsPlan, lds: &mut [u8]) -> bool {
     run_body(w, p, lds)
 }
 
@@ -232,7 +233,7 @@ fn run_portable(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn run_avx2(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
+unsafe fn run_avx2(w: &mut WaveState, p: &LdsPlan, lds: &mut [u8]) -> bool {
     run_body(w, p, lds)
 }
 
@@ -260,11 +261,11 @@ fn sources_and_destination<'a>(
     }
 }
 
-/// Writes `vals` into register `r` in the lanes of `exec`: `Wave::vwrite`'s rule
+/// Writes `vals` into register `r` in the lanes of `exec`: `WaveState::vwrite`'s rule
 /// for a register index, inlined so that it is compiled with the plan's AVX2 (the
 /// shared `vwrite` costs the hot LDS loads about a third more, by `inst_cost`).
 #[inline(always)]
-fn write_masked(w: &mut Wave, r: usize, vals: &VReg, exec: u64) {
+fn write_masked(w: &mut WaveState, r: usize, vals: &VReg, exec: u64) {
     let Some(dst) = w.vgpr.get_mut(r) else { return };
     if exec == u64::MAX {
         *dst = *vals;
@@ -297,7 +298,7 @@ fn bpermute(addr: &VReg, off: u32, exec: u64, data: &VReg, out: &mut VReg) {
 #[inline(always)]
 fn permute(addr: &VReg, off: u32, src: &VReg, out: &mut VReg) {
     #[cfg(target_arch = "x86_64")]
-    if crate::valu::simd::host_avx2() {
+    if crate::arch::host_avx2() {
         // SAFETY: host_avx2() checked that the CPU has AVX2.
         unsafe { permute_avx2(addr, off, src, out) };
         return;
@@ -357,7 +358,7 @@ fn word(lds: &[u8], o: usize) -> u32 {
 }
 
 #[inline(always)]
-fn run_body(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
+fn run_body(w: &mut WaveState, p: &LdsPlan, lds: &mut [u8]) -> bool {
     // The element size as a constant: the lane loops then use fixed strides and
     // fixed-size copies.
     if p.bytes == 8 {
@@ -375,7 +376,7 @@ fn run_body(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
 /// cost of consecutive stores (x86 instructions per execution, `inst_cost`).
 #[inline(never)]
 fn team_state_fast<const BYTES: usize>(
-    w: &mut Wave,
+    w: &mut WaveState,
     p: &LdsPlan,
     lds: &mut [u8],
     exec: u64,
@@ -434,7 +435,7 @@ fn team_state_fast<const BYTES: usize>(
 
 /// `run_body` for elements of `BYTES` (= `p.bytes`) bytes.
 #[inline(always)]
-fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> bool {
+fn run_sized<const BYTES: usize>(w: &mut WaveState, p: &LdsPlan, lds: &mut [u8]) -> bool {
     let exec = w.exec();
     if p.kind == Kind::Bpermute {
         if exec == u64::MAX {
@@ -489,7 +490,7 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
     } else if exec.is_power_of_two() {
         (false, false, addr[exec.trailing_zeros() as usize])
     } else {
-        (false, false, crate::vmem::lds_highest_body(addr, exec))
+        (false, false, lds_highest_body(addr, exec))
     };
     let a0 = addr[0];
     // One active lane (LLVM's team-state updates): its lane number; its address is
@@ -576,16 +577,49 @@ fn run_sized<const BYTES: usize>(w: &mut Wave, p: &LdsPlan, lds: &mut [u8]) -> b
     true
 }
 
+/// The highest LDS address of the lanes in `exec` (0 for none).
+#[inline(always)]
+pub(crate) fn lds_highest_body(addr: &VReg, exec: u64) -> u32 {
+    let mut hi = 0u32;
+    for l in 0..WAVE_SIZE {
+        // All ones in active lanes, zero in the others (branch-free, vectorises).
+        let on = 0u32.wrapping_sub((exec >> l) as u32 & 1);
+        hi = hi.max(addr[l] & on);
+    }
+    hi
+}
+
+/// `lds_highest_body` compiled with AVX2 (unsigned 32-bit maxima).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lds_highest_avx2(addr: &VReg, exec: u64) -> u32 {
+    lds_highest_body(addr, exec)
+}
+
+/// The highest LDS address of the lanes in `exec` (0 for none).
+#[inline]
+pub(crate) fn lds_highest(addr: &VReg, exec: u64) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::arch::host_avx2() {
+        // SAFETY: host_avx2() checked that the CPU has AVX2.
+        return unsafe { lds_highest_avx2(addr, exec) };
+    }
+    lds_highest_body(addr, exec)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::inst::Ds;
-    use crate::memory::{HostRegion, MemoryRegion};
+    use crate::wave::Wave;
+
     use crate::operand::Operand;
-    use crate::program::Program;
+
+    use crate::state::{Apertures, WaveContext};
     use crate::wave::testutil::{v, wave, Mem};
-    use crate::wave::{Apertures, WaveContext};
-    use std::sync::Arc;
 
     /// Deterministic pseudo-random numbers (xorshift64).
     struct Rng(u64);
@@ -702,8 +736,6 @@ mod tests {
     #[test]
     fn plans_match_the_general_path() {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-        let code: Arc<dyn MemoryRegion> = Arc::new(HostRegion::zeroed(64));
-        let program = Program::new(&code);
         let mem = Mem::default();
         let execs = [
             u64::MAX,
@@ -740,7 +772,6 @@ mod tests {
                     // The general path.
                     let (mut wg, mut lg) = (copy_of(&w0), lds0.clone());
                     let mut ctx = WaveContext {
-                        program: &program,
                         memory: &mem,
                         lds: &mut lg,
                         apertures: Apertures::KFD,

@@ -16,9 +16,12 @@
 //!
 //! The crate knows instructions, registers and lanes, nothing of HSA.
 
+pub mod arch;
+mod atomic;
 pub mod decode;
 pub mod disasm;
 pub mod error;
+mod fp;
 pub mod generated;
 pub mod inst;
 mod lds;
@@ -26,12 +29,15 @@ pub mod memory;
 pub mod operand;
 pub mod program;
 mod salu;
+mod simd;
+pub mod state;
 mod stride;
 pub mod support;
 mod valu;
 mod vmem;
 pub mod wave;
 
+pub use arch::{AGPR_BASE, WAVE_SIZE};
 pub use decode::decode;
 pub use error::{DecodeError, Fault};
 pub use generated::opcodes;
@@ -39,5 +45,6 @@ pub use inst::Instruction;
 pub use memory::{GlobalMemory, HostRegion, MemoryRegion, RegionCache, SubRegion};
 pub use operand::Operand;
 pub use program::{BlockCache, Program};
+pub use state::{Apertures, WaveContext, WaveExit, WaveState};
 pub use support::is_executable;
-pub use wave::{set_trace, Apertures, Wave, WaveContext, WaveExit, AGPR_BASE, WAVE_SIZE};
+pub use wave::{set_trace, Wave};

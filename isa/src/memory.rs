@@ -11,8 +11,9 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
+use crate::arch::VReg;
+use crate::arch::WAVE_SIZE;
 use crate::error::Fault;
-use crate::wave::VReg;
 
 /// A contiguous range of device memory that waves may access.
 /// # Safety
@@ -218,7 +219,7 @@ impl HostSpan<'_> {
             return false;
         }
         #[cfg(target_arch = "x86_64")]
-        if crate::valu::simd::host_avx2() {
+        if crate::arch::host_avx2() {
             if !prefetched {
                 // Every lane's line first, so that the misses overlap (under perf,
                 // the gathers alone stalled most at the first ones); into the L2,
@@ -253,7 +254,7 @@ impl HostSpan<'_> {
             return false;
         };
         #[cfg(target_arch = "x86_64")]
-        if crate::valu::simd::host_avx2() {
+        if crate::arch::host_avx2() {
             // SAFETY: host_avx2() checked the CPU.
             return unsafe { lanes_fit_avx2::<BYTES>(self.ptr as u64, last as u64, addrs, base) };
         }
@@ -394,7 +395,7 @@ impl HostSpan<'_> {
             return false;
         }
         #[cfg(target_arch = "x86_64")]
-        if crate::valu::simd::host_avx2() {
+        if crate::arch::host_avx2() {
             // SAFETY: host_avx2() checked the CPU; p is 4-aligned and valid for the
             // n = 64 dwords (checked above).
             unsafe { load_dwords_avx2(p, out) };
@@ -426,7 +427,7 @@ impl HostSpan<'_> {
             return false;
         }
         #[cfg(target_arch = "x86_64")]
-        if crate::valu::simd::host_avx2() {
+        if crate::arch::host_avx2() {
             // SAFETY: as in load_dwords.
             unsafe { store_dwords_avx2(p, vals) };
             return true;
@@ -457,7 +458,7 @@ impl HostSpan<'_> {
             return false;
         };
         #[cfg(target_arch = "x86_64")]
-        if crate::valu::simd::host_avx2() {
+        if crate::arch::host_avx2() {
             // SAFETY: host_avx2() checked the CPU; qword_run checked that p is 8-aligned
             // and valid for 64 qwords.
             unsafe { load_planes_avx2(p, lo, hi) };
@@ -477,7 +478,7 @@ impl HostSpan<'_> {
             return false;
         };
         #[cfg(target_arch = "x86_64")]
-        if crate::valu::simd::host_avx2() {
+        if crate::arch::host_avx2() {
             // SAFETY: as in load_qword_planes.
             unsafe { store_planes_avx2(p, lo, hi) };
             return true;
@@ -1350,6 +1351,53 @@ unsafe impl MemoryRegion for SubRegion {
     fn host_ptr(&self) -> *mut u8 {
         // SAFETY: offset <= parent.len(), so the result stays in (or one past) the parent.
         unsafe { self.parent.host_ptr().add(self.offset as usize) }
+    }
+}
+
+/// A wave's note of a gather that deferred itself (see `WaveState::gather_fast`): the key
+/// of its plan ([`FlatPlan::key`]) while it waits, and its lanes' addresses and
+/// their bounds, kept until it resumes at the same instruction, its lines then on
+/// their way. The addresses of every gather are computed here, in place, so that a
+/// deferral copies nothing.
+#[derive(Clone, Debug)]
+pub(crate) struct DeferredGather {
+    /// The waiting gather's key; `None` when none waits (the rest is then stale).
+    pub(crate) key: Option<u64>,
+    pub(crate) addrs: [u64; WAVE_SIZE],
+    pub(crate) lo: u64,
+    pub(crate) hi: u64,
+}
+
+impl Default for DeferredGather {
+    fn default() -> Self {
+        Self {
+            key: None,
+            addrs: [0; WAVE_SIZE],
+            lo: 0,
+            hi: 0,
+        }
+    }
+}
+
+impl DeferredGather {
+    /// Whether the gather of plan `key` waits here (the note stays).
+    pub(crate) fn waits(&self, key: u64) -> bool {
+        self.key == Some(key)
+    }
+
+    /// [`waits`](Self::waits); the gather then no longer does (the note is used
+    /// once, by the execution that resumes it).
+    pub(crate) fn resume(&mut self, key: u64) -> bool {
+        let waits = self.waits(key);
+        if waits {
+            self.key = None;
+        }
+        waits
+    }
+
+    /// Forgets any waiting gather (a wave reset).
+    pub(crate) fn clear(&mut self) {
+        self.key = None;
     }
 }
 

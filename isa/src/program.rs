@@ -4,7 +4,7 @@
 //!
 //! A block is cached per PC at which waves enter a run of instructions: the
 //! instructions from there up to the first one that may leave it other than by a
-//! conditional branch, or leave [`Wave::run`](crate::Wave::run) (see `ends_block`),
+//! conditional branch, or leave [`crate::Wave::run`](crate::Wave::run) (see `ends_block`),
 //! a word sequence that does not decode, `BLOCK_CAP` (128) instructions, or the
 //! region's end. A conditional branch that is taken leaves the block where it lies.
 //! Its entries lie in one allocation, so that a loop's code is dense in the cache. A
@@ -19,10 +19,11 @@ use crate::generated::opcodes::{Sop1Op, SopkOp};
 use crate::inst::Instruction;
 use crate::lds::LdsPlan;
 use crate::memory::{read_region_dwords, MemoryRegion};
-use crate::salu::{ScalarFlow, ScalarPlan};
+use crate::salu::ScalarPlan;
+use crate::state::Flow;
+use crate::state::ScalarFlow;
 use crate::valu::{IntPlan, PkPlan};
 use crate::vmem::FlatPlan;
-use crate::wave::Flow;
 
 /// Dwords per lazily allocated page of block slots.
 const PAGE_DWORDS: usize = 1024;
@@ -36,20 +37,20 @@ pub(crate) const BLOCK_CAP: usize = 128;
 /// kind of plan.
 #[repr(u8)]
 pub(crate) enum Run {
-    /// A scalar form with a pre-resolved plan (run instead of `Wave::step`).
+    /// A scalar form with a pre-resolved plan (run instead of `WaveState::step`).
     Scalar(ScalarPlan),
     /// A hot integer or f64 VALU form, or `v_pk_mov_b32` (see `valu::plan`); it may
-    /// decline (MODE), leaving the instruction to `Wave::step`.
+    /// decline (MODE), leaving the instruction to `WaveState::step`.
     Int(IntPlan),
     /// `v_pk_add_f32` / `v_pk_mul_f32` / `v_pk_fma_f32`; may decline (MODE).
     PkF32(PkPlan),
     /// A plain 4- or 8-byte LDS load or store, or `ds_bpermute_b32` (see `lds`); may
-    /// decline (an address outside the LDS), leaving the fault to `Wave::step`.
+    /// decline (an address outside the LDS), leaving the fault to `WaveState::step`.
     Lds(LdsPlan),
     /// A GLOBAL/FLAT load or store of 4 or 8 bytes per lane (see `vmem::FlatPlan`);
-    /// runs only whole-wave consecutive accesses, declining the rest to `Wave::step`.
+    /// runs only whole-wave consecutive accesses, declining the rest to `WaveState::step`.
     Flat(FlatPlan),
-    /// `Wave::step` on the decoded instruction.
+    /// `WaveState::step` on the decoded instruction.
     General,
 }
 
@@ -140,7 +141,7 @@ type CacheSet = [(u64, Option<Arc<Block>>); 2];
 /// The PC of an empty way of a [`BlockCache`] (no block starts at an odd address).
 const EMPTY: u64 = u64::MAX;
 
-/// A cache of the blocks waves entered, kept across [`Wave::run`](crate::Wave::run)
+/// A cache of the blocks waves entered, kept across [`crate::Wave::run`](crate::Wave::run)
 /// calls (a wave leaves `run` at every `s_barrier`; LLVM's loops pass several per
 /// iteration), so that entering a block costs a compare rather than the program's
 /// page lookup: a wave's own, or the one of the thread running it, shared by the
@@ -209,7 +210,7 @@ pub(crate) struct PageHint<'p> {
     slots: &'p [OnceLock<Arc<Block>>],
 }
 
-/// Whether `inst` ends a block: everything `Wave::step` may answer with a jump or
+/// Whether `inst` ends a block: everything `WaveState::step` may answer with a jump or
 /// an exit (unconditional branches, calls, `s_setpc`/`s_swappc`, `s_endpgm`,
 /// `s_barrier`, `s_sleep`, halts), and every SOPP form not known to fall through.
 /// A conditional branch on SCC, VCC or EXEC does not: the block goes on with the
@@ -228,7 +229,7 @@ pub(crate) fn ends_block(inst: &Instruction) -> bool {
                     | O::SCbranchVccnz
                     | O::SCbranchExecz
                     | O::SCbranchExecnz
-            ) && !crate::wave::sopp_falls_through(i.op)
+            ) && !crate::state::sopp_falls_through(i.op)
         }
         Instruction::Sop1(i) => matches!(
             i.op,

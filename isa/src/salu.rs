@@ -1,11 +1,12 @@
 //! Scalar ALU (SOP1, SOP2, SOPC, SOPK) and scalar memory (SMEM) execution.
 
+use crate::atomic::Rmw;
 use crate::error::Fault;
 use crate::generated::opcodes::{SmemOp, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp};
 use crate::inst::{Instruction, Smem, Sop1, Sop2, Sopc, Sopk};
 use crate::operand::{code, Operand};
-use crate::vmem::Rmw;
-use crate::wave::{unsupported, Flow, Wave, WaveContext, WaveExit};
+use crate::state::ScalarFlow;
+use crate::state::{unsupported, Flow, WaveContext, WaveExit, WaveState};
 
 fn bfe_u64(v: u64, off: u32, width: u32) -> u64 {
     if width == 0 {
@@ -27,7 +28,7 @@ fn sext_field(v: u64, width: u32) -> i64 {
     ((v << s) as i64) >> s
 }
 
-impl Wave {
+impl WaveState {
     pub(crate) fn exec_sop2(
         &mut self,
         i: &Sop2,
@@ -65,7 +66,7 @@ impl Wave {
             .unwrap_or(0);
         let a32 = a as u32;
         let dst = i.sdst;
-        let write = |w: &mut Wave, v: u64| {
+        let write = |w: &mut WaveState, v: u64| {
             if let Some(d) = dst.as_ref() {
                 w.write_scalar(d, v);
             }
@@ -307,7 +308,7 @@ impl Wave {
             _ => 0,
         });
         let dv = dval.unwrap_or(0);
-        let write = |w: &mut Wave, v: u32| {
+        let write = |w: &mut WaveState, v: u32| {
             if let Some(o) = d.as_ref() {
                 w.write_scalar(o, u64::from(v));
             }
@@ -602,7 +603,7 @@ fn smem_atomic(op: SmemOp) -> Option<(Rmw, u32, bool)> {
     })
 }
 
-impl Wave {
+impl WaveState {
     /// SMEM atomics: SDATA holds the data (then the compare value for cmpswap); with
     /// GLC the old value is returned into SDATA. The address is SBASE (or the buffer
     /// descriptor's base) plus the offset, naturally aligned.
@@ -901,7 +902,7 @@ pub(crate) enum Src {
     R32(u8),
     /// A pair of the scalar file: both indices below `null`, or `exec`.
     R64(u8),
-    /// An inline constant or literal, as [`Wave::read_scalar`] reads it.
+    /// An inline constant or literal, as [`WaveState::read_scalar`] reads it.
     K(u64),
 }
 
@@ -921,7 +922,7 @@ impl Src {
 
     /// The source's value (what `read_scalar` gives for its operand).
     #[inline(always)]
-    fn get(self, w: &Wave) -> u64 {
+    fn get(self, w: &WaveState) -> u64 {
         match self {
             Src::R32(c) => u64::from(w.sgpr[usize::from(c) & 127]),
             Src::R64(c) => {
@@ -958,7 +959,7 @@ impl Dst {
 
     /// Writes `v` as `write_scalar` does for the operand (low dword first).
     #[inline(always)]
-    fn set(self, w: &mut Wave, v: u64) {
+    fn set(self, w: &mut WaveState, v: u64) {
         match self {
             Dst::D32(c) => w.sgpr[usize::from(c) & 127] = v as u32,
             Dst::D64(c) => {
@@ -970,28 +971,13 @@ impl Dst {
     }
 }
 
-/// What a planned scalar instruction does to control flow: a byte (returned in a
-/// register), which [`ScalarPlan::flow`] turns into the [`Flow`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum ScalarFlow {
-    /// Falls through.
-    Next,
-    /// Jumps to the plan's target.
-    Jump,
-    /// Ends the wave (`s_endpgm`).
-    Ended,
-    /// Waits at the workgroup barrier (`s_barrier`).
-    Barrier,
-}
-
 /// The executor of one planned scalar form.
-type ScalarExec = fn(&mut Wave, &ScalarPlan) -> ScalarFlow;
+type ScalarExec = fn(&mut WaveState, &ScalarPlan) -> ScalarFlow;
 
 /// A scalar instruction pre-resolved when its block is decoded (see
 /// [`ScalarPlan::of`]): operands as scalar-file indices or constants, branch targets
 /// as addresses, and one small executor per opcode, so that running it matches no
-/// operand kinds and no opcode. Its effects are exactly those of `Wave::step` on the
+/// operand kinds and no opcode. Its effects are exactly those of `WaveState::step` on the
 /// instruction (registers, EXEC, SCC, control flow).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ScalarPlan {
@@ -1012,7 +998,7 @@ macro_rules! sop2_execs {
     ($($op:ident),* $(,)?) => {
         fn sop2_exec(op: Sop2Op) -> Option<ScalarExec> {
             match op {
-                $(Sop2Op::$op => Some(|w: &mut Wave, p: &ScalarPlan| {
+                $(Sop2Op::$op => Some(|w: &mut WaveState, p: &ScalarPlan| {
                     let (a, b) = (p.a.get(w), p.b.get(w));
                     if let Some((r, scc)) = sop2_result(Sop2Op::$op, a, b, w.scc) {
                         p.d.set(w, r);
@@ -1076,7 +1062,7 @@ macro_rules! sopc_execs {
     ($($op:ident),* $(,)?) => {
         fn sopc_exec(op: SopcOp) -> Option<ScalarExec> {
             match op {
-                $(SopcOp::$op => Some(|w: &mut Wave, p: &ScalarPlan| {
+                $(SopcOp::$op => Some(|w: &mut WaveState, p: &ScalarPlan| {
                     let (a, b) = (p.a.get(w), p.b.get(w));
                     if let Some(scc) = sopc_result(SopcOp::$op, a, b) {
                         w.scc = scc;
@@ -1116,7 +1102,7 @@ macro_rules! saveexec_execs {
     ($($op:ident),* $(,)?) => {
         fn saveexec_exec(op: Sop1Op) -> Option<ScalarExec> {
             match op {
-                $(Sop1Op::$op => Some(|w: &mut Wave, p: &ScalarPlan| {
+                $(Sop1Op::$op => Some(|w: &mut WaveState, p: &ScalarPlan| {
                     let a = p.a.get(w);
                     let old = w.exec();
                     let new = saveexec_result(Sop1Op::$op, a, old).unwrap_or(old);
@@ -1148,7 +1134,7 @@ impl ScalarPlan {
     /// The plan of `inst` (whose following instruction is at byte address `next`), if
     /// it is a planned form with operands that resolve (scalar-file registers other
     /// than `null` and half pairs, constants, literals). Everything else runs through
-    /// `Wave::step`.
+    /// `WaveState::step`.
     pub(crate) fn of(inst: &Instruction, next: u64) -> Option<Self> {
         let plan = |run: ScalarExec, a: Src, b: Src, d: Dst| ScalarPlan {
             run,
@@ -1364,7 +1350,7 @@ impl ScalarPlan {
             Instruction::Sop1(i) if matches!(i.op, Sop1Op::SSextI32I8 | Sop1Op::SSextI32I16) => {
                 (NativeForm::Sext(i.op), src(self.a), dst(self.d))
             }
-            Instruction::Sopp(i) if crate::wave::sopp_falls_through(i.op) => {
+            Instruction::Sopp(i) if crate::state::sopp_falls_through(i.op) => {
                 (NativeForm::Nop, 0, 0)
             }
             Instruction::Sopp(i) => {
@@ -1401,7 +1387,7 @@ impl ScalarPlan {
     }
 }
 
-impl Wave {
+impl WaveState {
     /// Executes a scalar plan (see [`ScalarPlan`]).
     #[inline(always)]
     pub(crate) fn run_scalar(&mut self, p: &ScalarPlan) -> ScalarFlow {
@@ -1417,8 +1403,9 @@ mod tests {
     use crate::generated::opcodes::{SopkOp, SoppOp};
     use crate::inst::Sopp;
     use crate::memory::MemoryRegion;
+    use crate::state::WaveExit;
     use crate::wave::testutil::{lit, s, wave, Harness};
-    use crate::wave::WaveExit;
+    use crate::wave::Wave;
 
     fn sop1(op: Sop1Op, d: Option<Operand>, a: Option<Operand>) -> Instruction {
         Instruction::Sop1(Sop1 {
@@ -1696,7 +1683,7 @@ mod tests {
         assert_eq!(w.sgpr[0], 1 | 1 << 10);
         // SH_MEM_BASES: private base bits 63:48 low, shared base bits 63:48 high.
         h.exec(&mut w, &getreg(HWREG_SH_MEM_BASES, 0, 32)).unwrap();
-        let a = crate::wave::Apertures::KFD;
+        let a = crate::state::Apertures::KFD;
         assert_eq!(
             w.sgpr[0],
             (a.private_base >> 48) as u32 | ((a.shared_base >> 48) as u32) << 16
@@ -1828,6 +1815,7 @@ mod plan_tests {
     use super::*;
     use crate::inst::Sopp;
     use crate::wave::testutil::{wave, Harness};
+    use crate::wave::Wave;
 
     /// xorshift64* (a fixed seed: the test is deterministic).
     struct Rng(u64);

@@ -13,7 +13,8 @@ use crate::error::Fault;
 use crate::inst::Instruction;
 use crate::memory::{GlobalMemory, HostRegion, MemoryRegion};
 use crate::program::Program;
-use crate::wave::{Apertures, Wave, WaveContext};
+use crate::state::{Apertures, WaveContext};
+use crate::wave::Wave;
 
 /// A global memory with nothing in it.
 struct NoMemory;
@@ -42,7 +43,6 @@ pub fn probe(inst: &Instruction) -> Option<Fault> {
     let pc = program.base();
     let mut lds = vec![0u8; PROBE_LDS];
     let mut ctx = WaveContext {
-        program: &program,
         memory: &NoMemory,
         lds: &mut lds,
         apertures: Apertures::KFD,

@@ -19,265 +19,51 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::arch::AGPR_BASE;
 use crate::error::Fault;
 use crate::generated::opcodes::SoppOp;
 use crate::inst::Instruction;
-use crate::memory::{GlobalMemory, RegionCache};
-use crate::operand::{code, Operand};
+use crate::operand::Operand;
 use crate::program::{BlockCache, Program, Run};
-use crate::salu::ScalarFlow;
+use crate::state::sopp_falls_through;
+use crate::state::unsupported;
+use crate::state::Flow;
+use crate::state::Planned;
+use crate::state::ScalarFlow;
+use crate::state::WaveContext;
+use crate::state::WaveExit;
+use crate::state::WaveState;
 #[cfg(target_arch = "x86_64")]
 use crate::valu::Ran;
 
-/// Lanes per wave.
-pub const WAVE_SIZE: usize = 64;
-/// One vector register: a dword per lane.
-pub type VReg = [u32; WAVE_SIZE];
-/// Index of `a0` in [`Wave::vgpr`]: VGPRs occupy 0..256, AGPRs 256..512.
-pub const AGPR_BASE: usize = 256;
-
-/// Linux KFD aperture bases for GFX9 (launch sheet section 11.2): each 4 GiB.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Apertures {
-    /// Base of the shared (LDS) aperture; `src_shared_base`.
-    pub shared_base: u64,
-    /// Base of the private (scratch) aperture; `src_private_base`.
-    pub private_base: u64,
-}
-
-impl Apertures {
-    /// The KFD values: shared 0x0001_0000_0000_0000, private 0x0002_0000_0000_0000.
-    pub const KFD: Apertures = Apertures {
-        shared_base: 0x0001_0000_0000_0000,
-        private_base: 0x0002_0000_0000_0000,
-    };
-}
-
-impl Default for Apertures {
-    fn default() -> Self {
-        Self::KFD
-    }
-}
-
-/// What a wave needs from its surroundings while it runs.
-pub struct WaveContext<'a> {
-    /// The decoded code object.
-    pub program: &'a Program,
-    /// Global memory.
-    pub memory: &'a dyn GlobalMemory,
-    /// The workgroup's LDS (`group_segment_size` bytes).
-    pub lds: &'a mut [u8],
-    /// Aperture bases for flat addressing and `src_*_base`.
-    pub apertures: Apertures,
-    /// Set by another thread to stop the wave at its next taken branch or barrier.
-    pub stop: Option<&'a AtomicBool>,
-    /// Instruction budget of the wave (counts all instructions it ever executed).
-    pub max_instructions: u64,
-    /// After this many instructions in one `run` call, the wave yields at its next
-    /// backward branch (fair scheduling of spinning waves); `u64::MAX` = never, for a
-    /// wave that runs alone (it then never defers a gather either, see
-    /// [`WaveExit::Yield`]).
-    pub yield_after: u64,
-}
-
-/// Why [`Wave::run`] returned normally.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaveExit {
-    /// `s_endpgm`: the wave is done.
-    Ended,
-    /// `s_barrier`: resume the wave once every non-ended wave of the workgroup arrived.
-    Barrier,
-    /// `s_sleep`, a backward branch after `yield_after` instructions, or a deferred
-    /// gather (a planned load of scattered lanes that asked the host for its cache
-    /// lines and did not run yet; PC is at it, and it runs when the wave resumes):
-    /// the wave lets the other waves of its workgroup run; resume it later (PC is
-    /// already set).
-    Yield,
-}
-
-/// What running an entry's plan did ([`Wave::run_planned`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Planned {
-    /// It ran, with this control flow.
-    Ran(ScalarFlow),
-    /// The entry has no plan or its plan declined, having changed nothing:
-    /// `Wave::step` executes the instruction.
-    Declined,
-    /// It has not run: it asked the host for the cache lines it will read, and the
-    /// wave yields to run it when resumed (the other waves of the workgroup run
-    /// meanwhile, as a GPU runs other waves while one waits on memory).
-    Deferred,
-}
-
-impl Planned {
-    /// A plan that ran (falling through) or declined.
-    #[inline(always)]
-    pub(crate) fn of(ran: bool) -> Self {
-        if ran {
-            Planned::Ran(ScalarFlow::Next)
-        } else {
-            Planned::Declined
-        }
-    }
-}
-
-/// Control flow after one instruction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Flow {
-    Next,
-    Jump(u64),
-    Exit(WaveExit),
-}
-
-/// `N` vector registers (`[register][lane]`), cache-line aligned: a wave's vector
-/// file (`N` = 512: v0–v255, then a0–a255) and its scratch lanes.
-///
-/// Every 8-lane group of a row (32 bytes, what the fused runs and the AVX2 plans
-/// move at once) then lies inside one cache line. At the heap's 16-byte alignment,
-/// rows 16 or 48 bytes into a line split every other group's loads and stores
-/// across two lines: with the vector files so placed, STREAM ran 2–4% slower at one
-/// worker and 8–15% at two, gather 4–6%, matmul 4–12% (alternating rounds).
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[repr(C, align(64))]
-pub struct Rows<const N: usize>(pub [VReg; N]);
-
-impl<const N: usize> Rows<N> {
-    /// `N` zeroed registers.
-    pub fn zeroed() -> Box<Self> {
-        Box::new(Rows([[0; WAVE_SIZE]; N]))
-    }
-}
-
-impl<const N: usize> std::ops::Deref for Rows<N> {
-    type Target = [VReg];
-
-    fn deref(&self) -> &[VReg] {
-        &self.0
-    }
-}
-
-impl<const N: usize> std::ops::DerefMut for Rows<N> {
-    fn deref_mut(&mut self) -> &mut [VReg] {
-        &mut self.0
-    }
-}
-
-/// The state of one wavefront.
+/// A wavefront: its [`WaveState`] (registers and the executors' caches, reached
+/// through `Deref`) and the blocks it entered when it runs with its own cache.
+#[derive(Default)]
 pub struct Wave {
-    /// Scalar register file by operand code 0..=127 (section 4 of the encoding sheet):
-    /// s0–s101, flat_scratch (102/103), xnack_mask (104/105), vcc (106/107),
-    /// ttmp0–15 (108–123), m0 (124), null (125, reads 0), exec (126/127).
-    pub sgpr: [u32; 128],
-    /// Scalar condition code.
-    pub scc: bool,
-    /// Vector registers `[register][lane]`: v0–v255 at 0..256, a0–a255 at 256..512.
-    /// (The hardware's unified file places AGPRs at ACCUM_OFFSET; the ISA addresses
-    /// both files separately, which is all a program can observe.)
-    pub vgpr: Box<Rows<{ 2 * AGPR_BASE }>>,
-    /// Byte address of the next instruction.
-    pub pc: u64,
-    /// HW_REG_MODE (rounding, denormals, DX10_CLAMP, IEEE); rounding and denormal
-    /// controls are recorded but the engine computes round-to-nearest-even with
-    /// denormals kept, which is what clang's kernels request.
-    pub mode: u32,
-    /// HW_REG_TRAPSTS.
-    pub trapsts: u32,
-    /// HW_REG_HW_ID value reported by `s_getreg_b32`.
-    pub hw_id: u32,
-    /// Instructions executed so far.
-    pub instructions: u64,
-    /// Regions this wave used recently plus its private (scratch) regions.
-    pub regions: RegionCache,
+    state: WaveState,
     /// The blocks this wave entered when it runs with its own cache ([`Wave::run`];
     /// made at its first run, taken out while it runs).
     blocks: Option<BlockCache>,
-    /// Strides of this wave's whole-wave accesses, for prefetching (no state a
-    /// program can observe).
-    pub(crate) strides: crate::stride::StrideTable,
-    /// A gather that deferred itself, if one waits (it runs when the wave meets it
-    /// again), and the addresses of the last gather (see `gather_fast`).
-    pub(crate) deferred: crate::vmem::DeferredGather,
-    /// Scratch lanes for results computed before they are written (no state).
-    pub(crate) tmp: Box<Rows<2>>,
-    /// Scratch lanes for splat sources of planned instructions (no state).
-    pub(crate) splat: Box<Rows<6>>,
 }
 
-impl Default for Wave {
-    fn default() -> Self {
-        Self::new()
+impl std::ops::Deref for Wave {
+    type Target = WaveState;
+
+    fn deref(&self) -> &WaveState {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for Wave {
+    fn deref_mut(&mut self) -> &mut WaveState {
+        &mut self.state
     }
 }
 
 impl Wave {
     /// A wave with all registers zero.
     pub fn new() -> Self {
-        Self {
-            sgpr: [0; 128],
-            scc: false,
-            vgpr: Rows::zeroed(),
-            pc: 0,
-            mode: 0,
-            trapsts: 0,
-            hw_id: 0,
-            instructions: 0,
-            regions: RegionCache::new(),
-            blocks: None,
-            strides: Default::default(),
-            deferred: crate::vmem::DeferredGather::default(),
-            tmp: Rows::zeroed(),
-            splat: Rows::zeroed(),
-        }
-    }
-
-    /// Resets the scalar state and zeroes `vgprs` VGPRs and `agprs` AGPRs (the rest keep
-    /// stale values; the ISA leaves them undefined at wave launch).
-    pub fn reset(&mut self, vgprs: usize, agprs: usize) {
-        self.sgpr = [0; 128];
-        self.scc = false;
-        for r in self.vgpr[..vgprs.min(AGPR_BASE)].iter_mut() {
-            *r = [0; WAVE_SIZE];
-        }
-        for r in self.vgpr[AGPR_BASE..AGPR_BASE + agprs.min(AGPR_BASE)].iter_mut() {
-            *r = [0; WAVE_SIZE];
-        }
-        self.pc = 0;
-        self.mode = 0;
-        self.trapsts = 0;
-        self.hw_id = 0;
-        self.instructions = 0;
-        self.deferred.clear();
-    }
-
-    /// The EXEC mask.
-    #[inline]
-    pub fn exec(&self) -> u64 {
-        u64::from(self.sgpr[126]) | u64::from(self.sgpr[127]) << 32
-    }
-
-    /// Sets the EXEC mask.
-    #[inline]
-    pub fn set_exec(&mut self, v: u64) {
-        self.sgpr[126] = v as u32;
-        self.sgpr[127] = (v >> 32) as u32;
-    }
-
-    /// VCC.
-    #[inline]
-    pub fn vcc(&self) -> u64 {
-        u64::from(self.sgpr[106]) | u64::from(self.sgpr[107]) << 32
-    }
-
-    /// Sets VCC.
-    #[inline]
-    pub fn set_vcc(&mut self, v: u64) {
-        self.sgpr[106] = v as u32;
-        self.sgpr[107] = (v >> 32) as u32;
-    }
-
-    /// FLAT_SCRATCH as a 64-bit address.
-    pub fn flat_scratch(&self) -> u64 {
-        u64::from(self.sgpr[102]) | u64::from(self.sgpr[103]) << 32
+        Self::default()
     }
 
     /// Runs the wave until `s_endpgm`, `s_barrier`, `s_sleep` or a fault.
@@ -285,7 +71,7 @@ impl Wave {
     /// # Errors
     /// A [`Fault`] naming the instruction's PC: memory faults, unsupported or illegal
     /// instructions, `s_trap`, the instruction budget, or an external stop.
-    pub fn run(&mut self, ctx: &mut WaveContext<'_>) -> Result<WaveExit, Fault> {
+    pub fn run(&mut self, program: &Program, ctx: &mut WaveContext<'_>) -> Result<WaveExit, Fault> {
         // The block cache is moved out while the wave runs (the blocks are borrowed
         // from it while the registers change).
         // (The inner loop returns a fault boxed: its result is then two words, returned
@@ -293,7 +79,7 @@ impl Wave {
         // through the stack, its copy read back the small stores that wrote it, a
         // store-forwarding stall at every exit, a barrier included.)
         let mut blocks = self.blocks.take().unwrap_or_default();
-        let exit = self.run_blocks(ctx, &mut blocks);
+        let exit = self.run_blocks(program, ctx, &mut blocks);
         self.blocks = Some(blocks);
         match exit {
             Ok(x) => Ok(x),
@@ -321,10 +107,11 @@ impl Wave {
     /// As [`run`](Self::run).
     pub fn run_cached(
         &mut self,
+        program: &Program,
         ctx: &mut WaveContext<'_>,
         blocks: &mut BlockCache,
     ) -> Result<WaveExit, Fault> {
-        match self.run_blocks(ctx, blocks) {
+        match self.run_blocks(program, ctx, blocks) {
             Ok(x) => Ok(x),
             Err(f) => Err(*f),
         }
@@ -333,12 +120,12 @@ impl Wave {
     /// [`run`](Self::run), entering blocks through `blocks`.
     fn run_blocks(
         &mut self,
+        program: &Program,
         ctx: &mut WaveContext<'_>,
         blocks: &mut BlockCache,
     ) -> Result<WaveExit, Box<Fault>> {
         let yield_at = self.instructions.saturating_add(ctx.yield_after);
         let trace = tracing();
-        let program = ctx.program;
         #[cfg(target_arch = "x86_64")]
         let mut env = crate::valu::RunEnv::of(ctx);
         'blocks: loop {
@@ -468,7 +255,9 @@ impl Wave {
         };
         Planned::of(ran)
     }
+}
 
+impl WaveState {
     /// Executes one decoded instruction at `pc` (`next` = address of the following one).
     pub(crate) fn step(
         &mut self,
@@ -602,103 +391,6 @@ impl Wave {
             }
         })
     }
-
-    /// Reads a scalar operand (1 or 2 dwords) as a 64-bit value.
-    #[inline(always)]
-    pub(crate) fn read_scalar(&self, op: &Operand, ctx: &WaveContext<'_>) -> u64 {
-        // The common cases inline; the rest out of line.
-        match *op {
-            Operand::Sreg { code, count } if code < code::NULL => {
-                let c = usize::from(code);
-                let hi = if count >= 2 && c + 1 < 128 && code + 1 != code::NULL {
-                    self.sgpr[c + 1]
-                } else {
-                    0
-                };
-                u64::from(self.sgpr[c]) | u64::from(hi) << 32
-            }
-            Operand::Const { value, .. } => value,
-            Operand::Literal { value, .. } => u64::from(value),
-            _ => self.read_scalar_other(op, ctx),
-        }
-    }
-
-    /// [`read_scalar`](Self::read_scalar) for the other operand kinds.
-    #[inline(never)]
-    fn read_scalar_other(&self, op: &Operand, ctx: &WaveContext<'_>) -> u64 {
-        match *op {
-            Operand::Sreg { code, count } => {
-                let c = usize::from(code);
-                let lo = if code == code::NULL { 0 } else { self.sgpr[c] };
-                let hi = if count >= 2 && c + 1 < 128 && code + 1 != code::NULL {
-                    self.sgpr[c + 1]
-                } else {
-                    0
-                };
-                u64::from(lo) | u64::from(hi) << 32
-            }
-            Operand::Const { value, .. } => value,
-            Operand::Literal { value, .. } => u64::from(value),
-            Operand::Special { code, .. } => self.special(code, ctx),
-            // Vector registers are never scalar operands; lane 0 keeps this total.
-            Operand::Vgpr { index, count } | Operand::Agpr { index, count } => {
-                let base = if matches!(op, Operand::Agpr { .. }) {
-                    AGPR_BASE
-                } else {
-                    0
-                };
-                let r = base + usize::from(index);
-                let hi = if count >= 2 && r + 1 < self.vgpr.len() {
-                    self.vgpr[r + 1][0]
-                } else {
-                    0
-                };
-                u64::from(self.vgpr[r][0]) | u64::from(hi) << 32
-            }
-        }
-    }
-
-    fn special(&self, c: u8, ctx: &WaveContext<'_>) -> u64 {
-        match c {
-            code::SHARED_BASE => ctx.apertures.shared_base,
-            code::SHARED_LIMIT => ctx.apertures.shared_base | 0xFFFF_FFFF,
-            code::PRIVATE_BASE => ctx.apertures.private_base,
-            code::PRIVATE_LIMIT => ctx.apertures.private_base | 0xFFFF_FFFF,
-            code::VCCZ => u64::from(self.vcc() == 0),
-            code::EXECZ => u64::from(self.exec() == 0),
-            code::SCC => u64::from(self.scc),
-            _ => 0,
-        }
-    }
-
-    /// Writes `count` dwords of `value` to scalar-file codes from `code` (null drops).
-    #[inline]
-    pub(crate) fn write_sreg(&mut self, code: u8, count: u8, value: u64) {
-        let c = usize::from(code);
-        let null = usize::from(code::NULL);
-        if count >= 2 && c + 1 < 128 && c != null && c + 1 != null {
-            // A pair as one 8-byte store (a later 64-bit read of the pair, such as
-            // compiled code's, then takes the value from this store).
-            if let Some(pair) = self.sgpr.get_mut(c..c + 2) {
-                pair.copy_from_slice(&[value as u32, (value >> 32) as u32]);
-                return;
-            }
-        }
-        for k in 0..count.min(2) {
-            let c = usize::from(code) + usize::from(k);
-            if c < 128 && c != usize::from(code::NULL) {
-                self.sgpr[c] = (value >> (32 * k)) as u32;
-            }
-        }
-    }
-
-    /// Writes a scalar destination operand.
-    #[inline]
-    pub(crate) fn write_scalar(&mut self, op: &Operand, value: u64) {
-        if let Operand::Sreg { code, count } = *op {
-            self.write_sreg(code, count, value);
-        }
-    }
 }
 
 thread_local! {
@@ -808,47 +500,18 @@ impl Wave {
     }
 }
 
-/// The fault for an instruction the engine decodes but does not execute.
-pub(crate) fn unsupported(inst: &Instruction, pc: u64, reason: &str) -> Fault {
-    Fault::Unsupported {
-        pc,
-        mnemonic: inst.mnemonic().into_owned(),
-        reason: reason.to_string(),
-    }
-}
-
-/// Whether the SOPP instruction `op` always goes on to the next instruction with no
-/// effect here: the no-ops and hints, and the messages (interrupt, GS, save-wave,
-/// ...), wake-ups and the kill flag (pixel shaders), which have no receiver on this
-/// device. `exec_sopp` and the block builder (`program::ends_block`) both read it.
-pub(crate) fn sopp_falls_through(op: SoppOp) -> bool {
-    matches!(
-        op,
-        SoppOp::SNop
-            | SoppOp::SWaitcnt
-            | SoppOp::SSetprio
-            | SoppOp::SIcacheInv
-            | SoppOp::SIncperflevel
-            | SoppOp::SDecperflevel
-            | SoppOp::STtracedata
-            | SoppOp::SSendmsg
-            | SoppOp::SWakeup
-            | SoppOp::SSetkill
-    )
-}
-
 /// Scaffolding for the executor's unit tests: a global memory of host regions, a
 /// dummy program, an LDS, and single-instruction execution.
 #[cfg(test)]
 pub(crate) mod testutil {
     use std::sync::{Arc, Mutex};
 
-    use super::{Apertures, Flow, Wave, WaveContext};
+    use super::Wave;
     use crate::error::Fault;
     use crate::inst::Instruction;
     use crate::memory::{GlobalMemory, HostRegion, MemoryRegion};
     use crate::operand::Operand;
-    use crate::program::Program;
+    use crate::state::{Apertures, Flow, WaveContext};
 
     /// A list of host regions.
     #[derive(Default)]
@@ -868,19 +531,13 @@ pub(crate) mod testutil {
     /// Memory, a program to satisfy the context, and an LDS.
     pub(crate) struct Harness {
         pub(crate) mem: Arc<Mem>,
-        _code: Arc<dyn MemoryRegion>,
-        program: Program,
         pub(crate) lds: Vec<u8>,
     }
 
     impl Harness {
         pub(crate) fn new(lds: usize) -> Self {
-            let code: Arc<dyn MemoryRegion> = Arc::new(HostRegion::zeroed(64));
-            let program = Program::new(&code);
             Self {
                 mem: Arc::new(Mem::default()),
-                _code: code,
-                program,
                 lds: vec![0; lds],
             }
         }
@@ -896,7 +553,6 @@ pub(crate) mod testutil {
         pub(crate) fn exec(&mut self, w: &mut Wave, inst: &Instruction) -> Result<Flow, Fault> {
             let mem = self.mem.clone();
             let mut ctx = WaveContext {
-                program: &self.program,
                 memory: mem.as_ref(),
                 lds: &mut self.lds,
                 apertures: Apertures::KFD,
@@ -1141,10 +797,9 @@ pub(crate) mod block_tests {
         // A yield resumes; the loop is bounded by the budget (each run executes).
         for _ in 0..1000 {
             let mut ctx = WaveContext {
-                program: &program,
                 memory: &mem,
                 lds: &mut [],
-                apertures: super::Apertures::KFD,
+                apertures: crate::state::Apertures::KFD,
                 stop: Some(&stop_flag),
                 max_instructions,
                 yield_after,
@@ -1152,7 +807,7 @@ pub(crate) mod block_tests {
             let r = if stepwise {
                 run_stepwise(&mut w, &mut ctx, base, words)
             } else {
-                w.run(&mut ctx)
+                w.run(&program, &mut ctx)
             };
             let again = r == Ok(WaveExit::Yield);
             exits.push(r);

@@ -588,7 +588,7 @@ fn runaway_wave_hits_the_instruction_budget() {
     let mut w = Wave::new();
     w.pc = c.region.device_base();
     let err = w
-        .run(&mut context(&mem, &c, &mut [], 1000, u64::MAX))
+        .run(&c.program, &mut context(&mem, &mut [], 1000, u64::MAX))
         .unwrap_err();
     assert_eq!(
         err,
@@ -638,14 +638,18 @@ fn a_gather_among_other_waves_yields_at_itself_then_loads() {
     for alone in [false, true] {
         let mut w = gathering_wave(&c, &data, at);
         w.vgpr[6] = [0xDEAD; 64];
-        let mut ctx = context(&mem, &c, &mut [], 1000, if alone { u64::MAX } else { 1000 });
+        let mut ctx = context(&mem, &mut [], 1000, if alone { u64::MAX } else { 1000 });
         if !alone {
-            assert_eq!(w.run(&mut ctx).unwrap(), WaveExit::Yield);
+            assert_eq!(w.run(&c.program, &mut ctx).unwrap(), WaveExit::Yield);
             assert_eq!(w.pc, c.region.device_base(), "resumes at the gather");
             assert_eq!(w.instructions, 0, "the gather has not run");
             assert_eq!(w.vgpr[6], [0xDEAD; 64]);
         }
-        assert_eq!(w.run(&mut ctx).unwrap(), WaveExit::Ended, "alone: {alone}");
+        assert_eq!(
+            w.run(&c.program, &mut ctx).unwrap(),
+            WaveExit::Ended,
+            "alone: {alone}"
+        );
         assert_eq!(w.instructions, 3, "the gather, the add and s_endpgm");
         for l in 0..64 {
             assert_eq!(w.vgpr[6][l], le32(at(l)), "lane {l}");
@@ -679,9 +683,9 @@ s_cbranch_scc1 -9",
     );
     let mut w = gathering_wave(&c, &data, at);
     w.sgpr[2] = 2;
-    let mut ctx = context(&mem, &c, &mut [], 1000, 1000);
+    let mut ctx = context(&mem, &mut [], 1000, 1000);
     let mut yields = 0;
-    while w.run(&mut ctx).unwrap() == WaveExit::Yield {
+    while w.run(&c.program, &mut ctx).unwrap() == WaveExit::Yield {
         yields += 1;
         assert!(yields <= 2, "a gather yields once per execution");
     }

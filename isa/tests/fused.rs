@@ -476,7 +476,6 @@ fn run(mem: &TestMemory, program: &Program, start: u64, mut w: Wave) -> Wave {
     w.pc = start;
     let mut lds = vec![0u8; 64];
     let mut ctx = WaveContext {
-        program,
         memory: mem,
         lds: &mut lds,
         apertures: Apertures::KFD,
@@ -484,7 +483,10 @@ fn run(mem: &TestMemory, program: &Program, start: u64, mut w: Wave) -> Wave {
         max_instructions: 1_000_000,
         yield_after: u64::MAX,
     };
-    assert_eq!(w.run(&mut ctx).expect("wave runs"), WaveExit::Ended);
+    assert_eq!(
+        w.run(program, &mut ctx).expect("wave runs"),
+        WaveExit::Ended
+    );
     w
 }
 
@@ -1024,7 +1026,6 @@ fn run_lds(
 ) -> (Wave, String) {
     w.pc = start;
     let mut ctx = WaveContext {
-        program,
         memory: mem,
         lds,
         apertures: Apertures::KFD,
@@ -1032,7 +1033,7 @@ fn run_lds(
         max_instructions: 1_000_000,
         yield_after: u64::MAX,
     };
-    let exit = format!("{:?}", w.run(&mut ctx));
+    let exit = format!("{:?}", w.run(program, &mut ctx));
     (w, exit)
 }
 

@@ -40,6 +40,8 @@ mod cmd;
 mod crosscheck;
 mod demo;
 mod device;
+#[cfg(test)]
+mod layers;
 mod libc_gpu;
 mod lit;
 mod loader_bench;

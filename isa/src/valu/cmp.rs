@@ -9,11 +9,11 @@
 
 #![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
 
+use crate::arch::WAVE_SIZE;
 use crate::error::Fault;
-use crate::wave::WAVE_SIZE;
 
-use super::fp::{class_bit, class_bit16, h2f};
-use super::Exe;
+use super::exe::Exe;
+use crate::fp::{class_bit, class_bit16, h2f};
 
 /// Float compare condition `c`: f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru.
 /// The negated forms are true for unordered operands.
@@ -118,7 +118,7 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             (m, n & 0x10 != 0)
         }
         0xC0..=0xDF => {
-            let m = super::simd::cmp_u32(x.src(0, 0), x.src(1, 0), n & 8 == 0, cond & 7);
+            let m = crate::simd::cmp_u32(x.src(0, 0), x.src(1, 0), n & 8 == 0, cond & 7);
             (m, n & 0x10 != 0)
         }
         0xE0..=0xFF => {
@@ -126,7 +126,7 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let (al, ah) = x.src64(0, signed);
             let (bl, bh) = x.src64(1, signed);
             (
-                super::simd::cmp_u64(al, ah, bl, bh, signed, cond & 7),
+                crate::simd::cmp_u64(al, ah, bl, bh, signed, cond & 7),
                 n & 0x10 != 0,
             )
         }

@@ -86,17 +86,18 @@ use std::sync::Arc;
 use dynasmrt::x64::Assembler;
 use dynasmrt::{dynasm, AssemblyOffset, DynamicLabel, DynasmApi, DynasmLabelApi, ExecutableBuffer};
 
-use super::fp::FpMode;
 use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
 use super::vop3p::PlanSrc;
+use crate::arch::WAVE_SIZE;
+use crate::fp::FpMode;
 use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp, SoppOp};
 use crate::lds::{BpermuteFusion, LdsFusion, LdsPlan};
 use crate::memory::WindowTable;
 use crate::operand::code;
 use crate::salu::{lshl_add_shift, Dst, Native, NativeForm, Src};
+use crate::state::{WaveContext, WaveState};
 use crate::stride::{MAX_STRIDE, NEXT_OFFSET};
 use crate::vmem::{FlatFusion, FlatPlan};
-use crate::wave::{Wave, WaveContext, WAVE_SIZE};
 
 /// Most masks (AVX registers ymm8..ymm11) one run keeps.
 const MASK_REGS: usize = 4;
@@ -659,14 +660,14 @@ impl Builder {
 /// found EXEC not all ones or an LDS access's lanes not addressing what the run can
 /// do, after its prefix; or a FLAT access or a bpermute could not run, see
 /// [`Chain`]).
-type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut Wave, *const RunEnv) -> u32;
+type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut WaveState, *const RunEnv) -> u32;
 
 /// The return code of a run whose branch is taken, less the entries that ran (see
 /// [`RunFn`]; above every stop code: a run has at most 255 entries).
 const JUMPED: u32 = 0x1000;
 
 /// What a run reads besides the wave (rdx on entry, kept in r10): made once per
-/// [`Wave::run`](crate::wave::Wave) call from its context ([`RunEnv::of`]);
+/// [`crate::Wave::run`](crate::state::WaveState) call from its context ([`RunEnv::of`]);
 /// [`run_fused`] points it at the LDS (and its size) before each run.
 #[repr(C)]
 pub(crate) struct RunEnv {
@@ -703,11 +704,11 @@ const ENV_IOTA: i32 = 32;
 
 /// Where the code finds the wave's parts, from rsi (its scalar file): SCC, the
 /// regions it has cached (`RegionCache::table`) and its stride table.
-const OFF_SGPR: i32 = std::mem::offset_of!(Wave, sgpr) as i32;
-const SCC_FROM_SGPR: i32 = std::mem::offset_of!(Wave, scc) as i32 - OFF_SGPR;
+const OFF_SGPR: i32 = std::mem::offset_of!(WaveState, sgpr) as i32;
+const SCC_FROM_SGPR: i32 = std::mem::offset_of!(WaveState, scc) as i32 - OFF_SGPR;
 const TABLE_FROM_SGPR: i32 =
-    (std::mem::offset_of!(Wave, regions) + crate::memory::TABLE_OFFSET) as i32 - OFF_SGPR;
-const STRIDES_FROM_SGPR: i32 = std::mem::offset_of!(Wave, strides) as i32 - OFF_SGPR;
+    (std::mem::offset_of!(WaveState, regions) + crate::memory::TABLE_OFFSET) as i32 - OFF_SGPR;
+const STRIDES_FROM_SGPR: i32 = std::mem::offset_of!(WaveState, strides) as i32 - OFF_SGPR;
 
 // The layouts the code reads, checked when this compiles.
 const _: () = {
@@ -758,7 +759,7 @@ impl std::fmt::Debug for Fused {
 /// entry and its code. `None` if the host lacks AVX2 or the buffer cannot be made
 /// executable (the block then runs without fused runs).
 pub(crate) fn compile(runs: &[(usize, Chain)]) -> Option<(Code, Vec<(usize, Fused)>)> {
-    if runs.is_empty() || !super::simd::host_avx2() {
+    if runs.is_empty() || !crate::simd::host_avx2() {
         return None;
     }
     let mut asm = Assembler::new().ok()?;
@@ -802,7 +803,7 @@ pub(crate) enum Ran {
 /// Runs `f` on `w`, with its workgroup's `lds` and `env` ([`RunEnv::of`] the
 /// wave's context; see [`Ran`]).
 #[inline]
-pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8], env: &mut RunEnv) -> Ran {
+pub(crate) fn run_fused(w: &mut WaveState, f: &Fused, lds: &mut [u8], env: &mut RunEnv) -> Ran {
     if f.vector && w.vgpr.len() < usize::from(f.rows) {
         return Ran::Stopped(0);
     }
@@ -815,7 +816,7 @@ pub(crate) fn run_fused(w: &mut Wave, f: &Fused, lds: &mut [u8], env: &mut RunEn
     env.lds = lds.as_mut_ptr();
     env.lds_len = lds.len();
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
-    let wave: *mut Wave = w;
+    let wave: *mut WaveState = w;
     // SAFETY: `f.func` is code `emit_chain` generated (compiled only on hosts with
     // AVX2, kept alive by the block whose entry holds `f`). It reads and writes the
     // lanes of vector-file registers below `f.rows` (only if `f.vector`), which is

@@ -7,12 +7,14 @@
 //! `v_fma_f16`, `v_div_fixup_f16`, `v_mad_u16/i16`, `v_mac_f16`, madmk/madak f16,
 //! the 16-bit min3/max3/med3 and `v_add/sub_i16`), which keep the other half.
 
+use crate::arch::{VReg, WAVE_SIZE};
 use crate::error::Fault;
 use crate::generated::opcodes::VopOp as O;
-use crate::wave::{VReg, WAVE_SIZE};
 
-use super::fp::{self, d2h, f2h, fmax, fmed3, fmin, h2d, h2f, nan_of, Fl, QNAN32};
-use super::{lanes, map2, simd, Exe, F32s, H16s, Src, V64};
+use super::exe::{lanes, map2, Exe, F32s, H16s, V64};
+use crate::fp::{self, d2h, f2h, fmax, fmed3, fmin, h2d, h2f, nan_of, Fl, QNAN32};
+use crate::simd;
+use crate::state::Src;
 
 fn u1(x: &mut Exe, f: impl Fn(u32) -> u32) {
     let r: VReg = match x.src(0, 0) {

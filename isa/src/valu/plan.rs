@@ -21,20 +21,21 @@
 
 #![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
 
+use crate::arch::{VReg, AGPR_BASE, WAVE_SIZE};
 use crate::generated::opcodes::{Vop3pOp, VopOp as O};
 use crate::inst::{Valu, ValuEncoding, Vop3p};
 use crate::operand::{code, Operand};
-use crate::wave::{VReg, Wave, AGPR_BASE, WAVE_SIZE};
+use crate::state::WaveState;
 
-use super::fp::{nan_of, FpMode};
 use super::ops::bfe32;
+use super::vop3p::{pk_dword, PlanSrc};
+use crate::fp::{nan_of, FpMode};
 #[cfg(target_arch = "x86_64")]
-use super::simd::Avx2;
-use super::simd::{
+use crate::simd::Avx2;
+use crate::simd::{
     self, add_co_body, cmp_body, lane_masks, sub_co_body, with_lanes, Lanes, Pack, Portable,
 };
-use super::vop3p::{pk_dword, PlanSrc};
-use super::{reg_base, Src};
+use crate::state::{reg_base, Src};
 
 /// A 32-bit operation of two sources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,7 +143,7 @@ pub(super) enum F64Op {
 }
 
 /// The executor of one kind of plan, compiled for the host's vector extensions.
-type Runner = unsafe fn(&mut Wave, &IntPlan);
+type Runner = unsafe fn(&mut WaveState, &IntPlan);
 
 /// A planned integer VALU instruction.
 #[derive(Clone, Debug)]
@@ -154,7 +155,7 @@ pub(crate) struct IntPlan {
     /// Vector-file index of the destination's low dword (`u16::MAX`: none).
     pub(super) dst: u16,
     /// Scalar destination: the lane mask of compares, the carry-out of the carry ops,
-    /// as the scalar-file index each of its two dwords goes to (`Wave::write_sreg`'s
+    /// as the scalar-file index each of its two dwords goes to (`WaveState::write_sreg`'s
     /// rule resolved once: a dword it drops, `null` or past the operand or the file,
     /// has an index outside the file).
     pub(super) sdst: Option<[u8; 2]>,
@@ -165,7 +166,7 @@ pub(crate) struct IntPlan {
     width: u8,
 }
 
-/// Dword `dw` (0 or 1) of an operand read as a scalar (`Wave::read_scalar`), or
+/// Dword `dw` (0 or 1) of an operand read as a scalar (`WaveState::read_scalar`), or
 /// `None` for operands whose value is not in the register files.
 fn scalar_dword(op: &Operand, dw: u8) -> Option<PlanSrc> {
     Some(match *op {
@@ -191,7 +192,7 @@ fn scalar_dword(op: &Operand, dw: u8) -> Option<PlanSrc> {
     })
 }
 
-/// Dword `dw` of a vector source as `Wave::vsrc` reads it.
+/// Dword `dw` of a vector source as `WaveState::vsrc` reads it.
 fn vector_dword(op: &Operand, dw: u8) -> Option<PlanSrc> {
     match *op {
         Operand::Vgpr { index, .. } => Some(PlanSrc::Vreg(u16::from(index) + u16::from(dw))),
@@ -749,7 +750,7 @@ fn tri<A: Lanes, B: Lanes, C: Lanes>(a: A, b: B, c: C, op: Tri, out: &mut VReg) 
 }
 
 /// Writes `vals[k]` to vector-file register `r + k` in the lanes of `exec` (nothing
-/// past the file), as `Wave::vwrite`; the lane selects are expanded once.
+/// past the file), as `WaveState::vwrite`; the lane selects are expanded once.
 #[inline(always)]
 fn write(vgpr: &mut [VReg], r: usize, vals: &[VReg], exec: u64) {
     if exec == u64::MAX {
@@ -774,7 +775,7 @@ fn write(vgpr: &mut [VReg], r: usize, vals: &[VReg], exec: u64) {
 /// plan does not do (f64 ops with a rounding mode other than nearest-even or f64
 /// denormal flushing), leaving the instruction to the general path.
 #[inline]
-pub(crate) fn run_int_plan(w: &mut Wave, p: &IntPlan) -> bool {
+pub(crate) fn run_int_plan(w: &mut WaveState, p: &IntPlan) -> bool {
     if let Kind::F64(_) = p.kind {
         let fpm = FpMode::new(w.mode);
         if fpm.round != 0 || fpm.flush_in64() || fpm.flush_out64() {
@@ -938,7 +939,7 @@ const PLAIN: [Runner; 48] = runners!(run_plain);
 ///
 /// # Safety
 /// None required (an `unsafe fn` only to share the runner type).
-unsafe fn run_plain<const C: u8>(w: &mut Wave, p: &IntPlan) {
+unsafe fn run_plain<const C: u8>(w: &mut WaveState, p: &IntPlan) {
     run_body::<C, _>(w, p, Portable);
 }
 
@@ -948,7 +949,7 @@ unsafe fn run_plain<const C: u8>(w: &mut Wave, p: &IntPlan) {
 /// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_fma<const C: u8>(w: &mut Wave, p: &IntPlan) {
+unsafe fn run_fma<const C: u8>(w: &mut WaveState, p: &IntPlan) {
     // SAFETY: this runner runs only on hosts with AVX2 (its contract).
     run_body::<C, _>(w, p, unsafe { Avx2::new_unchecked() });
 }
@@ -959,13 +960,13 @@ unsafe fn run_fma<const C: u8>(w: &mut Wave, p: &IntPlan) {
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn run_avx2<const C: u8>(w: &mut Wave, p: &IntPlan) {
+unsafe fn run_avx2<const C: u8>(w: &mut WaveState, p: &IntPlan) {
     // SAFETY: this runner runs only on hosts with AVX2 (its contract).
     run_body::<C, _>(w, p, unsafe { Avx2::new_unchecked() });
 }
 
 #[inline(always)]
-fn run_body<const C: u8, P: Pack>(w: &mut Wave, p: &IntPlan, pk: P) {
+fn run_body<const C: u8, P: Pack>(w: &mut WaveState, p: &IntPlan, pk: P) {
     let kind = specialise::<C>(p.kind);
     let exec = w.exec();
     let (vgpr, sgpr, tmp, bufs) = (&mut w.vgpr, &w.sgpr, &mut w.tmp, &mut w.splat);
@@ -1246,6 +1247,7 @@ mod tests {
     use super::*;
     use crate::inst::Instruction;
     use crate::wave::testutil::{lit, s, v, Harness};
+    use crate::wave::Wave;
 
     /// A wave with varied register contents (small, large, negative, equal values).
     fn filled(exec: u64) -> Wave {

@@ -8,17 +8,20 @@
 //! its 16-bit pattern in the low half and 0 in the high half (16-bit ops), or its
 //! 32-bit pattern in both dwords (packed f32). MFMA is not executed.
 
+use crate::arch::{VReg, AGPR_BASE, WAVE_SIZE};
 use crate::error::Fault;
 use crate::generated::opcodes::Vop3pOp as O;
 use crate::inst::{Instruction, Vop3p};
 use crate::operand::{code, inline_constant, Operand};
-use crate::wave::{unsupported, VReg, Wave, WaveContext, AGPR_BASE, WAVE_SIZE};
+use crate::state::{unsupported, WaveContext, WaveState};
 
-use super::fp::{self, d2h, f2h, fmax, fmin, h2d, h2f, nan_of, Fl, FpMode};
-use super::{clamp01, f16_inline, lanes, reg_base, simd, Src};
+use super::exe::{clamp01, f16_inline, lanes};
+use crate::fp::{self, d2h, f2h, fmax, fmin, h2d, h2f, nan_of, Fl, FpMode};
+use crate::simd;
+use crate::state::{reg_base, Src};
 
 /// Raw dword `k` of a VOP3P source, with the constant rules of this format.
-fn raw(w: &Wave, op: &Operand, k: usize, f16: bool, ctx: &WaveContext<'_>) -> VReg {
+fn raw(w: &WaveState, op: &Operand, k: usize, f16: bool, ctx: &WaveContext<'_>) -> VReg {
     match *op {
         Operand::Const { code, .. } => {
             let v = if f16 {
@@ -36,9 +39,9 @@ fn raw(w: &Wave, op: &Operand, k: usize, f16: bool, ctx: &WaveContext<'_>) -> VR
 }
 
 /// A VOP3P source as packed-f32 dwords: an inline constant gives its f32 pattern in
-/// both dwords; anything else reads dword `k` like [`Wave::vread`].
+/// both dwords; anything else reads dword `k` like [`WaveState::vread`].
 #[inline(always)]
-fn pk_src<'a>(w: &'a Wave, op: &Operand, k: usize, ctx: &WaveContext<'_>) -> Src<'a> {
+fn pk_src<'a>(w: &'a WaveState, op: &Operand, k: usize, ctx: &WaveContext<'_>) -> Src<'a> {
     match *op {
         Operand::Const { code, .. } => {
             Src::Splat(inline_constant(u16::from(code), 1).unwrap_or(0) as u32)
@@ -68,7 +71,7 @@ fn modified<'a>(s: Src<'a>, neg: bool, flush: bool, buf: &'a mut Option<VReg>) -
 /// `v_pk_add_f32`, `v_pk_mul_f32`, `v_pk_fma_f32`: two f32 operations per lane, on
 /// the dwords OP_SEL (low result) and OP_SEL_HI (high result) pick, NEG_LO/NEG_HI
 /// negating; whole-wave lane kernels with one rounding for the FMA.
-fn pk_f32(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> Result<(), Fault> {
+fn pk_f32(w: &mut WaveState, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> Result<(), Fault> {
     let unsup = |why: &str| unsupported(&Instruction::Vop3p(i.clone()), pc, why);
     let exec = w.exec();
     let fpm = FpMode::new(w.mode);
@@ -138,9 +141,9 @@ fn pk_f32(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> Result<(),
 /// Where one dword of a planned source comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum PlanSrc {
-    /// Index in the vector file ([`Wave::vgpr`]).
+    /// Index in the vector file ([`WaveState::vgpr`]).
     Vreg(u16),
-    /// Index in the scalar file ([`Wave::sgpr`]).
+    /// Index in the scalar file ([`WaveState::sgpr`]).
     Sreg(u8),
     /// A constant.
     Imm(u32),
@@ -219,7 +222,7 @@ impl PkPlan {
 
 /// Executes a packed-f32 plan as [`pk_f32`] would; false (nothing done) when MODE
 /// asks for rounding or input flushing, which the general path handles.
-pub(crate) fn run_pk_plan(w: &mut Wave, p: &PkPlan) -> bool {
+pub(crate) fn run_pk_plan(w: &mut WaveState, p: &PkPlan) -> bool {
     let fpm = FpMode::new(w.mode);
     if fpm.round != 0 || fpm.flush_in32() {
         return false;
@@ -278,7 +281,12 @@ pub(crate) fn run_pk_plan(w: &mut Wave, p: &PkPlan) -> bool {
 }
 
 /// Executes one VOP3P instruction.
-pub(super) fn exec(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> Result<(), Fault> {
+pub(super) fn exec(
+    w: &mut WaveState,
+    i: &Vop3p,
+    pc: u64,
+    ctx: &WaveContext<'_>,
+) -> Result<(), Fault> {
     if matches!(i.op, O::VPkAddF32 | O::VPkMulF32 | O::VPkFmaF32) {
         return pk_f32(w, i, pc, ctx);
     }
@@ -295,13 +303,13 @@ pub(super) fn exec(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> R
     let src = |k: usize| i.src[k];
     let f16_op = i.op.mnemonic().contains("f16");
     // Source k as 32-bit dwords (low dword of 64-bit sources).
-    let dword = |w: &Wave, k: usize, dw: usize| match src(k) {
+    let dword = |w: &WaveState, k: usize, dw: usize| match src(k) {
         Some(op) => raw(w, &op, dw, f16_op, ctx),
         None => [0; WAVE_SIZE],
     };
     let sel = |bits: u8, k: usize| (bits >> k) & 1 == 1;
     // The two 16-bit halves (low-result, high-result) of source k.
-    let halves = |w: &Wave, k: usize| -> [[u16; WAVE_SIZE]; 2] {
+    let halves = |w: &WaveState, k: usize| -> [[u16; WAVE_SIZE]; 2] {
         let v = dword(w, k, 0);
         let pick = |hi: bool| lanes(|l| (v[l] >> if hi { 16 } else { 0 }) as u16);
         [pick(sel(i.op_sel, k)), pick(sel(i.op_sel_hi, k))]
@@ -600,6 +608,7 @@ pub(super) fn exec(w: &mut Wave, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> R
 mod tests {
     use super::*;
     use crate::wave::testutil::{lit, s, v, Harness};
+    use crate::wave::Wave;
 
     /// A wave whose VGPRs, AGPRs and SGPRs hold a mix of ordinary floats, NaNs
     /// (quiet and signalling), infinities, zeros and denormals.

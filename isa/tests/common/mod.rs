@@ -155,13 +155,11 @@ pub fn code(mem: &TestMemory, src: &str) -> Code {
 /// [`WaveContext`]).
 pub fn context<'a>(
     mem: &'a TestMemory,
-    c: &'a Code,
     lds: &'a mut [u8],
     max_instructions: u64,
     yield_after: u64,
 ) -> WaveContext<'a> {
     WaveContext {
-        program: &c.program,
         memory: mem,
         lds,
         apertures: Apertures::KFD,
@@ -179,7 +177,7 @@ pub fn run_wave(
     wave: &mut Wave,
     lds: &mut [u8],
 ) -> Result<WaveExit, isa::Fault> {
-    wave.run(&mut context(mem, c, lds, 1_000_000, u64::MAX))
+    wave.run(&c.program, &mut context(mem, lds, 1_000_000, u64::MAX))
 }
 
 /// Assembles `src`, runs it on a fresh wave prepared by `setup` with EXEC = all

@@ -415,7 +415,6 @@ impl Job {
         let (mut arrived, mut live) = (0, n);
         let yield_after = if n > 1 { YIELD_SLICE } else { u64::MAX };
         let mut ctx = WaveContext {
-            program: &self.program,
             memory: self.memory.as_ref(),
             lds,
             apertures: Apertures::KFD,
@@ -428,7 +427,7 @@ impl Job {
                 if waiting.has(w) || ended.has(w) {
                     continue;
                 }
-                let exit = wave.run_cached(&mut ctx, blocks);
+                let exit = wave.run_cached(&self.program, &mut ctx, blocks);
                 if let Some(hole) = holes.and_then(Scope::take_fault) {
                     // Host memory the wave held was unmapped under it: its access
                     // finished against a zero page and the wave stopped at its next

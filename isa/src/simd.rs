@@ -12,10 +12,13 @@
 
 #![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
 
-use crate::wave::{VReg, WAVE_SIZE};
+#[cfg(target_arch = "x86_64")]
+pub(crate) use crate::arch::host_avx2;
+pub(crate) use crate::arch::host_fma;
+use crate::arch::{VReg, WAVE_SIZE};
 
-use super::fp::{fma32, nan_of};
-use super::Src;
+use crate::fp::{fma32, nan_of};
+use crate::state::Src;
 
 impl Src<'_> {
     /// The dword of lane `l`.
@@ -32,23 +35,6 @@ impl Src<'_> {
 #[inline(always)]
 fn nan_bits(x: u32) -> bool {
     x & 0x7FFF_FFFF > 0x7F80_0000
-}
-
-/// Whether the host runs [`fma_body`] with a single-rounding FMA instruction.
-#[inline]
-pub(super) fn host_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        true
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        false
-    }
 }
 
 /// One source of a lane kernel: a register's lanes or one value for all lanes.
@@ -583,13 +569,6 @@ fn fix_nan2(a: Src<'_>, b: Src<'_>, out: &mut VReg, nan: bool) {
             }
         }
     }
-}
-
-/// Whether the host has AVX2.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn host_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
 }
 
 /// `out = a + b` in every lane (VALU NaN rules).
