@@ -30,6 +30,20 @@ pub enum Error {
         /// Number of devices of the plugin.
         count: usize,
     },
+    /// The program requires unified shared memory (`#pragma omp requires
+    /// unified_shared_memory`) but the device's agent runs with XNACK off, so
+    /// its kernels cannot reach host memory (the first kernel would fault).
+    #[error(
+        "the program requires unified_shared_memory, but device {id} ({target_id}) has XNACK \
+         off, so its kernels cannot reach host memory; set HSA_XNACK=1 in the environment (on a \
+         real GPU the kernel driver must also support XNACK) and run again"
+    )]
+    UsmNeedsXnack {
+        /// The device id.
+        id: i32,
+        /// The agent's target ID, e.g. `gfx90a:sramecc+:xnack-`.
+        target_id: String,
+    },
     /// A device was used before `init_device` succeeded on it.
     #[error("device {0} is not initialised")]
     DeviceNotInitialized(i32),

@@ -18,9 +18,11 @@
 //! `build.rs`), because libomptarget may call the entry points from
 //! destructors that run after LLVM's `DynamicLibrary` closed the plugin.
 
+use crate::abi::OMP_REQ_UNIFIED_SHARED_MEMORY;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::hsa::{HostPoolBlock, Hsa};
+use crate::image::TargetId;
 use crate::memory::{HostPoolAllocator, HostPoolManager, MemoryPool};
 use crate::memory_manager::BlockAllocator;
 use crate::pinned::PinnedTable;
@@ -182,6 +184,15 @@ pub struct Plugin {
     pub info_flags: AtomicU32,
 }
 
+/// Whether an agent whose target ID is `target_id` runs with XNACK on, so
+/// that its kernels may touch any host memory the process maps: ROCr names
+/// the agent's ISA after the mode the kernel driver runs it in (`xnack+` with
+/// `HSA_XNACK=1` on an MI200, always on an MI300A), and the virtual gfx90a
+/// does the same.
+pub fn xnack_enabled(target_id: &str) -> bool {
+    TargetId::parse(target_id).is_some_and(|t| t.xnack == Some(true))
+}
+
 /// Strips the `amdgcn-amd-amdhsa` prefix and the dashes after it from an
 /// ISA name: `amdgcn-amd-amdhsa--gfx90a:xnack-` → `gfx90a:xnack-` (spec §4.1).
 pub fn target_id_of_isa(name: &str) -> Option<&str> {
@@ -309,6 +320,21 @@ impl Runtime {
             .ok_or(Error::NoSuchDevice {
                 id,
                 count: self.gpu_agents.len(),
+            })
+    }
+
+    /// Device `id`'s target ID as its agent's ISA name gives it, e.g.
+    /// `gfx90a:sramecc+:xnack-` (empty when the agent named none).
+    ///
+    /// Errors: no such device.
+    pub fn target_id(&self, id: i32) -> Result<&str> {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.target_ids.get(i))
+            .map(String::as_str)
+            .ok_or(Error::NoSuchDevice {
+                id,
+                count: self.target_ids.len(),
             })
     }
 
@@ -493,6 +519,27 @@ impl Plugin {
         CURRENT.get().copied()
     }
 
+    /// Refuses device `id` when the program requires unified shared memory
+    /// (`init_requires` got `OMP_REQ_UNIFIED_SHARED_MEMORY`) and the device's
+    /// agent has XNACK off: host pointers would reach its kernels, which
+    /// could not dereference them. Called by `init_device` and `load_binary`,
+    /// so the program stops before its first kernel.
+    ///
+    /// Errors: [`Error::UsmNeedsXnack`]; no runtime or no such device.
+    pub fn check_requires(&self, id: i32) -> Result<()> {
+        if self.requires.load(Ordering::Relaxed) & OMP_REQ_UNIFIED_SHARED_MEMORY == 0 {
+            return Ok(());
+        }
+        let target_id = self.rt()?.target_id(id)?;
+        if xnack_enabled(target_id) {
+            return Ok(());
+        }
+        Err(Error::UsmNeedsXnack {
+            id,
+            target_id: target_id.to_string(),
+        })
+    }
+
     /// Number of devices (GPU agents), 0 without runtime.
     pub fn device_count(&self) -> usize {
         self.runtime.as_ref().map_or(0, |r| r.gpu_agents.len())
@@ -544,6 +591,15 @@ pub(crate) fn teardown_at_exit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xnack_is_on_only_where_the_target_id_says_xnack_plus() {
+        assert!(xnack_enabled("gfx90a:sramecc+:xnack+"));
+        assert!(xnack_enabled("gfx942:xnack+"));
+        assert!(!xnack_enabled("gfx90a:sramecc+:xnack-"));
+        assert!(!xnack_enabled("gfx90a"));
+        assert!(!xnack_enabled(""));
+    }
 
     #[test]
     fn fault_reason_bits_are_named() {

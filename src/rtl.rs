@@ -204,8 +204,34 @@ fn check_image(bytes: &[u8], arch: Option<&str>) -> Result<bool> {
             "image (arch {arch:?}, ELF target {elf_id:?}) rejected: agents are {:?}",
             rt.target_ids
         );
+        if let Some(img) = &elf_id {
+            if let Some(msg) = xnack_refusal(img, &rt.target_ids) {
+                log::error!("{msg}");
+            }
+        }
     }
     Ok(ok)
+}
+
+/// The message for an image refused only because its XNACK setting differs
+/// from an agent's (the same processor otherwise), or `None` when that is not
+/// why: an image built for another GPU is refused without a word, since a
+/// fat binary carries images for GPUs the machine does not have.
+fn xnack_refusal(img: &TargetId, agents: &[String]) -> Option<String> {
+    let want = img.xnack?;
+    let agent = agents
+        .iter()
+        .filter_map(|a| TargetId::parse(a))
+        .find(|a| a.processor == img.processor && a.xnack != Some(want))?;
+    let hint = if want {
+        "set HSA_XNACK=1 to run it, or build without :xnack+"
+    } else {
+        "unset HSA_XNACK (or set it to 0) to run it, or build without :xnack-"
+    };
+    Some(format!(
+        "device image for {img} not loaded: the agent is {agent}, with XNACK {}; {hint}",
+        if want { "off" } else { "on" }
+    ))
 }
 
 // ---------------------------------------------------------------- plugin
@@ -329,9 +355,16 @@ pub unsafe extern "C" fn __tgt_rtl_unregister_lib(_desc: *mut BinDesc) -> i32 {
 
 // ---------------------------------------------------------------- devices
 
-/// Initialises device `id` (spec §2.1).
+/// Initialises device `id` (spec §2.1). A program that requires unified
+/// shared memory is refused here when the device's agent has XNACK off
+/// ([`Plugin::check_requires`]; libomptarget 16 calls `init_requires`
+/// before every `init_device`).
 pub extern "C" fn __tgt_rtl_init_device(id: i32) -> i32 {
-    status("init_device", || plugin()?.rt()?.init_device(id))
+    status("init_device", || {
+        let p = plugin()?;
+        p.check_requires(id)?;
+        p.rt()?.init_device(id)
+    })
 }
 
 /// Releases device `id`'s resources (never called by libomptarget 16).
@@ -356,6 +389,7 @@ pub unsafe extern "C" fn __tgt_rtl_load_binary(
         // SAFETY: per this function's contract.
         let entries = unsafe { read_entries(img.entries_begin, img.entries_end)? };
         let p = plugin()?;
+        p.check_requires(id)?;
         let dev = p.rt()?.device(id)?;
         let usm = p.requires.load(Ordering::Relaxed) & OMP_REQ_UNIFIED_SHARED_MEMORY != 0;
         dev.images().load(bytes, &entries, usm)
