@@ -22,7 +22,6 @@
 //! Images without the symbol get nothing of this: no buffer, no thread, and
 //! their kernels carry `None`, one untaken branch per launch.
 
-use std::collections::HashSet;
 use std::ffi::CString;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,21 +64,19 @@ impl rpc::SharedAllocator for FineMemory {
 
 /// Device `malloc`/`free`: blocks of the device's memory manager (coarse-
 /// grained device memory), usable by the device until freed or the device
-/// is torn down. Only addresses handed out here may be freed here.
+/// is torn down. The server sees it through [`rpc::CheckedHeap`], which
+/// reports frees of anything but a live block and holds freed blocks back
+/// so that no malloc aliases a live block.
 struct DeviceMemory {
     memory: Arc<PoolManager>,
-    live: HashSet<u64>,
 }
 
-impl rpc::DeviceHeap for DeviceMemory {
-    fn malloc(&mut self, size: u64) -> std::result::Result<u64, String> {
+impl rpc::BlockSource for DeviceMemory {
+    fn allocate(&mut self, size: u64) -> std::result::Result<u64, String> {
         let size = usize::try_from(size).map_err(|_| format!("{size} bytes"))?;
         // A failed allocation is NULL for the device, not a server error.
         match self.memory.allocate(size.max(1)) {
-            Ok(addr) => {
-                self.live.insert(addr);
-                Ok(addr)
-            }
+            Ok(addr) => Ok(addr),
             Err(e) => {
                 log::debug!("device malloc of {size} bytes: {e}");
                 Ok(0)
@@ -87,12 +84,7 @@ impl rpc::DeviceHeap for DeviceMemory {
         }
     }
 
-    fn free(&mut self, address: u64) -> std::result::Result<(), String> {
-        if !self.live.remove(&address) {
-            return Err(format!(
-                "free of {address:#x}, which device malloc did not return"
-            ));
-        }
+    fn release(&mut self, address: u64) -> std::result::Result<(), String> {
         self.memory.free(address).map_err(|e| e.to_string())
     }
 }
@@ -163,10 +155,9 @@ pub fn setup(
         Box::new(FineMemory { host: host.clone() }),
     )
     .map_err(Error::RpcServer)?;
-    server.set_device_heap(Box::new(DeviceMemory {
+    server.set_device_heap(Box::new(rpc::CheckedHeap::new(DeviceMemory {
         memory: memory.clone(),
-        live: HashSet::new(),
-    }));
+    })));
     let client = server.client_object();
     // The object the image's own pointer names (trusted as its code is).
     let target = symbol

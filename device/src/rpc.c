@@ -189,6 +189,11 @@ void gpu_heap_free(void *ptr) {
   gpu_rpc_buffer_t *b = gpu_rpc_send_begin(&port);
   b->data[0] = (uint64_t)(uintptr_t)((unsigned char *)ptr - GPU_HEAP_HEADER);
   gpu_rpc_send_end(&port);
+  /* Wait for the server's (empty) answer: both servers answer FREE, and
+   * waiting keeps this lane's requests in its own order at the server, so
+   * a malloc made after this free is served after it, and a second free
+   * of the same block is seen as one. */
+  gpu_rpc_recv_begin(&port);
   gpu_rpc_close(&port);
 }
 

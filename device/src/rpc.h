@@ -85,7 +85,9 @@ void gpu_copy_bytes(void *dst, const void *src, uint64_t n);
  * Each block starts with a 16-byte header holding the requested size, so
  * realloc knows how much to copy (the protocol has no "size of" request).
  * All active lanes of a wavefront share one port: one round trip asks the
- * host for every lane's block. */
+ * host for every lane's block. free returns once the host has taken the
+ * block back (or reported it: a second free, or a pointer malloc did not
+ * return, is the server's error, never a release). */
 void *gpu_heap_malloc(uint64_t size);
 void *gpu_heap_calloc(uint64_t count, uint64_t size);
 void *gpu_heap_realloc(void *ptr, uint64_t size);

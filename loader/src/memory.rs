@@ -3,7 +3,6 @@
 //! pool; allocation with access granted to the GPU agent; the memory-fault
 //! handler.
 
-use std::collections::HashSet;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -93,36 +92,26 @@ impl rpc::SharedAllocator for Region {
 }
 
 /// MALLOC/FREE from the GPU's coarse-grained pool (LLVM 19's loader
-/// callbacks): only blocks this heap handed out may be freed.
+/// callbacks). The server sees it through [`rpc::CheckedHeap`]: only live
+/// blocks may be freed, and freed blocks are held back so that no malloc
+/// aliases a live block.
 pub struct Heap {
     region: Region,
-    live: HashSet<u64>,
 }
 
 impl Heap {
-    /// A heap over `region`.
-    pub fn new(region: Region) -> Heap {
-        Heap {
-            region,
-            live: HashSet::new(),
-        }
+    /// The checked heap over `region`.
+    pub fn new(region: Region) -> rpc::CheckedHeap<Heap> {
+        rpc::CheckedHeap::new(Heap { region })
     }
 }
 
-impl rpc::DeviceHeap for Heap {
-    fn malloc(&mut self, size: u64) -> Result<u64, String> {
+impl rpc::BlockSource for Heap {
+    fn allocate(&mut self, size: u64) -> Result<u64, String> {
         let size = usize::try_from(size).map_err(|_| format!("malloc({size}) is too large"))?;
-        let p = self.region.allocate(size).map_err(|e| e.to_string())?;
-        self.live.insert(p);
-        Ok(p)
+        self.region.allocate(size).map_err(|e| e.to_string())
     }
-    fn free(&mut self, address: u64) -> Result<(), String> {
-        if address == 0 {
-            return Ok(());
-        }
-        if !self.live.remove(&address) {
-            return Err(format!("free({address:#x}): not a block from malloc"));
-        }
+    fn release(&mut self, address: u64) -> Result<(), String> {
         self.region
             .hsa()
             .pool_free(address)

@@ -18,9 +18,12 @@
 //!
 //! The server reads nothing but its own shared buffer: the device's data
 //! (strings, printf arguments, paths) arrives through the protocol, device
-//! heap memory is handed out by a caller-supplied [`DeviceHeap`], and `FILE`
+//! heap memory is handed out by a caller-supplied [`DeviceHeap`] (usually a
+//! [`CheckedHeap`], which reports bad frees and never lets a block alias a
+//! live one), and `FILE`
 //! handles from the device are checked against the ones the server opened.
 
+mod heap;
 pub mod layout;
 mod port;
 mod printf;
@@ -28,6 +31,7 @@ mod server;
 mod service;
 mod streams;
 
+pub use heap::{BlockSource, CheckedHeap, QUARANTINE_BLOCKS, QUARANTINE_BYTES};
 pub use layout::{client_object, Layout, CLIENT_OBJECT_SIZE};
 pub use port::{Packet, Port};
 pub use server::{Callback, DeviceHeap, HostAllocator, Outcome, Server, SharedAllocator};
