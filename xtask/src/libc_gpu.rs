@@ -237,12 +237,16 @@ fn fetch_source() -> Result<PathBuf, String> {
             })
     };
     if tarball(&dl).is_none() {
-        eprintln!("libc-gpu: apt-get source --download-only {SOURCE_PACKAGE}");
-        run(Command::new("apt-get").current_dir(&dl).args([
-            "source",
-            "--download-only",
-            SOURCE_PACKAGE,
-        ]))?;
+        crate::setup::ensure_deb_src()?;
+        crate::setup::step(
+            &format!("apt-get source --download-only {SOURCE_PACKAGE} (once)"),
+            Command::new("apt-get").current_dir(&dl).args([
+                "source",
+                "--download-only",
+                "-q",
+                SOURCE_PACKAGE,
+            ]),
+        )?;
     }
     let orig = tarball(&dl).ok_or_else(|| {
         format!(
@@ -829,6 +833,23 @@ fn summarize(rows: &[Row], elapsed: Duration) -> (usize, usize, usize, usize) {
         elapsed.as_secs_f64()
     );
     (both, ours_only, llvm_only, neither)
+}
+
+/// Fills the cache [`run_cached`] runs from, as `cargo xtask libc-gpu
+/// --quick` does, without running anything: the packages, the source
+/// (downloaded once), the headers, LLVM's loader and the `-O3` tests. Each
+/// step is skipped when its output exists, so on a warm cache this costs
+/// `dpkg-query` for the packages and one existence check per file.
+///
+/// Errors: a step that failed (a package or the source package that cannot
+/// be fetched, a compile error), with its command.
+pub fn prepare_quick() -> Result<(), String> {
+    crate::setup::ensure(crate::setup::LIBC_GPU_PACKAGES)?;
+    let libc = fetch_source()?;
+    let include = generate_headers(&libc)?;
+    build_llvm_loader(&libc)?;
+    build_tests(&libc, &include, OPT_LEVELS[0])?;
+    Ok(())
 }
 
 /// The fixed subset `cargo xtask test` runs: every test at `-O3`, from the
