@@ -24,6 +24,8 @@
 //! repeated run reuses all of them; a changed test source or flag misses the
 //! cache and compiles.
 
+mod usm;
+
 use crate::stage::{stage, target_dir};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -76,6 +78,18 @@ pub const KNOWN_LLVM16_BUGS: &[&str] = &["mapping/private_mapping.c"];
 pub const RECORDED_PASSES_LLVM: usize = 82;
 /// See [`RECORDED_PASSES_LLVM`]; ours, every test counted.
 pub const RECORDED_PASSES_OURS: usize = 83;
+
+/// LLVM 16's unified shared memory tests (the 7 of `unified_shared_memory/`
+/// and `mapping/present/unified_shared_memory.c`), every one of which our
+/// plugin must pass with XNACK on (`cargo xtask test` checks that this many
+/// of the rows of [`usm::run`] pass through ours).
+pub const USM_TESTS: usize = 8;
+
+/// Whether our plugin must pass row `test` whatever LLVM's plugin does: a
+/// known LLVM 16 bug, or a unified shared memory row (XNACK on).
+pub fn must_pass(test: &str) -> bool {
+    KNOWN_LLVM16_BUGS.contains(&test) || usm::is_row(test)
+}
 
 /// Which plugin(s) a run covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,19 +161,28 @@ impl Results {
             .count()
     }
 
-    /// Tests ours fails that LLVM's plugin passes, or that are known LLVM 16
-    /// bugs (which ours must pass whatever LLVM's did).
+    /// Tests ours fails that LLVM's plugin passes, or that ours must pass
+    /// whatever LLVM's did ([`must_pass`]: known LLVM 16 bugs, the unified
+    /// shared memory rows).
     pub fn regressions(&self) -> Vec<&str> {
         self.rows
             .iter()
             .filter(|(t, (o, l))| match (o, l) {
-                (Some(o), Some(l)) => {
-                    !passing(o) && (passing(l) || KNOWN_LLVM16_BUGS.contains(&t.as_str()))
-                }
+                (Some(o), Some(l)) => !passing(o) && (passing(l) || must_pass(t)),
+                (Some(o), None) => !passing(o) && usm::is_row(t),
                 _ => false,
             })
             .map(|(t, _)| t.as_str())
             .collect()
+    }
+
+    /// Rows of the unified shared memory run ([`usm::run`]) that our plugin
+    /// passes.
+    pub fn usm_passes(&self) -> usize {
+        self.rows
+            .iter()
+            .filter(|(t, (o, _))| usm::is_row(t) && o.as_deref().is_some_and(passing))
+            .count()
     }
 
     /// The table (test, ours, LLVM's) followed by the summary line.
@@ -172,7 +195,7 @@ impl Results {
             let note = if KNOWN_LLVM16_BUGS.contains(&t.as_str()) {
                 "  (LLVM 16 bug through LLVM's plugin, see KNOWN_LLVM16_BUGS)"
             } else {
-                ""
+                usm::note(t)
             };
             s += &format!("{t:<width$}  {o:<11}  {l:<11}{note}\n");
         }
@@ -366,35 +389,67 @@ if code == 0 and os.path.isfile(out):
 sys.exit(code)
 "#;
 
+/// Writes the compile cache wrapper (`target/lit/clang-cache.py`) and
+/// returns its path.
+fn write_cache_wrapper() -> Result<PathBuf, String> {
+    let root = lit_dir();
+    crate::cmd::mkdir(&root)?;
+    let wrapper = root.join("clang-cache.py");
+    std::fs::write(&wrapper, CACHE_WRAPPER)
+        .map_err(|e| format!("writing {}: {e}", wrapper.display()))?;
+    Ok(wrapper)
+}
+
+/// The test programs' `LD_LIBRARY_PATH`: (our plugin's stage directory,)
+/// the virtual device's, LLVM 16's library directory.
+fn library_path(ours: bool) -> String {
+    let stage_dir = target_dir().join("stage");
+    let mut dirs = Vec::new();
+    if ours {
+        dirs.push(stage_dir.join("plugin").display().to_string());
+    }
+    dirs.push(stage_dir.join("sim").display().to_string());
+    dirs.push(crate::run::LLVM_LIB.to_string());
+    dirs.join(":")
+}
+
 fn py_str(s: &str) -> String {
     format!("{s:?}")
 }
 
-/// Writes `target/lit/<name>/lit.site.cfg` for one plugin and returns its directory.
-fn write_site_config(suite: &Path, ours: bool) -> Result<PathBuf, String> {
-    use crate::run::{DEVICE_LIBS, LLVM_BIN, LLVM_LIB};
+/// Writes `target/lit/<name>/lit.site.cfg` for one plugin and returns its
+/// directory. With `usm`, the configuration is the unified shared memory
+/// run's (`target/lit/<name>-usm/`): `HSA_XNACK=1` in every test's
+/// environment and the `unified_shared_memory` feature declared (LLVM 16's
+/// `lit.cfg` withholds it from amdgcn).
+fn write_site_config(suite: &Path, ours: bool, usm: bool) -> Result<PathBuf, String> {
+    use crate::run::{DEVICE_LIBS, LLVM_BIN};
     let root = lit_dir();
-    let name = if ours { "ours" } else { "llvm" };
+    let name = match (ours, usm) {
+        (true, false) => "ours",
+        (false, false) => "llvm",
+        (true, true) => "ours-usm",
+        (false, true) => "llvm-usm",
+    };
     let dir = root.join(name);
     let obj = dir.join(TARGET);
     std::fs::create_dir_all(&obj).map_err(|e| format!("creating {}: {e}", obj.display()))?;
-    let wrapper = root.join("clang-cache.py");
-    std::fs::write(&wrapper, CACHE_WRAPPER)
-        .map_err(|e| format!("writing {}: {e}", wrapper.display()))?;
+    let wrapper = write_cache_wrapper()?;
     let cache = root.join("cache");
-    let stage_dir = target_dir().join("stage");
-    let mut lib_path = Vec::new();
-    if ours {
-        lib_path.push(stage_dir.join("plugin").display().to_string());
-    }
-    lib_path.push(stage_dir.join("sim").display().to_string());
-    lib_path.push(LLVM_LIB.to_string());
+    let lib_path = library_path(ours);
     let cc = |compiler: &str| {
         format!(
             "python3 {} {} {compiler}",
             wrapper.display(),
             cache.display()
         )
+    };
+    let usm_lines = if usm {
+        "# The unified shared memory run: XNACK on in the virtual gfx90a.\n\
+         config.available_features.add('unified_shared_memory')\n\
+         config.environment[\"HSA_XNACK\"] = \"1\"\n"
+    } else {
+        ""
     };
     let mut targets: Vec<String> = Vec::new();
     for t in ALL_TARGETS {
@@ -430,7 +485,7 @@ config.environment["OMP_TARGET_OFFLOAD"] = "MANDATORY"
 config.environment["LD_LIBRARY_PATH"] = {ld}
 config.environment["PATH"] = "{bin}:" + os.environ.get("PATH", "")
 lit_config.load_config(config, {cfg})
-# A hung test program fails after {timeout} s instead of stalling the suite.
+{usm_lines}# A hung test program fails after {timeout} s instead of stalling the suite.
 config.substitutions = [
     (k, "timeout {timeout} %t" if k == {run_key} else v) for (k, v) in config.substitutions
 ]
@@ -439,11 +494,11 @@ config.substitutions = [
         cxx = py_str(&cc("clang++-16")),
         extra = py_str(&extra_flags),
         obj = py_str(&obj.display().to_string()),
-        lib = py_str(LLVM_LIB),
         targets = py_str(&targets.join(" ")),
         target = py_str(TARGET),
         bin = LLVM_BIN,
-        ld = py_str(&lib_path.join(":")),
+        ld = py_str(&lib_path),
+        lib = py_str(crate::run::LLVM_LIB),
         cfg = py_str(&suite.join("lit.cfg").display().to_string()),
         timeout = RUN_TIMEOUT_S,
         run_key = py_str(&run_key),
@@ -453,35 +508,60 @@ config.substitutions = [
     Ok(obj)
 }
 
+/// One lit invocation over the suite.
+struct LitRun<'a> {
+    /// Our plugin (`true`) or LLVM's.
+    ours: bool,
+    /// The unified shared memory run ([`write_site_config`]); no test run
+    /// is then no error.
+    usm: bool,
+    /// The tests to run (paths under the suite); empty: the whole suite.
+    only: &'a [String],
+    /// lit's `--filter` regex.
+    filter: Option<&'a str>,
+    /// Tests (paths under the suite) whose `XFAIL` lines lit is told to
+    /// ignore (`--xfail-not`).
+    xfail_not: &'a [String],
+}
+
 /// Runs lit over the suite for one plugin; returns (test, outcome) pairs.
 fn run_suite(
     lit: &mut Command,
     suite: &Path,
-    ours: bool,
-    filter: Option<&str>,
+    run: &LitRun<'_>,
 ) -> Result<Vec<(String, Outcome)>, String> {
-    let obj = write_site_config(suite, ours)?;
+    let obj = write_site_config(suite, run.ours, run.usm)?;
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // lit finds the site config from the exec root it is given, or from
+    // the exec-root path of a test (which need not exist) to run only it.
+    let inputs: Vec<PathBuf> = if run.only.is_empty() {
+        vec![obj]
+    } else {
+        run.only.iter().map(|t| obj.join(t)).collect()
+    };
     lit.arg("-v")
         .arg(format!("-j{jobs}"))
         .env("LIT_OPTS", "")
-        // lit finds the site config from the exec root it is given.
-        .arg(&obj)
+        .args(&inputs)
         .stdout(Stdio::piped());
-    if let Some(f) = filter {
+    if let Some(f) = run.filter {
         lit.arg("--filter").arg(f);
     }
+    if !run.xfail_not.is_empty() {
+        lit.arg(format!("--xfail-not={}", run.xfail_not.join(";")));
+    }
+    let label = match (run.ours, run.usm) {
+        (true, false) => "ours",
+        (false, false) => "LLVM's",
+        (true, true) => "ours, HSA_XNACK=1",
+        (false, true) => "LLVM's, HSA_XNACK=1",
+    };
     let mut child = lit.spawn().map_err(|e| format!("cannot run lit: {e}"))?;
     let mut out = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if let Some(r) = parse_result_line(&line) {
-                eprintln!(
-                    "lit ({}): {} {}",
-                    if ours { "ours" } else { "LLVM's" },
-                    r.1,
-                    r.0
-                );
+                eprintln!("lit ({label}): {} {}", r.1, r.0);
                 out.push(r);
             } else if line.starts_with("Command Output") || line.starts_with("Exit Code") {
                 // Failure details follow in -v mode; keep them visible.
@@ -491,13 +571,15 @@ fn run_suite(
     }
     // lit exits non-zero when a test fails; the results decide, not the status.
     let status = child.wait().map_err(|e| format!("waiting for lit: {e}"))?;
-    if out.is_empty() {
+    if out.is_empty() && !run.usm {
         return Err(format!("lit ran no test ({status})"));
     }
     Ok(out)
 }
 
-/// Fetches what is missing, stages the libraries and runs the suite.
+/// Fetches what is missing, stages the libraries and runs the suite: for
+/// each plugin, the whole suite with XNACK off, then the unified shared
+/// memory tests with XNACK on ([`usm::run`]).
 pub fn run(which: Which, filter: Option<&str>) -> Result<Results, String> {
     let suite = ensure_sources()?;
     stage()?;
@@ -510,7 +592,16 @@ pub fn run(which: Which, filter: Option<&str>) -> Result<Results, String> {
     for &ours in plugins {
         let started = std::time::Instant::now();
         let mut lit = ensure_lit()?;
-        for (test, outcome) in run_suite(&mut lit, &suite, ours, filter)? {
+        let main_run = LitRun {
+            ours,
+            usm: false,
+            only: &[],
+            filter,
+            xfail_not: &[],
+        };
+        let mut outcomes = run_suite(&mut lit, &suite, &main_run)?;
+        outcomes.extend(usm::run(&suite, ours, filter)?);
+        for (test, outcome) in outcomes {
             let row = results.rows.entry(test).or_default();
             if ours {
                 row.0 = Some(outcome);
@@ -547,7 +638,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let results = run(which, filter.as_deref())?;
     println!("{}", results.render());
     let regressions = results.regressions();
-    let known = |t: &String| KNOWN_LLVM16_BUGS.contains(&t.as_str());
+    let known = |t: &String| KNOWN_LLVM16_BUGS.contains(&t.as_str()) || usm::is_row(t);
     let failed_any = results.rows.iter().any(|(t, (o, l))| {
         [o, if known(t) { &None } else { l }]
             .into_iter()

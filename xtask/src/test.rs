@@ -9,10 +9,13 @@
 //! summary line `N passed, N failed`, counted from cargo's per-binary result
 //! lines plus:
 //!
-//! - lit: one check per test LLVM's plugin passes and per test of
-//!   [`crate::lit::KNOWN_LLVM16_BUGS`] (failed when ours does not pass it),
-//!   and one per plugin that its pass count is at least the recorded one
-//!   ([`crate::lit::RECORDED_PASSES_LLVM`], [`crate::lit::RECORDED_PASSES_OURS`]);
+//! - lit: one check per test LLVM's plugin passes and per row ours must pass
+//!   whatever LLVM's does ([`crate::lit::must_pass`]: known LLVM 16 bugs, the
+//!   unified shared memory rows run with `HSA_XNACK=1`), failed when ours
+//!   does not pass it; one that ours passes all [`crate::lit::USM_TESTS`]
+//!   unified shared memory tests; and one per plugin that its pass count is
+//!   at least the recorded one ([`crate::lit::RECORDED_PASSES_LLVM`],
+//!   [`crate::lit::RECORDED_PASSES_OURS`]);
 //! - stress: one check per program and plugin (failed on any failed run);
 //! - libc-gpu: what `cargo xtask libc-gpu --quick` builds is built first
 //!   when missing ([`crate::libc_gpu::prepare_quick`]: clang-19 and its
@@ -31,9 +34,9 @@ pub const STRESS_RUNS: usize = 5;
 /// Adds lit's checks (see the module doc) to the counts.
 fn count_lit(r: &crate::lit::Results, passed: &mut u64, failed: &mut u64) {
     for (test, (ours, llvm)) in &r.rows {
-        let known = crate::lit::KNOWN_LLVM16_BUGS.contains(&test.as_str());
+        let required = crate::lit::must_pass(test);
         let llvm_passed = matches!(llvm.as_deref(), Some("PASS" | "XFAIL"));
-        if let Some(o) = ours.as_deref().filter(|_| known || llvm_passed) {
+        if let Some(o) = ours.as_deref().filter(|_| required || llvm_passed) {
             if matches!(o, "PASS" | "XFAIL") {
                 *passed += 1;
             } else {
@@ -42,6 +45,7 @@ fn count_lit(r: &crate::lit::Results, passed: &mut u64, failed: &mut u64) {
         }
     }
     for (got, floor) in [
+        (r.usm_passes(), crate::lit::USM_TESTS),
         (r.counted_passes(false), crate::lit::RECORDED_PASSES_LLVM),
         (r.counted_passes(true), crate::lit::RECORDED_PASSES_OURS),
     ] {
@@ -206,16 +210,44 @@ mod tests {
         );
         let (mut p, mut f) = (0, 0);
         super::count_lit(&r, &mut p, &mut f);
-        // Every t*.c, the known bug, and both floors pass; x.c fails.
+        // Every t*.c, the known bug, and both pass-count floors pass; x.c
+        // fails, and so does the unified shared memory floor (no such row).
         let n = crate::lit::RECORDED_PASSES_OURS as u64;
-        assert_eq!((p, f), (n + 3, 1));
+        assert_eq!((p, f), (n + 3, 2));
         // The same known bug failed by ours is a failed check.
         r.rows
             .insert(known.into(), (Some("FAIL".into()), Some("FAIL".into())));
         let (mut p, mut f) = (0, 0);
         super::count_lit(&r, &mut p, &mut f);
-        assert_eq!(f, 2);
+        assert_eq!(f, 3);
         assert!(r.regressions().contains(&known));
+    }
+
+    #[test]
+    fn lit_checks_require_every_usm_row_of_ours() {
+        let mut r = crate::lit::Results::default();
+        for i in 0..crate::lit::USM_TESTS {
+            r.rows.insert(
+                format!("unified_shared_memory/t{i}.c [HSA_XNACK=1]"),
+                (Some("PASS".into()), Some("FAIL".into())),
+            );
+        }
+        let (mut p, mut f) = (0, 0);
+        super::count_lit(&r, &mut p, &mut f);
+        // Each row and the unified shared memory floor pass (LLVM's failures
+        // do not matter); the two pass-count floors fail in this small table.
+        assert_eq!((p, f), (crate::lit::USM_TESTS as u64 + 1, 2));
+        r.rows.insert(
+            "unified_shared_memory/api.c [HSA_XNACK=1, RUN/CHECK by xtask]".into(),
+            (Some("FAIL".into()), Some("PASS".into())),
+        );
+        let (mut p, mut f) = (0, 0);
+        super::count_lit(&r, &mut p, &mut f);
+        assert_eq!((p, f), (crate::lit::USM_TESTS as u64 + 1, 3));
+        assert_eq!(
+            r.regressions(),
+            vec!["unified_shared_memory/api.c [HSA_XNACK=1, RUN/CHECK by xtask]"]
+        );
     }
 
     #[test]
