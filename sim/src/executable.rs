@@ -9,7 +9,6 @@
 use crate::error::{SimError, SimResult};
 use crate::loader::{CodeObject, KernelDescriptor, LoadError, SymbolKind};
 use crate::memory::{AllocKind, Allocation};
-use crate::runtime::Runtime;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -94,6 +93,18 @@ struct State {
     symbols: Vec<(u64, Arc<ExecutableSymbol>)>,
 }
 
+/// What loading and destroying an executable touch of the platform: whether the
+/// agents run with XNACK on (which code objects they accept), the memory map the
+/// loaded segments join, and the table that gives symbols their handles.
+pub struct Platform<'a> {
+    /// XNACK on (`HSA_XNACK=1`).
+    pub xnack: bool,
+    /// Every allocation of the platform.
+    pub memory: &'a crate::memory::MemoryMap,
+    /// Symbols of live executables, by handle.
+    pub symbols: &'a crate::handles::HandleTable<ExecutableSymbol>,
+}
+
 /// An executable (`hsa_executable_t`).
 pub struct Executable {
     /// `hsa_profile_t` it was created with.
@@ -140,19 +151,20 @@ impl Executable {
         Ok(())
     }
 
-    /// Loads `bytes` for GPU agent `agent` (hsa_executable_load_code_object).
+    /// Loads `bytes` for GPU agent `agent` (hsa_executable_load_code_object), in
+    /// the platform `cx` describes.
     ///
     /// Errors: `FrozenExecutable`; `InvalidCodeObject` for a malformed image
     /// (with what was wrong); `Incompatible` for an image built for another ISA;
     /// `VariableUndefined` for a symbol no loaded image defines;
     /// `OutOfResources`.
-    pub fn load(&self, rt: &Runtime, agent: usize, bytes: &[u8]) -> SimResult<()> {
+    pub fn load(&self, cx: &Platform<'_>, agent: usize, bytes: &[u8]) -> SimResult<()> {
         let mut state = self.state.lock();
         if state.frozen {
             return Err(SimError::FrozenExecutable);
         }
         let code = CodeObject::parse(bytes).map_err(map_load_error)?;
-        let agent_target = crate::agent::gfx90a_target(rt.config.xnack);
+        let agent_target = crate::agent::gfx90a_target(cx.xnack);
         if !code.target.is_compatible_with_agent(&agent_target) {
             return Err(SimError::Incompatible(format!(
                 "the code object is for {}, the agent is {}",
@@ -207,9 +219,9 @@ impl Executable {
                 kernarg_alignment: 16,
             }));
         }
-        rt.memory.insert(allocation.clone());
+        cx.memory.insert(allocation.clone());
         for s in new_symbols {
-            let h = rt.symbols.insert(s.clone());
+            let h = cx.symbols.insert(s.clone());
             state.symbols.push((h, s));
         }
         state.loaded.push(Loaded { agent, allocation });
@@ -238,14 +250,14 @@ impl Executable {
     }
 
     /// Releases the loaded images and symbols.
-    pub fn destroy(&self, rt: &Runtime) {
+    pub fn destroy(&self, cx: &Platform<'_>) {
         let mut state = self.state.lock();
         for (h, _) in state.symbols.drain(..) {
-            rt.symbols.remove(h);
+            cx.symbols.remove(h);
         }
         for l in state.loaded.drain(..) {
             let _ = l.agent;
-            rt.memory.remove(l.allocation.base);
+            cx.memory.remove(l.allocation.base);
         }
     }
 }

@@ -17,6 +17,7 @@
 pub mod agent;
 pub mod api;
 pub mod aql;
+pub mod clock;
 pub mod config;
 pub mod copy;
 pub mod dispatch;

@@ -23,10 +23,10 @@
 //! of the failed packet is left untouched, as ROCr does.
 
 use crate::aql::{self, Barrier, KernelDispatch, Packet};
+use crate::clock::timestamp_ns;
 use crate::dispatch::{DispatchError, DispatchRequest};
 use crate::error::{SimError, SimResult};
-use crate::memory::{AgentMemory, AllocKind, Allocation};
-use crate::runtime::{timestamp_ns, Runtime};
+use crate::memory::{AllocKind, Allocation};
 use crate::signal::{MemoryOrder, Notifier, Signal};
 use hsa_sys::*;
 use parking_lot::Mutex;
@@ -100,17 +100,61 @@ impl std::fmt::Debug for Queue {
 pub const CONSUMED_HEADER: u16 =
     (HSA_PACKET_TYPE_INVALID as u16) | (1 << HSA_PACKET_HEADER_BARRIER);
 
+/// What a queue asks of the runtime that owns it: its handle tables, the memory
+/// map, system events, and the running of kernel dispatches. The runtime implements
+/// it; the queue holds it weakly (a queue never keeps the runtime alive).
+pub trait QueueHost: Send + Sync {
+    /// Makes `signal` reachable by handle (the queue's doorbell); its handle.
+    fn register_signal(&self, signal: Arc<Signal>) -> u64;
+    /// A queue id not handed out before.
+    fn next_queue_id(&self) -> u64;
+    /// Records an allocation of the queue (its block and ring) in the memory map.
+    fn add_allocation(&self, allocation: Arc<Allocation>);
+    /// The live signal with `handle`.
+    fn signal(&self, handle: u64) -> Option<Arc<Signal>>;
+    /// Delivers a system event to the registered handlers.
+    fn raise_event(&self, event: &hsa_amd_event_t);
+    /// Runs one kernel dispatch to completion, or until `cancel` is raised.
+    ///
+    /// # Errors
+    /// The dispatch's [`DispatchError`].
+    fn dispatch(
+        &self,
+        req: &DispatchRequest,
+        memory: &Arc<dyn isa::GlobalMemory>,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<(), DispatchError>;
+}
+
+/// What one queue is created with.
+pub struct QueueSetup {
+    /// The GPU agent's index.
+    pub agent: usize,
+    /// Ring size in packets (a power of two).
+    pub size: u32,
+    /// The client's error callback.
+    pub callback: Option<QueueCallback>,
+    /// Its user data.
+    pub callback_data: usize,
+    /// Compute units of the agent (for `max_cu_id`).
+    pub compute_units: u32,
+    /// Global memory as the agent's kernels see it.
+    pub memory: Arc<dyn isa::GlobalMemory>,
+}
+
 impl Queue {
-    /// Creates the queue of `size` packets on GPU agent `agent` and starts its processor.
+    /// Creates the queue `setup` describes for `host` and starts its processor.
     ///
     /// Errors: `OutOfResources` if memory or the thread cannot be had.
-    pub fn create(
-        rt: &Arc<Runtime>,
-        agent: usize,
-        size: u32,
-        callback: Option<QueueCallback>,
-        callback_data: usize,
-    ) -> SimResult<Arc<Queue>> {
+    pub fn create(host: &Arc<dyn QueueHost>, setup: QueueSetup) -> SimResult<Arc<Queue>> {
+        let QueueSetup {
+            agent,
+            size,
+            callback,
+            callback_data,
+            compute_units,
+            memory,
+        } = setup;
         let block = Allocation::new(4096, AllocKind::Internal, agent, 1)?;
         let ring = Allocation::new(u64::from(size) * 64, AllocKind::Internal, agent, 1)?;
         // Every slot starts out INVALID.
@@ -124,8 +168,8 @@ impl Queue {
             };
         }
         let doorbell = Signal::new(0);
-        let doorbell_handle = rt.signals.insert(doorbell.clone());
-        let id = rt.next_queue_id.fetch_add(1, Ordering::Relaxed);
+        let doorbell_handle = host.register_signal(doorbell.clone());
+        let id = host.next_queue_id();
         let q = hsa_queue_t {
             type_: HSA_QUEUE_TYPE_MULTI,
             features: HSA_QUEUE_FEATURE_KERNEL_DISPATCH,
@@ -152,14 +196,14 @@ impl Queue {
             );
             std::ptr::write(
                 b.add(offsets::MAX_CU_ID) as *mut u32,
-                rt.config.compute_units.saturating_sub(1),
+                compute_units.saturating_sub(1),
             );
             std::ptr::write(b.add(offsets::MAX_WAVE_ID) as *mut u32, 31);
             std::ptr::write(b.add(offsets::QUEUE_PROPERTIES) as *mut u32, 1 << 1);
             // IS_PTR64
         }
-        rt.memory.insert(block.clone());
-        rt.memory.insert(ring.clone());
+        host.add_allocation(block.clone());
+        host.add_allocation(ring.clone());
         let queue = Arc::new(Queue {
             agent,
             id,
@@ -178,23 +222,13 @@ impl Queue {
             thread: Mutex::new(None),
         });
         doorbell.add_observer(&queue.notifier);
-        let weak_rt = Arc::downgrade(rt);
-        let memory: Arc<dyn isa::GlobalMemory> = Arc::new(AgentMemory {
-            map: rt.memory.clone(),
-            agent,
-            host: Some(crate::memory::HostAccess {
-                maps: rt.host_maps.clone(),
-                svm: rt.svm.clone(),
-                by_default: rt.config.xnack,
-                agent_handle: crate::agent::agent_handle(agent),
-            }),
-        });
+        let weak_host = Arc::downgrade(host);
         let qc = queue.clone();
         let handle = std::thread::Builder::new()
             .name(format!("hsa-queue-{id}"))
             .spawn(move || {
                 crate::reset_host_fp_env();
-                processor_loop(&qc, &weak_rt, &memory)
+                processor_loop(&qc, &weak_host, &memory)
             })
             .map_err(|e| SimError::OutOfResources(format!("starting the packet processor: {e}")))?;
         *queue.thread.lock() = Some(handle);
@@ -314,7 +348,7 @@ enum Outcome {
     Failed(hsa_status_t, String, Option<(u64, u32)>),
 }
 
-fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::GlobalMemory>) {
+fn processor_loop(q: &Arc<Queue>, host: &Weak<dyn QueueHost>, memory: &Arc<dyn isa::GlobalMemory>) {
     loop {
         let epoch = q.notifier.epoch();
         if q.should_stop() {
@@ -334,7 +368,7 @@ fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::Glob
                 .wait(epoch, Some(std::time::Duration::from_micros(200)));
             continue;
         }
-        let Some(rt) = rt.upgrade() else { return };
+        let Some(rt) = host.upgrade() else { return };
         let slot = q.slot(read);
         // SAFETY: the slot is 64 bytes inside the ring, 64-byte aligned; the client
         // published it (header no longer INVALID, loaded with acquire) and does not
@@ -343,9 +377,11 @@ fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::Glob
         let (outcome, completion) = match Packet::parse(&bytes) {
             Ok(packet) => {
                 let outcome = match &packet {
-                    Packet::KernelDispatch(k) => run_kernel(q, &rt, memory, k, slot as u64, read),
-                    Packet::BarrierAnd(b) => run_barrier(q, &rt, b, true),
-                    Packet::BarrierOr(b) => run_barrier(q, &rt, b, false),
+                    Packet::KernelDispatch(k) => {
+                        run_kernel(q, rt.as_ref(), memory, k, slot as u64, read)
+                    }
+                    Packet::BarrierAnd(b) => run_barrier(q, rt.as_ref(), b, true),
+                    Packet::BarrierOr(b) => run_barrier(q, rt.as_ref(), b, false),
                 };
                 (outcome, packet.completion_signal())
             }
@@ -360,7 +396,7 @@ fn processor_loop(q: &Arc<Queue>, rt: &Weak<Runtime>, memory: &Arc<dyn isa::Glob
                 q.header(read).store(CONSUMED_HEADER, Ordering::Release);
                 q.read_index().store(read + 1, Ordering::Release);
                 if completion != 0 {
-                    match rt.signals.get(completion) {
+                    match rt.signal(completion) {
                         Some(s) => s.subtract(1, MemoryOrder::Release),
                         None => log::error!("queue {}: packet {read} names unknown completion signal {completion:#x}", q.id),
                     }
@@ -396,10 +432,10 @@ pub fn memory_fault_event(agent: usize, address: u64, reason: u32) -> hsa_amd_ev
 
 /// Waits until the dependencies of `barrier` are observed at 0, all of them
 /// (`and`) or any of them.
-fn run_barrier(q: &Queue, rt: &Runtime, barrier: &Barrier, and: bool) -> Outcome {
+fn run_barrier(q: &Queue, rt: &dyn QueueHost, barrier: &Barrier, and: bool) -> Outcome {
     let mut deps = Vec::new();
     for (k, h) in barrier.dependencies() {
-        match rt.signals.get(h) {
+        match rt.signal(h) {
             Some(s) => deps.push(s),
             None => {
                 return Outcome::Failed(
@@ -460,7 +496,7 @@ fn run_barrier(q: &Queue, rt: &Runtime, barrier: &Barrier, and: bool) -> Outcome
 
 fn run_kernel(
     q: &Queue,
-    rt: &Runtime,
+    rt: &dyn QueueHost,
     memory: &Arc<dyn isa::GlobalMemory>,
     packet: &KernelDispatch,
     packet_address: u64,
@@ -469,9 +505,6 @@ fn run_kernel(
     let req = DispatchRequest::from_packet(packet, packet_address, q.address(), index);
     let profiling = q.profiling.load(Ordering::Acquire);
     let start = timestamp_ns();
-    rt.dispatches.fetch_add(1, Ordering::Relaxed);
-    // The host may have changed its mappings since the last kernel.
-    rt.host_maps.invalidate();
     std::sync::atomic::fence(Ordering::Acquire);
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -482,9 +515,7 @@ fn run_kernel(
         }
         *running = Some(cancel.clone());
     }
-    let result = rt
-        .dispatcher
-        .dispatch_cancellable(&req, memory, rt.config.workers, &cancel);
+    let result = rt.dispatch(&req, memory, &cancel);
     *q.running.lock() = None;
     let end = timestamp_ns();
     match result {
@@ -495,9 +526,9 @@ fn run_kernel(
             );
             Outcome::Stopped
         }
-        Ok(_) => {
+        Ok(()) => {
             if profiling && packet.completion_signal != 0 {
-                if let Some(s) = rt.signals.get(packet.completion_signal) {
+                if let Some(s) = rt.signal(packet.completion_signal) {
                     s.set_dispatch_times(start, end);
                 }
             }

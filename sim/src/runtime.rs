@@ -4,19 +4,18 @@
 use crate::agent::{Agent, AgentKind};
 use crate::config::Config;
 use crate::copy::CopyEngine;
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{DispatchError, DispatchRequest, Dispatcher};
 use crate::error::{SimError, SimResult};
 use crate::executable::{CodeObjectReader, Executable, ExecutableSymbol};
 use crate::handles::HandleTable;
-use crate::memory::{MemoryMap, Pool, PAGE};
-use crate::queue::Queue;
+use crate::memory::{Allocation, MemoryMap, Pool, PAGE};
+use crate::queue::{Queue, QueueHost};
 use crate::signal::{AsyncHandlerThread, Signal};
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Handle tag of signals.
 pub const SIGNAL_TAG: u8 = 0x53;
@@ -82,16 +81,7 @@ pub struct Runtime {
 static STATE: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 static INIT_COUNT: Mutex<u32> = Mutex::new(0);
 
-/// Nanoseconds on the system timestamp clock (`HSA_SYSTEM_INFO_TIMESTAMP`,
-/// 1 GHz), monotonic, counted from the first call in the process.
-pub fn timestamp_ns() -> u64 {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    let origin = ORIGIN.get_or_init(Instant::now);
-    origin.elapsed().as_nanos() as u64 + 1
-}
-
-/// Frequency of [`timestamp_ns`] in Hz.
-pub const TIMESTAMP_FREQUENCY: u64 = 1_000_000_000;
+pub use crate::clock::{timestamp_ns, TIMESTAMP_FREQUENCY};
 
 /// The live runtime. Errors: `NotInitialized` while the init count is 0.
 pub fn runtime() -> SimResult<Arc<Runtime>> {
@@ -303,6 +293,50 @@ impl Runtime {
         }
     }
 
+    /// What loading an executable touches of this runtime.
+    pub fn platform(&self) -> crate::executable::Platform<'_> {
+        crate::executable::Platform {
+            xnack: self.config.xnack,
+            memory: &self.memory,
+            symbols: &self.symbols,
+        }
+    }
+
+    /// Creates a queue of `size` packets on GPU agent `agent` (its memory view
+    /// with this runtime's host access rules) and starts its processor.
+    ///
+    /// Errors: as [`Queue::create`].
+    pub fn create_queue(
+        self: &Arc<Self>,
+        agent: usize,
+        size: u32,
+        callback: Option<crate::queue::QueueCallback>,
+        callback_data: usize,
+    ) -> SimResult<Arc<Queue>> {
+        let memory: Arc<dyn isa::GlobalMemory> = Arc::new(crate::memory::AgentMemory {
+            map: self.memory.clone(),
+            agent,
+            host: Some(crate::memory::HostAccess {
+                maps: self.host_maps.clone(),
+                svm: self.svm.clone(),
+                by_default: self.config.xnack,
+                agent_handle: crate::agent::agent_handle(agent),
+            }),
+        });
+        let host: Arc<dyn QueueHost> = self.clone();
+        Queue::create(
+            &host,
+            crate::queue::QueueSetup {
+                agent,
+                size,
+                callback,
+                callback_data,
+                compute_units: self.config.compute_units,
+                memory,
+            },
+        )
+    }
+
     fn teardown(&self) {
         let queues: Vec<Arc<Queue>> = self.queues.write().drain().map(|(_, q)| q).collect();
         for q in queues {
@@ -367,4 +401,40 @@ pub fn shut_down() -> SimResult<()> {
         }
     }
     Ok(())
+}
+
+impl QueueHost for Runtime {
+    fn register_signal(&self, signal: Arc<Signal>) -> u64 {
+        self.signals.insert(signal)
+    }
+
+    fn next_queue_id(&self) -> u64 {
+        self.next_queue_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn add_allocation(&self, allocation: Arc<Allocation>) {
+        self.memory.insert(allocation);
+    }
+
+    fn signal(&self, handle: u64) -> Option<Arc<Signal>> {
+        self.signals.get(handle)
+    }
+
+    fn raise_event(&self, event: &hsa_amd_event_t) {
+        Runtime::raise_event(self, event);
+    }
+
+    fn dispatch(
+        &self,
+        req: &DispatchRequest,
+        memory: &Arc<dyn isa::GlobalMemory>,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<(), DispatchError> {
+        self.dispatches.fetch_add(1, Ordering::Relaxed);
+        // The host may have changed its mappings since the last kernel.
+        self.host_maps.invalidate();
+        self.dispatcher
+            .dispatch_cancellable(req, memory, self.config.workers, cancel)
+            .map(|_| ())
+    }
 }

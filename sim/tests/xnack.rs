@@ -462,7 +462,22 @@ fn a_thousand_random_addresses_give_the_hosts_value_or_a_fault_naming_them() {
 fn memory_unmapped_under_a_running_kernel_is_a_fault_not_a_signal() {
     let _s = open();
     for round in 0..5 {
-        let victim = mapping(2 * 4096, libc::PROT_READ | libc::PROT_WRITE);
+        // Far below where the kernel places mappings (top down), so that no other
+        // test thread's mapping fills the hole the test makes while the kernel
+        // still reads it (the kernel would then read that memory and finish).
+        let hint = 0x3400_0000_0000u64 + (u64::from(std::process::id()) << 24) + (round << 16);
+        let victim = unsafe {
+            libc::mmap(
+                hint as *mut c_void,
+                2 * 4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        assert_eq!(victim as u64, hint);
+        let victim = victim as *mut u8;
         let started = Box::new(AtomicU32::new(0));
         let addr = victim as u64 + 64;
         let args = [addr, &*started as *const AtomicU32 as u64];

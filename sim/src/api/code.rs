@@ -206,7 +206,7 @@ pub extern "C" fn hsa_executable_load_code_object(
                     code_object.handle
                 ))
             })?;
-        exe.load(&rt, a, &co.snapshot())
+        exe.load(&rt.platform(), a, &co.snapshot())
     })
 }
 
@@ -232,7 +232,7 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
             .readers
             .get(code_object_reader.handle)
             .ok_or(SimError::InvalidCodeObjectReader(code_object_reader.handle))?;
-        exe.load(&rt, a, &reader.bytes.snapshot())?;
+        exe.load(&rt.platform(), a, &reader.bytes.snapshot())?;
         if !loaded_code_object.is_null() {
             let handle = LOADED_CODE_OBJECTS.fetch_add(1, Ordering::Relaxed);
             // SAFETY: checked non-null.
@@ -282,7 +282,7 @@ pub extern "C" fn hsa_executable_destroy(executable: hsa_executable_t) -> hsa_st
             .executables
             .remove(executable.handle)
             .ok_or(SimError::InvalidExecutable(executable.handle))?;
-        exe.destroy(&rt);
+        exe.destroy(&rt.platform());
         Ok(())
     })
 }

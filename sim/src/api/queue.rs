@@ -63,7 +63,7 @@ pub unsafe extern "C" fn hsa_queue_create(
                 "queue size {size} is below the minimum of 64 packets"
             )));
         }
-        let q = Queue::create(&rt, a.index, size, callback, data as usize)?;
+        let q = rt.create_queue(a.index, size, callback, data as usize)?;
         rt.queues.write().insert(q.address(), q.clone());
         // SAFETY: checked non-null; writable by the caller's contract.
         unsafe { *queue = q.address() as *mut hsa_queue_t };

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use isa::memory::{read_dwords, HostRegion, MemoryRegion, SubRegion};
 use isa::{Apertures, BlockCache, Fault, GlobalMemory, Program, Wave, WaveContext, WaveExit};
 
-use super::pool::Crew;
+use super::crew::Crew;
 use super::programs::ProgramCache;
 use super::settings::{DispatchSettings, TraceFilter};
 use super::wave_setup::{KernelLaunch, ScratchLayout, WorkgroupShape};

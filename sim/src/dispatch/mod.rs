@@ -27,10 +27,12 @@
 //! shut down (helpers joined) by the last `hsa_shut_down`
 //! ([`crate::runtime::Runtime::dispatcher`]).
 
+mod crew;
 mod error;
 mod job;
 mod pool;
 mod programs;
+mod request;
 pub mod settings;
 mod wave_setup;
 
@@ -40,72 +42,12 @@ use std::sync::Arc;
 use isa::GlobalMemory;
 
 pub use error::{DispatchError, FaultSite};
+pub use request::DispatchRequest;
 pub use settings::{DispatchSettings, TraceFilter, DEFAULT_MAX_WAVE_INSTRUCTIONS};
 
-use crate::aql::{Geometry, KernelDispatch};
 use job::{Job, WorkerStates};
 use pool::WorkerPool;
 use programs::ProgramCache;
-
-/// One kernel dispatch, from an AQL kernel-dispatch packet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DispatchRequest {
-    /// Workgroup size in work-items per dimension (unused dimensions 1).
-    pub workgroup_size: [u32; 3],
-    /// Grid size in work-items per dimension (unused dimensions 1).
-    pub grid_size: [u32; 3],
-    /// Number of dimensions (1..=3).
-    pub dimensions: u32,
-    /// Scratch bytes per work-item.
-    pub private_segment_size: u32,
-    /// LDS bytes per workgroup (static + dynamic).
-    pub group_segment_size: u32,
-    /// Device address of the kernel descriptor.
-    pub kernel_object: u64,
-    /// Device address of the kernarg segment.
-    pub kernarg_address: u64,
-    /// Address of the AQL packet in the queue ring (Dispatch Ptr).
-    pub packet_address: u64,
-    /// Address of the queue's amd_queue_t (Queue Ptr).
-    pub queue_address: u64,
-    /// Dispatch id (the packet's queue index).
-    pub dispatch_id: u64,
-}
-
-impl DispatchRequest {
-    /// The request of kernel-dispatch `packet`, which sits at `packet_address`
-    /// in the ring of the queue at `queue_address` with index `dispatch_id`.
-    pub fn from_packet(
-        packet: &KernelDispatch,
-        packet_address: u64,
-        queue_address: u64,
-        dispatch_id: u64,
-    ) -> DispatchRequest {
-        let g = &packet.geometry;
-        DispatchRequest {
-            workgroup_size: g.workgroup_size,
-            grid_size: g.grid_size,
-            dimensions: g.dimensions,
-            private_segment_size: packet.private_segment_size,
-            group_segment_size: g.group_segment_size,
-            kernel_object: packet.kernel_object,
-            kernarg_address: packet.kernarg_address,
-            packet_address,
-            queue_address,
-            dispatch_id,
-        }
-    }
-
-    /// The launch shape, for [`Geometry::check`].
-    pub fn geometry(&self) -> Geometry {
-        Geometry {
-            dimensions: self.dimensions,
-            workgroup_size: self.workgroup_size,
-            grid_size: self.grid_size,
-            group_segment_size: self.group_segment_size,
-        }
-    }
-}
 
 /// A kernel dispatcher: a pool of helper threads (grown on demand, kept for later
 /// dispatches), a cache of decoded programs and reusable per-worker state (waves,

@@ -8,7 +8,6 @@
 //! finds the pool busy runs on its calling thread alone. [`WorkerPool::shutdown`]
 //! (also run on drop) stops every helper and joins it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -38,38 +37,6 @@ struct PoolState {
     idle: usize,
     /// Set by [`WorkerPool::shutdown`]: helpers exit, none is spawned.
     shutdown: bool,
-}
-
-/// The helpers currently working on one job.
-#[derive(Default)]
-pub(super) struct Crew {
-    active: AtomicUsize,
-    done: (Mutex<()>, Condvar),
-}
-
-impl Crew {
-    fn joined(&self) {
-        self.active.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn left(&self) {
-        let (lock, cv) = &self.done;
-        let _g = lock.lock();
-        self.active.fetch_sub(1, Ordering::SeqCst);
-        cv.notify_all();
-    }
-
-    /// Blocks until every helper that joined has left.
-    fn wait(&self) {
-        let (lock, cv) = &self.done;
-        let Ok(mut g) = lock.lock() else { return };
-        while self.active.load(Ordering::SeqCst) > 0 {
-            g = match cv.wait(g) {
-                Ok(g) => g,
-                Err(_) => return,
-            };
-        }
-    }
 }
 
 impl WorkerPool {
