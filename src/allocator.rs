@@ -10,9 +10,9 @@
 
 use crate::abi;
 use crate::error::{Error, Result};
+use crate::host_device::HostDevice;
 use crate::memory::{MemoryPool, PoolManager};
 use crate::memory_manager::MemoryManagerError;
-use crate::plugin::HostDevice;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap as AddrMap;
 use std::sync::Arc;

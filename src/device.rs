@@ -20,13 +20,14 @@ use crate::allocator::DeviceAllocator;
 use crate::env;
 use crate::error::{Error, Result};
 use crate::events::EventTable;
+use crate::host_device::HostDevice;
 use crate::hsa::Hsa;
 use crate::images::{ImageContext, ImageTable};
+use crate::kernel::{DispatchLimits, LaunchTarget};
 use crate::launch::{GridValues, LaunchEnv};
 use crate::memory::{MemoryPool, PoolAllocator, PoolManager};
 use crate::memory_manager::{self, MemoryManager};
-use crate::plugin::HostDevice;
-use crate::queue::{Dispatch, QueueSet};
+use crate::queue::QueueSet;
 use crate::signal::SignalPool;
 use crate::stream::Stream;
 use crate::streams::StreamPool;
@@ -65,85 +66,12 @@ impl DeviceConfig {
     }
 }
 
-/// What one kernel dispatch may ask of the agent; a launch asking more is
-/// refused before anything is queued (the packet processor would stop the
-/// queue on it, spec `hsa-api-subset.md` §7.3).
-#[derive(Debug, Clone, Copy)]
-pub struct DispatchLimits {
-    /// Work-items per workgroup (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`, and
-    /// the x limit of `WORKGROUP_MAX_DIM`).
-    pub workgroup_max: u32,
-    /// Work-items of the grid in x (`HSA_AGENT_INFO_GRID_MAX_DIM`).
-    pub grid_max: u32,
-    /// Bytes of LDS per workgroup: the size of the agent's GROUP-segment
-    /// memory pool (0 when the runtime reports none: then unchecked).
-    pub group_segment_max: u32,
-    /// Bytes of scratch per work-item.
-    pub private_segment_max: u32,
-}
-
 /// Largest scratch (private segment) per work-item, in bytes, for waves of
 /// `wave` lanes: GFX9's per-wave scratch size field (`WAVESIZE` of
 /// `COMPUTE_TMPRING_SIZE`) has 13 bits in units of 1 KiB, so a wave gets at
 /// most 8191 KiB, shared by its lanes.
 pub fn max_private_segment(wave: u32) -> u32 {
     (8191 * 1024) / wave.max(1)
-}
-
-impl DispatchLimits {
-    /// Checks one dispatch of kernel `name` against the limits.
-    ///
-    /// Errors: [`Error::InvalidArgument`] naming the limit and the request.
-    #[inline]
-    pub fn check(&self, name: &str, d: &Dispatch, static_lds: u32, dynamic_lds: u32) -> Result<()> {
-        // The common case in a few compares; the messages are built apart.
-        let fits = (self.group_segment_max == 0 || d.group_segment_size <= self.group_segment_max)
-            && u32::from(d.workgroup_size) <= self.workgroup_max
-            && d.grid_size <= self.grid_max
-            && d.private_segment_size <= self.private_segment_max;
-        if fits {
-            return Ok(());
-        }
-        self.refuse(name, d, static_lds, dynamic_lds)
-    }
-
-    /// The error of a dispatch [`DispatchLimits::check`] found over a limit.
-    #[cold]
-    #[inline(never)]
-    fn refuse(&self, name: &str, d: &Dispatch, static_lds: u32, dynamic_lds: u32) -> Result<()> {
-        let refuse = |what: String| {
-            Err(Error::InvalidArgument(format!(
-                "kernel {name} cannot run on this device: {what}"
-            )))
-        };
-        if self.group_segment_max != 0 && d.group_segment_size > self.group_segment_max {
-            return refuse(format!(
-                "it needs {} bytes of LDS per workgroup ({static_lds} static + {dynamic_lds} dynamic), \
-                 the agent's group segment holds {} bytes",
-                u64::from(static_lds) + u64::from(dynamic_lds),
-                self.group_segment_max
-            ));
-        }
-        if u32::from(d.workgroup_size) > self.workgroup_max {
-            return refuse(format!(
-                "workgroup of {} work-items, the agent allows {}",
-                d.workgroup_size, self.workgroup_max
-            ));
-        }
-        if d.grid_size > self.grid_max {
-            return refuse(format!(
-                "grid of {} work-items, the agent allows {}",
-                d.grid_size, self.grid_max
-            ));
-        }
-        if d.private_segment_size > self.private_segment_max {
-            return refuse(format!(
-                "it needs {} bytes of scratch per work-item, the maximum is {}",
-                d.private_segment_size, self.private_segment_max
-            ));
-        }
-        Ok(())
-    }
 }
 
 /// An initialised GPU device.
@@ -260,6 +188,17 @@ impl Device {
         &self.streams
     }
 
+    /// What a kernel launch uses of this device ([`crate::kernel::Kernel::launch`]).
+    pub fn launch_target(&self) -> LaunchTarget<'_> {
+        LaunchTarget {
+            id: self.id,
+            grid: &self.grid,
+            shared_memory_size: self.config.shared_memory_size,
+            limits: &self.limits,
+            streams: &self.streams,
+        }
+    }
+
     /// The stream behind `info.queue`, lent first when it is NULL (see
     /// [`StreamPool::stream_for`]).
     ///
@@ -352,85 +291,4 @@ enum HandleKind {
 /// device (the device id's low 15 bits, plus one, so the tag is never 0).
 fn handle_tag(kind: HandleKind, id: i32) -> u16 {
     ((kind as u16) << 15) | ((id as u32 as u16 & 0x7fff).wrapping_add(1) & 0x7fff)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn dispatch(workgroup: u16, grid: u32, lds: u32, scratch: u32) -> Dispatch {
-        Dispatch {
-            kernel_object: 0x1000,
-            kernarg: 0,
-            workgroup_size: workgroup,
-            grid_size: grid,
-            group_segment_size: lds,
-            private_segment_size: scratch,
-        }
-    }
-
-    /// Each limit refuses one unit over it, names itself and the request,
-    /// and lets the value at the limit through.
-    #[test]
-    fn dispatch_limits_refuse_what_the_agent_cannot_run() {
-        // gfx90a: 64 KiB of LDS, 1024 work-items per workgroup, waves of 64.
-        let limits = DispatchLimits {
-            workgroup_max: 1024,
-            grid_max: u32::MAX - 1,
-            group_segment_max: 65536,
-            private_segment_max: max_private_segment(64),
-        };
-        // 8191 KiB per wave over 64 lanes.
-        assert_eq!(limits.private_segment_max, 8191 * 1024 / 64);
-        assert!(limits
-            .check(
-                "k",
-                &dispatch(1024, u32::MAX - 1, 65536, 131_056),
-                1024,
-                64512
-            )
-            .is_ok());
-        let cases = [
-            (
-                dispatch(64, 64, 65537, 0),
-                1,
-                65536,
-                "65537 bytes of LDS per workgroup (1 static + 65536 dynamic)",
-            ),
-            (
-                dispatch(64, 64, 65537, 0),
-                1,
-                65536,
-                "group segment holds 65536 bytes",
-            ),
-            (
-                dispatch(1025, 1025, 0, 0),
-                0,
-                0,
-                "workgroup of 1025 work-items, the agent allows 1024",
-            ),
-            (
-                dispatch(64, u32::MAX, 0, 0),
-                0,
-                0,
-                "grid of 4294967295 work-items",
-            ),
-            (
-                dispatch(64, 64, 0, 131_057),
-                0,
-                0,
-                "131057 bytes of scratch per work-item, the maximum is 131056",
-            ),
-        ];
-        for (d, static_lds, dynamic_lds, want) in cases {
-            let e = limits
-                .check("kern", &d, static_lds, dynamic_lds)
-                .unwrap_err();
-            let text = e.to_string();
-            assert!(
-                text.contains("kernel kern") && text.contains(want),
-                "{text}"
-            );
-        }
-    }
 }

@@ -13,11 +13,11 @@
 
 use crate::abi::{self, DeviceEnvironment, OffloadEntry, TargetTable};
 use crate::error::{Error, Result};
+use crate::host_device::HostDevice;
 use crate::hsa::{HostSpan, Hsa};
 use crate::image::{self, ImageKind};
 use crate::kernel::Kernel;
 use crate::memory::PoolManager;
-use crate::plugin::HostDevice;
 use crate::rpc_host::{self, ImageRpc};
 use crate::transfer::{Endpoint, Transfers};
 use hsa_sys::*;

@@ -5,17 +5,106 @@
 //! the stream of the async info (spec §5).
 
 use crate::abi::{self, AsyncInfo, KernelArgs};
-use crate::device::Device;
 use crate::env;
 use crate::error::{Error, Result};
 use crate::hsa::Hsa;
 use crate::image;
-use crate::launch::{self, ExecMode, LaunchRequest};
+use crate::launch::{self, ExecMode, GridValues, LaunchRequest};
 use crate::queue::Dispatch;
 use crate::rpc_host::ImageRpc;
 use crate::stream::Held;
+use crate::streams::StreamPool;
 use hsa_sys::*;
 use std::sync::Arc;
+
+/// What one kernel dispatch may ask of the agent; a launch asking more is
+/// refused before anything is queued (the packet processor would stop the
+/// queue on it, spec `hsa-api-subset.md` §7.3).
+#[derive(Debug, Clone, Copy)]
+pub struct DispatchLimits {
+    /// Work-items per workgroup (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`, and
+    /// the x limit of `WORKGROUP_MAX_DIM`).
+    pub workgroup_max: u32,
+    /// Work-items of the grid in x (`HSA_AGENT_INFO_GRID_MAX_DIM`).
+    pub grid_max: u32,
+    /// Bytes of LDS per workgroup: the size of the agent's GROUP-segment
+    /// memory pool (0 when the runtime reports none: then unchecked).
+    pub group_segment_max: u32,
+    /// Bytes of scratch per work-item.
+    pub private_segment_max: u32,
+}
+
+impl DispatchLimits {
+    /// Checks one dispatch of kernel `name` against the limits.
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming the limit and the request.
+    #[inline]
+    pub fn check(&self, name: &str, d: &Dispatch, static_lds: u32, dynamic_lds: u32) -> Result<()> {
+        // The common case in a few compares; the messages are built apart.
+        let fits = (self.group_segment_max == 0 || d.group_segment_size <= self.group_segment_max)
+            && u32::from(d.workgroup_size) <= self.workgroup_max
+            && d.grid_size <= self.grid_max
+            && d.private_segment_size <= self.private_segment_max;
+        if fits {
+            return Ok(());
+        }
+        self.refuse(name, d, static_lds, dynamic_lds)
+    }
+
+    /// The error of a dispatch [`DispatchLimits::check`] found over a limit.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&self, name: &str, d: &Dispatch, static_lds: u32, dynamic_lds: u32) -> Result<()> {
+        let refuse = |what: String| {
+            Err(Error::InvalidArgument(format!(
+                "kernel {name} cannot run on this device: {what}"
+            )))
+        };
+        if self.group_segment_max != 0 && d.group_segment_size > self.group_segment_max {
+            return refuse(format!(
+                "it needs {} bytes of LDS per workgroup ({static_lds} static + {dynamic_lds} dynamic), \
+                 the agent's group segment holds {} bytes",
+                u64::from(static_lds) + u64::from(dynamic_lds),
+                self.group_segment_max
+            ));
+        }
+        if u32::from(d.workgroup_size) > self.workgroup_max {
+            return refuse(format!(
+                "workgroup of {} work-items, the agent allows {}",
+                d.workgroup_size, self.workgroup_max
+            ));
+        }
+        if d.grid_size > self.grid_max {
+            return refuse(format!(
+                "grid of {} work-items, the agent allows {}",
+                d.grid_size, self.grid_max
+            ));
+        }
+        if d.private_segment_size > self.private_segment_max {
+            return refuse(format!(
+                "it needs {} bytes of scratch per work-item, the maximum is {}",
+                d.private_segment_size, self.private_segment_max
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a launch uses of its device: its id (for messages), grid values, the
+/// LDS every launch adds (`LIBOMPTARGET_SHARED_MEMORY_SIZE`), the agent's dispatch
+/// limits and the streams the kernel is queued on ([`crate::device::Device::launch_target`]).
+pub struct LaunchTarget<'a> {
+    /// Device id.
+    pub id: i32,
+    /// The agent's grid values (teams and threads rules).
+    pub grid: &'a GridValues,
+    /// Bytes of dynamic LDS every launch gets at least.
+    pub shared_memory_size: u32,
+    /// What one dispatch may ask of the agent.
+    pub limits: &'a DispatchLimits,
+    /// The device's streams.
+    pub streams: &'a StreamPool,
+}
 
 /// A kernel of a loaded image; its address is the handle placed in the
 /// target table (`OffloadEntry::addr`) and passed back to `launch_kernel`.
@@ -92,7 +181,7 @@ impl Kernel {
     /// kernarg memory; the queue is broken.
     pub fn launch(
         &self,
-        device: &Device,
+        device: &LaunchTarget<'_>,
         args: impl ExactSizeIterator<Item = u64>,
         kargs: &KernelArgs,
         info: &mut AsyncInfo,
@@ -113,7 +202,7 @@ impl Kernel {
             mode: self.exec_mode,
             kernel_max_threads: self.max_threads,
         };
-        let geometry = launch::compute_launch(&req, &device.grid);
+        let geometry = launch::compute_launch(&req, device.grid);
         let grid_size = geometry
             .num_teams
             .checked_mul(geometry.num_threads)
@@ -141,7 +230,7 @@ impl Kernel {
 
         // Kernarg block: explicit arguments, then the zeroed implicit block.
         let block_size = (explicit + abi::IMPLICIT_ARGS_SIZE).max(self.kernarg_size as usize);
-        let dynamic = kargs.dyn_cgroup_mem.max(device.config.shared_memory_size);
+        let dynamic = kargs.dyn_cgroup_mem.max(device.shared_memory_size);
         let dispatch = Dispatch {
             kernel_object: self.kernel_object,
             kernarg: 0,
@@ -152,7 +241,7 @@ impl Kernel {
         };
         // Checked on the stream, so that a refused launch fails the async
         // info's synchronization as any other failed launch does.
-        device.streams().on_stream(info, |stream| {
+        device.streams.on_stream(info, |stream| {
             device
                 .limits
                 .check(&self.name, &dispatch, self.group_size, dynamic)?;
@@ -182,4 +271,86 @@ fn fill_kernargs(block: &mut [u8], explicit: usize, args: impl Iterator<Item = u
         filled += 8;
     }
     block[filled..].fill(0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::max_private_segment;
+
+    fn dispatch(workgroup: u16, grid: u32, lds: u32, scratch: u32) -> Dispatch {
+        Dispatch {
+            kernel_object: 0x1000,
+            kernarg: 0,
+            workgroup_size: workgroup,
+            grid_size: grid,
+            group_segment_size: lds,
+            private_segment_size: scratch,
+        }
+    }
+
+    /// Each limit refuses one unit over it, names itself and the request,
+    /// and lets the value at the limit through.
+    #[test]
+    fn dispatch_limits_refuse_what_the_agent_cannot_run() {
+        // gfx90a: 64 KiB of LDS, 1024 work-items per workgroup, waves of 64.
+        let limits = DispatchLimits {
+            workgroup_max: 1024,
+            grid_max: u32::MAX - 1,
+            group_segment_max: 65536,
+            private_segment_max: max_private_segment(64),
+        };
+        // 8191 KiB per wave over 64 lanes.
+        assert_eq!(limits.private_segment_max, 8191 * 1024 / 64);
+        assert!(limits
+            .check(
+                "k",
+                &dispatch(1024, u32::MAX - 1, 65536, 131_056),
+                1024,
+                64512
+            )
+            .is_ok());
+        let cases = [
+            (
+                dispatch(64, 64, 65537, 0),
+                1,
+                65536,
+                "65537 bytes of LDS per workgroup (1 static + 65536 dynamic)",
+            ),
+            (
+                dispatch(64, 64, 65537, 0),
+                1,
+                65536,
+                "group segment holds 65536 bytes",
+            ),
+            (
+                dispatch(1025, 1025, 0, 0),
+                0,
+                0,
+                "workgroup of 1025 work-items, the agent allows 1024",
+            ),
+            (
+                dispatch(64, u32::MAX, 0, 0),
+                0,
+                0,
+                "grid of 4294967295 work-items",
+            ),
+            (
+                dispatch(64, 64, 0, 131_057),
+                0,
+                0,
+                "131057 bytes of scratch per work-item, the maximum is 131056",
+            ),
+        ];
+        for (d, static_lds, dynamic_lds, want) in cases {
+            let e = limits
+                .check("kern", &d, static_lds, dynamic_lds)
+                .unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains("kernel kern") && text.contains(want),
+                "{text}"
+            );
+        }
+    }
 }

@@ -45,6 +45,7 @@ pub mod device;
 pub mod env;
 pub mod error;
 pub mod events;
+pub mod host_device;
 /// The generation-counted handle tables (crate `handles/`), shared with the
 /// virtual device, re-exported so `crate::handles::...` paths keep working.
 pub use ::handles;

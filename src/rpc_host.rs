@@ -30,9 +30,9 @@ use std::sync::Arc;
 use hsa_sys::{hsa_agent_t, hsa_executable_t};
 
 use crate::error::{Error, Result};
+use crate::host_device::HostDevice;
 use crate::hsa::Hsa;
 use crate::memory::PoolManager;
-use crate::plugin::HostDevice;
 use crate::transfer::Transfers;
 
 /// Ports of each image's RPC buffer (LLVM 19 allows up to 4096). Every

@@ -783,11 +783,11 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
             dev.images().with_kernel(kernel as usize, |kern| {
                 if info.is_null() {
                     dev.streams()
-                        .run_sync(|i| kern.launch(dev, values, k, i, flags))
+                        .run_sync(|i| kern.launch(&dev.launch_target(), values, k, i, flags))
                 } else {
                     // SAFETY: checked non-NULL.
                     let info = unsafe { &mut *info };
-                    kern.launch(dev, values, k, info, flags)
+                    kern.launch(&dev.launch_target(), values, k, info, flags)
                 }
             })?
         })

@@ -18,9 +18,9 @@
 
 use crate::abi::AsyncInfo;
 use crate::error::Result;
+use crate::host_device::HostDevice;
 use crate::hsa::{DeviceRange, HostSpan};
 use crate::memory::HostBlock;
-use crate::plugin::HostDevice;
 use crate::stream::{Held, Stream};
 use crate::streams::StreamPool;
 use std::sync::Arc;

@@ -425,6 +425,11 @@ mod tests {
     }
 
     #[test]
+    fn the_plugin_has_no_import_cycle() {
+        check("src");
+    }
+
+    #[test]
     fn cycles_are_found_through_uses_paths_macros_and_reexports() {
         let dir = tempfile::tempdir().unwrap();
         let w = |p: &str, s: &str| {
