@@ -157,10 +157,20 @@ gpu_rpc_buffer_t *gpu_rpc_recv_begin(gpu_rpc_port_t *port) {
 }
 
 void gpu_copy_bytes(void *dst, const void *src, uint64_t n) {
+  uint64_t i = 0;
+  /* Whole words while both sides are 8-byte aligned (packets always are):
+   * an eighth of the loads and stores of the byte loop. */
+  if ((((uintptr_t)dst | (uintptr_t)src) & 7u) == 0) {
+    volatile uint64_t *dw = dst;
+    const uint64_t *sw = src;
+#pragma clang loop unroll(disable)
+    for (; i + 8 <= n; i += 8)
+      dw[i / 8] = sw[i / 8];
+  }
   volatile unsigned char *d = dst;
   const unsigned char *s = src;
 #pragma clang loop unroll(disable)
-  for (uint64_t i = 0; i < n; ++i)
+  for (; i < n; ++i)
     d[i] = s[i];
 }
 

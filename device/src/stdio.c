@@ -128,7 +128,7 @@ int fflush(FILE *stream) {
  * takes them, then asks for the text behind each %s pointer (one per round,
  * any lane) until it answers with a null pointer and the result. */
 int __gpu_fprintf(FILE *stream, const char *format, const __gpu_arg_t *args) {
-  unsigned char packed[MAX_PACKED];
+  _Alignas(8) unsigned char packed[MAX_PACKED];
   uint64_t packed_len = 0;
   for (const __gpu_arg_t *a = args; a->size != 0; ++a) {
     if (packed_len + a->size > MAX_PACKED)

@@ -9,6 +9,10 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use crate::layout::Layout;
 use crate::{Error, Result, PACKET_BYTES};
 
+/// How long a wait for the device spins before it starts yielding the
+/// core between polls.
+pub(crate) const SPIN_BEFORE_YIELD: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// One lane's 64-byte packet (`rpc::Buffer`).
 pub type Packet = [u64; 8];
 
@@ -190,16 +194,26 @@ impl<'a> Port<'a> {
     }
 
     /// Waits until the device has handed the packet back (inbox != outbox).
+    ///
+    /// Spins (with the CPU's pause hint) for up to [`SPIN_BEFORE_YIELD`]
+    /// first: the device answers a packet in microseconds, and giving the
+    /// core away with `sched_yield` while the device's own threads are
+    /// runnable costs a scheduler slice (milliseconds on a loaded machine)
+    /// per packet. After that it yields between polls.
     fn wait_for_ownership(&self) -> Result<()> {
         let inbox = self.shared.inbox(self.index);
         let mut spins = 0u32;
+        let mut start: Option<std::time::Instant> = None;
         while inbox.load(Ordering::Relaxed) == self.out {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
                 if self.stop.load(Ordering::Relaxed) {
                     return Err(Error::Stopped(self.index));
                 }
-                std::thread::yield_now();
+                let t0 = *start.get_or_insert_with(std::time::Instant::now);
+                if t0.elapsed() >= SPIN_BEFORE_YIELD {
+                    std::thread::yield_now();
+                }
             } else {
                 std::hint::spin_loop();
             }
@@ -212,14 +226,20 @@ impl<'a> Port<'a> {
     where
         F: FnMut(u32, &mut Packet) -> Result<()>,
     {
-        let lanes: Vec<u32> = self.lanes().collect();
         let mut first_err = None;
-        for lane in lanes {
-            let mut p = self.shared.read_packet(self.index, lane);
+        let mut mask = self.mask;
+        while mask != 0 {
+            let lane = mask.trailing_zeros();
+            mask &= mask - 1;
+            let before = self.shared.read_packet(self.index, lane);
+            let mut p = before;
             if let Err(e) = f(lane, &mut p) {
                 first_err.get_or_insert(e);
             }
-            self.shared.write_packet(self.index, lane, &p);
+            // Only what the handler changed goes back to shared memory.
+            if p != before {
+                self.shared.write_packet(self.index, lane, &p);
+            }
         }
         first_err.map_or(Ok(()), Err)
     }

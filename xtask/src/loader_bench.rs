@@ -5,9 +5,13 @@
 //! - the round trip of one `puts` from one lane (median, 10th and 90th
 //!   percentiles over 500 calls, timed on the device with the 100 MHz
 //!   `s_memrealtime` counter), in µs;
+//! - the same round trip under load: lane 0 of workgroup 0 measures while
+//!   every thread of 3 other workgroups of 64 prints [`LOAD_LINES`] lines;
 //! - printf lines per second from 16384 threads (64 workgroups x 256), from
 //!   the wall time of a run printing one line per thread minus that of the
 //!   same run printing none;
+//! - one `printf("%s\n")` of a 1 MiB string from one lane, in seconds: the
+//!   wall time of the run minus that of the same run with a 1-byte string;
 //! - the server's CPU use while a kernel computes for 2 s without RPC: CPU
 //!   time of the loader's threads other than the virtual device's own
 //!   (`hsa-*`), read from `/proc/PID/task/*/stat`, over the wall time.
@@ -52,10 +56,21 @@ fn loader_command(loader: &Path, grid: (u32, u32), image: &Path, args: &[&str]) 
     cmd
 }
 
+/// Lines each thread of the loading workgroups prints while the round trip
+/// is measured under load.
+const LOAD_LINES: u32 = 200;
+
 /// `puts` round trip in µs from the program's own report: median, 10th and
-/// 90th percentiles as text.
-fn puts_round_trip(loader: &Path, image: &Path) -> Result<String, String> {
-    let out = loader_command(loader, (1, 1), image, &["500"])
+/// 90th percentiles as text. `load`: with 3 workgroups of 64 threads
+/// printing meanwhile.
+fn puts_round_trip(loader: &Path, image: &Path, load: bool) -> Result<String, String> {
+    let lines = LOAD_LINES.to_string();
+    let (grid, args) = if load {
+        ((64, 4), vec!["500", lines.as_str()])
+    } else {
+        ((1, 1), vec!["500"])
+    };
+    let out = loader_command(loader, grid, image, &args)
         .stdout(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", loader.display()))?;
@@ -91,6 +106,14 @@ fn printf_rate(loader: &Path, image: &Path) -> Result<f64, String> {
     let with = wall_time(loader_command(loader, grid, image, &["1"]))?;
     let without = wall_time(loader_command(loader, grid, image, &["0"]))?;
     Ok(16384.0 / (with - without).max(1e-6))
+}
+
+/// Seconds to print one 1 MiB string with `%s` from one lane.
+fn long_string(loader: &Path, image: &Path) -> Result<f64, String> {
+    let mib = (1u32 << 20).to_string();
+    let with = wall_time(loader_command(loader, (1, 1), image, &[mib.as_str()]))?;
+    let without = wall_time(loader_command(loader, (1, 1), image, &["1"]))?;
+    Ok((with - without).max(0.0))
 }
 
 /// User + system clock ticks of the threads of `pid` whose name does not
@@ -164,6 +187,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let puts = compile("rpc_puts", &out_dir)?;
     let printf = compile("printf_lines", &out_dir)?;
     let spin = compile("spin", &out_dir)?;
+    let long = compile("long_string", &out_dir)?;
     let loaders = [
         (
             "LLVM 19 server (llvm-rpc-oracle)",
@@ -173,8 +197,13 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     ];
     println!("standalone loader on the virtual gfx90a (prints, asserts nothing)");
     println!(
-        "{:<34} {:>36} {:>22} {:>24}",
-        "server", "puts round trip (median)", "printf lines/s", "server CPU, no RPC"
+        "{:<34} {:>32} {:>32} {:>16} {:>14} {:>20}",
+        "server",
+        "puts round trip (median)",
+        "under load (median)",
+        "printf lines/s",
+        "1 MiB %s",
+        "server CPU, no RPC"
     );
     for (name, loader) in loaders {
         if !loader.exists() {
@@ -185,11 +214,17 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
             Ok(v) => format!("{v:.1} {unit}"),
             Err(e) => format!("error: {e}"),
         };
+        let rate = printf_rate(&loader, &printf).map(|r| r.round());
         println!(
-            "{:<34} {:>36} {:>22} {:>24}",
+            "{:<34} {:>32} {:>32} {:>16} {:>14} {:>20}",
             name,
-            puts_round_trip(&loader, &puts).unwrap_or_else(|e| format!("error: {e}")),
-            show(printf_rate(&loader, &printf), "lines/s"),
+            puts_round_trip(&loader, &puts, false).unwrap_or_else(|e| format!("error: {e}")),
+            puts_round_trip(&loader, &puts, true).unwrap_or_else(|e| format!("error: {e}")),
+            match rate {
+                Ok(v) => format!("{v:.0}"),
+                Err(e) => format!("error: {e}"),
+            },
+            show(long_string(&loader, &long), "s"),
             show(server_cpu(&loader, &spin), "% of a core"),
         );
     }
