@@ -21,7 +21,6 @@ use crate::env;
 use crate::error::{Error, Result};
 use crate::events::EventTable;
 use crate::host_device::HostDevice;
-use crate::hsa::Hsa;
 use crate::images::{ImageContext, ImageTable};
 use crate::kernel::{DispatchLimits, LaunchTarget};
 use crate::launch::{GridValues, LaunchEnv};
@@ -32,6 +31,7 @@ use crate::signal::SignalPool;
 use crate::stream::Stream;
 use crate::streams::StreamPool;
 use crate::transfer::Transfers;
+use hsa::Hsa;
 use hsa_sys::*;
 use std::sync::Arc;
 

@@ -2,8 +2,8 @@
 //!
 //! Integers are parsed like C++ stream extraction (LLVM's `Envar`): leading
 //! whitespace skipped, an optional sign, the longest decimal prefix; no digit
-//! or an out-of-range value keeps the default. Booleans accept
-//! `true/yes/on/1` and `false/no/off/0`, case-insensitively.
+//! or an out-of-range value keeps the default. Booleans are read by
+//! [`knobs::parse_bool`], as the virtual device reads its own.
 
 /// `LIBOMPTARGET_DEBUG`: > 0 turns on our debug log.
 pub const DEBUG: &str = "LIBOMPTARGET_DEBUG";
@@ -79,16 +79,6 @@ pub fn parse_size(text: &str) -> Option<usize> {
     }
 }
 
-/// A boolean (LLVM `BoolEnvar`): `true/yes/on/1` or `false/no/off/0`,
-/// case-insensitive, surrounding whitespace ignored; `None` otherwise.
-pub fn parse_bool(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "yes" | "on" | "1" => Some(true),
-        "false" | "no" | "off" | "0" => Some(false),
-        _ => None,
-    }
-}
-
 /// An unsigned 32-bit knob; `default` when unset or not a valid `u32`.
 pub fn u32_or(name: &str, default: u32) -> u32 {
     std::env::var(name)
@@ -109,7 +99,7 @@ pub fn i32_or(name: &str, default: i32) -> i32 {
 pub fn bool_or(name: &str, default: bool) -> bool {
     std::env::var(name)
         .ok()
-        .and_then(|v| parse_bool(&v))
+        .and_then(|v| knobs::parse_bool(&v))
         .unwrap_or(default)
 }
 
@@ -143,18 +133,5 @@ mod tests {
         assert_eq!(parse_size("-5"), None);
         assert_eq!(parse_size("18446744073709551615"), Some(usize::MAX));
         assert_eq!(parse_size("18446744073709551616"), None);
-    }
-
-    #[test]
-    fn booleans_take_the_llvm_spellings() {
-        for t in ["true", "YES", " on ", "1"] {
-            assert_eq!(parse_bool(t), Some(true), "{t:?}");
-        }
-        for t in ["false", "No", "OFF", "0"] {
-            assert_eq!(parse_bool(t), Some(false), "{t:?}");
-        }
-        for t in ["", "2", "maybe", "truee"] {
-            assert_eq!(parse_bool(t), None, "{t:?}");
-        }
     }
 }

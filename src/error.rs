@@ -2,7 +2,7 @@
 //! of these variants; `rtl` logs it (with the operation that failed) and
 //! returns `OFFLOAD_FAIL` / NULL as libomptarget expects.
 
-use crate::hsa::HsaError;
+use hsa::HsaError;
 
 /// Everything that can go wrong inside the plugin.
 #[derive(Debug, thiserror::Error)]

@@ -9,9 +9,9 @@
 
 use crate::abi::AsyncInfo;
 use crate::error::{Error, Result};
-use crate::handles::HandleTable;
 use crate::stream::Event;
 use crate::streams::StreamPool;
+use handles::HandleTable;
 use std::sync::Arc;
 
 /// The live events of one device.

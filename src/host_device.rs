@@ -2,10 +2,10 @@
 //! every device shares, for staging, kernel arguments and host allocations.
 
 use crate::error::{Error, Result};
-use crate::hsa::{HostPoolBlock, Hsa};
 use crate::memory::{HostPoolAllocator, HostPoolManager, MemoryPool};
 use crate::memory_manager::BlockAllocator;
 use crate::pinned::PinnedTable;
+use hsa::{HostPoolBlock, Hsa};
 use hsa_sys::*;
 use std::sync::Arc;
 

@@ -14,12 +14,12 @@
 use crate::abi::{self, DeviceEnvironment, OffloadEntry, TargetTable};
 use crate::error::{Error, Result};
 use crate::host_device::HostDevice;
-use crate::hsa::{HostSpan, Hsa};
 use crate::image::{self, ImageKind};
 use crate::kernel::Kernel;
 use crate::memory::PoolManager;
 use crate::rpc_host::{self, ImageRpc};
 use crate::transfer::{Endpoint, Transfers};
+use hsa::{HostSpan, Hsa};
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap as AddrMap;

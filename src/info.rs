@@ -4,9 +4,9 @@
 //! An attribute the runtime does not answer is printed as `n/a`.
 
 use crate::error::Result;
-use crate::hsa::{Hsa, HsaResult, InfoValue};
 use crate::memory::MemoryPool;
 use crate::plugin::Runtime;
+use hsa::{Hsa, HsaResult, InfoValue};
 use hsa_sys::*;
 use std::fmt::Write;
 

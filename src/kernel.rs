@@ -7,13 +7,13 @@
 use crate::abi::{self, AsyncInfo, KernelArgs};
 use crate::env;
 use crate::error::{Error, Result};
-use crate::hsa::Hsa;
 use crate::image;
 use crate::launch::{self, ExecMode, GridValues, LaunchRequest};
 use crate::queue::Dispatch;
 use crate::rpc_host::ImageRpc;
 use crate::stream::Held;
 use crate::streams::StreamPool;
+use hsa::Hsa;
 use hsa_sys::*;
 use std::sync::Arc;
 

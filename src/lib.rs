@@ -46,12 +46,6 @@ pub mod env;
 pub mod error;
 pub mod events;
 pub mod host_device;
-/// The generation-counted handle tables (crate `handles/`), shared with the
-/// virtual device, re-exported so `crate::handles::...` paths keep working.
-pub use ::handles;
-/// The safe HSA layer, now its own crate (`hsa/`), re-exported so
-/// `crate::hsa::...` paths keep working.
-pub use ::hsa;
 pub mod image;
 pub mod images;
 pub mod info;

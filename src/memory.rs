@@ -5,8 +5,8 @@
 //! host copies through and the [`DeviceRange`] agents copy through, both
 //! from the `hsa` crate's [`Hsa::memory_pool_allocate_host`]).
 
-use crate::hsa::{DeviceRange, HostPool, HostPoolBlock, HostSpan, Hsa, HsaError, HsaResult};
 use crate::memory_manager::{BlockAllocator, MemoryManager, MemoryManagerError};
+use hsa::{DeviceRange, HostPool, HostPoolBlock, HostSpan, Hsa, HsaError, HsaResult};
 use hsa_sys::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;

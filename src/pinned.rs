@@ -7,7 +7,7 @@
 //! staging buffer: one DMA copy using the range's device-accessible alias.
 
 use crate::error::{Error, Result};
-use crate::hsa::{DeviceRange, HostPoolBlock, HostSpan, Hsa};
+use hsa::{DeviceRange, HostPoolBlock, HostSpan, Hsa};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -22,8 +22,8 @@ use crate::abi::OMP_REQ_UNIFIED_SHARED_MEMORY;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::host_device::HostDevice;
-use crate::hsa::Hsa;
 use crate::image::TargetId;
+use hsa::Hsa;
 use hsa_sys::*;
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
@@ -291,7 +291,7 @@ impl Runtime {
 /// handled, so it does not abort the process; the faulting queue's error
 /// callback then fails the pending operations, and the entry point waiting
 /// for them reports the failure.
-fn report_memory_fault(fault: &crate::hsa::MemoryFault) {
+fn report_memory_fault(fault: &hsa::MemoryFault) {
     log::error!(
         "memory access fault on the GPU at address {:#x}: {} (reason bits {:#x})",
         fault.virtual_address,

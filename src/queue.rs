@@ -19,8 +19,8 @@
 //! for the streams that used it.
 
 use crate::error::{Error, Result};
-use crate::hsa::{Hsa, HsaError};
 use crate::signal::{Signal, SignalPool};
+use hsa::{Hsa, HsaError};
 use hsa_sys::*;
 use parking_lot::Mutex;
 use std::collections::VecDeque;

@@ -31,9 +31,9 @@ use hsa_sys::{hsa_agent_t, hsa_executable_t};
 
 use crate::error::{Error, Result};
 use crate::host_device::HostDevice;
-use crate::hsa::Hsa;
 use crate::memory::PoolManager;
 use crate::transfer::Transfers;
+use hsa::Hsa;
 
 /// Ports of each image's RPC buffer (LLVM 19 allows up to 4096). Every
 /// wavefront holds at most one port at a time, so this bounds how many

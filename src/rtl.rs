@@ -22,11 +22,11 @@ use crate::abi::{
 };
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::hsa::{DeviceRange, HostSpan};
 use crate::image::{self, ImageKind, TargetId};
 use crate::images::EntryDesc;
 use crate::plugin::Plugin;
 use crate::transfer::Endpoint;
+use hsa::{DeviceRange, HostSpan};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;

@@ -15,7 +15,7 @@
 //! operation failed (the runtime's convention for copies, and ours for host
 //! steps that could not run).
 
-use crate::hsa::{Hsa, HsaResult};
+use hsa::{Hsa, HsaResult};
 use hsa_sys::{hsa_signal_t, hsa_signal_value_t};
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};

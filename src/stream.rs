@@ -57,10 +57,10 @@
 //! barrier-AND on two signals: its own last one and the recorded one.
 
 use crate::error::{Error, Result};
-use crate::hsa::{DeviceRange, HostSpan, Hsa};
 use crate::memory::{HostBlock, HostPoolManager};
 use crate::queue::{Dispatch, Queue, QueueSet};
 use crate::signal::{Signal, SignalPool};
+use hsa::{DeviceRange, HostSpan, Hsa};
 use hsa_sys::{hsa_agent_t, hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

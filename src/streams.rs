@@ -19,12 +19,12 @@
 
 use crate::abi::AsyncInfo;
 use crate::error::{Error, Result};
-use crate::handles::HandleTable;
-use crate::hsa::Hsa;
 use crate::memory::HostPoolManager;
 use crate::queue::QueueSet;
 use crate::signal::SignalPool;
 use crate::stream::Stream;
+use handles::HandleTable;
+use hsa::Hsa;
 use hsa_sys::hsa_agent_t;
 use parking_lot::{Mutex, RwLock};
 use std::ffi::c_void;

@@ -19,10 +19,10 @@
 use crate::abi::AsyncInfo;
 use crate::error::Result;
 use crate::host_device::HostDevice;
-use crate::hsa::{DeviceRange, HostSpan};
 use crate::memory::HostBlock;
 use crate::stream::{Held, Stream};
 use crate::streams::StreamPool;
+use hsa::{DeviceRange, HostSpan};
 use std::sync::Arc;
 
 /// One side of a copy.

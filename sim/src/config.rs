@@ -9,7 +9,7 @@
 //! | `HSA_SIM_MAX_WAVE_INSTRUCTIONS` | instructions a wave may execute before it is stopped as runaway | 10^10 |
 //! | `HSA_SIM_TRACE` | `all`, or a comma-separated list of linear workgroup ids whose instructions are printed | off |
 //! | `HSA_XNACK` | `1`: XNACK on (ROCr's variable): the agents report `xnack+` and kernels may reach any host memory the process maps ([`crate::host_memory`]); anything else: off | off |
-//! | `HSA_SIM_FUSION` | `0` or `off`: interpret every instruction (no run of integer VALU and scalar instructions compiled to host code) | on |
+//! | `HSA_SIM_FUSION` | false (`0`, `off`, `no`, `false`; read by [`knobs::parse_bool`], as the plugin reads its knobs): interpret every instruction (no run of integer VALU and scalar instructions compiled to host code) | on |
 //!
 //! The last three configure the runtime's dispatcher
 //! ([`crate::dispatch::DispatchSettings`]). Read elsewhere: `HSA_SIM_DEBUG` /
@@ -96,10 +96,10 @@ impl Config {
                 trace: std::env::var("HSA_SIM_TRACE")
                     .map(|v| TraceFilter::parse(&v))
                     .unwrap_or_default(),
-                fusion: !matches!(
-                    std::env::var("HSA_SIM_FUSION").as_deref().map(str::trim),
-                    Ok("0" | "off")
-                ),
+                fusion: std::env::var("HSA_SIM_FUSION")
+                    .ok()
+                    .and_then(|v| knobs::parse_bool(&v))
+                    .unwrap_or(true),
             },
         }
     }
