@@ -257,18 +257,18 @@ fn agent_limits(
 ) -> Result<(GridValues, DispatchLimits)> {
     let wave = hsa.agent_info::<u32>(agent, HSA_AGENT_INFO_WAVEFRONT_SIZE)?;
     let wg_max = hsa.agent_info::<[u16; 3]>(agent, HSA_AGENT_INFO_WORKGROUP_MAX_DIM)?;
-    let grid_max = hsa.agent_info::<hsa_dim3_t>(agent, HSA_AGENT_INFO_GRID_MAX_DIM)?;
+    let [grid_max_x, _, _] = hsa.agent_info::<[u32; 3]>(agent, HSA_AGENT_INFO_GRID_MAX_DIM)?;
     let cus = hsa.agent_info::<u32>(agent, HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT)?;
-    let grid = GridValues::from_agent(wave, wg_max[0], grid_max.x, cus, &LaunchEnv::from_env())
+    let grid = GridValues::from_agent(wave, wg_max[0], grid_max_x, cus, &LaunchEnv::from_env())
         .ok_or(Error::UnusableGrid {
             wavefront: wave,
             workgroup_max: wg_max[0],
-            grid_max: grid_max.x,
+            grid_max: grid_max_x,
         })?;
     let limits = DispatchLimits {
         workgroup_max: u32::from(wg_max[0])
             .min(hsa.agent_info::<u32>(agent, HSA_AGENT_INFO_WORKGROUP_MAX_SIZE)?),
-        grid_max: grid_max.x,
+        grid_max: grid_max_x,
         group_segment_max: pools
             .iter()
             .filter(|p| p.segment == HSA_AMD_SEGMENT_GROUP)

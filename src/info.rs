@@ -153,8 +153,8 @@ fn describe_properties(
     line(
         "Grid max size (x, y, z):",
         show(
-            hsa.agent_info::<hsa_dim3_t>(agent, HSA_AGENT_INFO_GRID_MAX_DIM),
-            |d| format!("{} {} {}", d.x, d.y, d.z),
+            hsa.agent_info::<[u32; 3]>(agent, HSA_AGENT_INFO_GRID_MAX_DIM),
+            |[x, y, z]| format!("{x} {y} {z}"),
         ),
     );
     line(

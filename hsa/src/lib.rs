@@ -122,63 +122,10 @@ fn log_free_failure(e: &HsaError) {
 pub type HsaResult<T> = Result<T, HsaError>;
 
 /// Values an `*_get_info` call may write: plain data for which every bit
-/// pattern is a valid value, so reading what the runtime wrote is sound.
-///
-/// # Safety
-/// Implement only for types without padding-sensitive invariants, for which
-/// any byte pattern of `size_of::<Self>()` bytes is a valid value.
-pub unsafe trait InfoValue: Copy {
-    /// The all-zero value the buffer starts as.
-    const ZERO: Self;
-}
-// SAFETY: integers accept every bit pattern.
-unsafe impl InfoValue for u8 {
-    const ZERO: Self = 0;
-}
-// SAFETY: as above.
-unsafe impl InfoValue for u16 {
-    const ZERO: Self = 0;
-}
-// SAFETY: as above.
-unsafe impl InfoValue for u32 {
-    const ZERO: Self = 0;
-}
-// SAFETY: as above.
-unsafe impl InfoValue for u64 {
-    const ZERO: Self = 0;
-}
-// SAFETY: as above.
-unsafe impl InfoValue for i32 {
-    const ZERO: Self = 0;
-}
-// SAFETY: as above.
-unsafe impl InfoValue for usize {
-    const ZERO: Self = 0;
-}
-// SAFETY: arrays of integers accept every bit pattern.
-unsafe impl InfoValue for [u16; 3] {
-    const ZERO: Self = [0; 3];
-}
-// SAFETY: as above.
-unsafe impl InfoValue for [u32; 4] {
-    const ZERO: Self = [0; 4];
-}
-// SAFETY: as above.
-unsafe impl InfoValue for [u8; 64] {
-    const ZERO: Self = [0; 64];
-}
-// SAFETY: three `u32`s, no padding.
-unsafe impl InfoValue for hsa_dim3_t {
-    const ZERO: Self = hsa_dim3_t { x: 0, y: 0, z: 0 };
-}
-// SAFETY: one `u64` handle.
-unsafe impl InfoValue for hsa_isa_t {
-    const ZERO: Self = hsa_isa_t { handle: 0 };
-}
-// SAFETY: one `u64` handle.
-unsafe impl InfoValue for hsa_agent_t {
-    const ZERO: Self = hsa_agent_t { handle: 0 };
-}
+/// pattern is a valid value (`bytemuck::Pod`: integers and arrays of them), so
+/// reading what the runtime wrote is sound. Handle and struct attributes are read
+/// as their integers (`hsa_dim3_t` as `[u32; 3]`).
+pub use bytemuck::Pod as InfoValue;
 
 /// The HSA runtime, opened and with its function table resolved.
 ///
@@ -327,7 +274,7 @@ impl Hsa {
     /// (attribute types: `hsa-api-subset.md` §4.4). The AMD attributes
     /// (`HSA_AMD_AGENT_INFO_*`) go through the same call.
     pub fn agent_info<T: InfoValue>(&self, agent: hsa_agent_t, attribute: u32) -> HsaResult<T> {
-        let mut v = T::ZERO;
+        let mut v = T::zeroed();
         // SAFETY: `v` is a writable `T`, and the caller names an attribute
         // whose value type is `T` (the runtime writes exactly that size).
         let s = unsafe {
@@ -409,7 +356,7 @@ impl Hsa {
         pool: hsa_amd_memory_pool_t,
         attribute: hsa_amd_memory_pool_info_t,
     ) -> HsaResult<T> {
-        let mut v = T::ZERO;
+        let mut v = T::zeroed();
         // SAFETY: `v` is a writable `T` of the attribute's type.
         let s = unsafe {
             (self.api.hsa_amd_memory_pool_get_info)(
@@ -960,7 +907,7 @@ impl Hsa {
         sym: hsa_executable_symbol_t,
         attribute: hsa_executable_symbol_info_t,
     ) -> HsaResult<T> {
-        let mut v = T::ZERO;
+        let mut v = T::zeroed();
         // SAFETY: `v` is a writable `T` of the attribute's type.
         let s = unsafe {
             (self.api.hsa_executable_symbol_get_info)(
