@@ -56,8 +56,10 @@ static int print_to(uint16_t opcode, const char *format, const void *args,
     gpu_rpc_buffer_t *b = gpu_rpc_recv_begin(&port);
     ret = (uint32_t)b->data[0];
     const char *str = (const char *)(uintptr_t)b->data[1];
-    if (!gpu_ballot(mask, str != 0))
+    if (!gpu_ballot(mask, str != 0)) {
+      gpu_printf_store_counts(b, args, size);
       break;
+    }
     gpu_rpc_send_n(&port, str, str ? cgpu_strlen(str) + 1 : 0);
   }
   gpu_rpc_close(&port);

@@ -174,6 +174,34 @@ void gpu_copy_bytes(void *dst, const void *src, uint64_t n) {
     d[i] = s[i];
 }
 
+void gpu_printf_store_counts(const gpu_rpc_buffer_t *reply, const void *args,
+                             uint64_t size) {
+  if (reply->data[2] != GPU_RPC_PRINTF_COUNT_STORES)
+    return;
+  for (uint32_t i = 3; i < 8; ++i) {
+    uint64_t word = reply->data[i];
+    if (word == 0)
+      break;
+    uint64_t offset = (word >> 32) & 0xffffu;
+    uint64_t bytes = (word >> 48) & 0xffu;
+    uint32_t count = (uint32_t)word;
+    if (offset + 8 > size)
+      continue;
+    uint64_t target = 0;
+    gpu_copy_bytes(&target, (const unsigned char *)args + offset, 8);
+    if (target == 0)
+      continue;
+    if (bytes == 1)
+      *(volatile uint8_t *)(uintptr_t)target = (uint8_t)count;
+    else if (bytes == 2)
+      *(volatile uint16_t *)(uintptr_t)target = (uint16_t)count;
+    else if (bytes == 4)
+      *(volatile uint32_t *)(uintptr_t)target = count;
+    else if (bytes == 8)
+      *(volatile uint64_t *)(uintptr_t)target = count;
+  }
+}
+
 #define GPU_HEAP_HEADER 16
 
 void *gpu_heap_malloc(uint64_t size) {

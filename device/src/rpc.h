@@ -77,6 +77,19 @@ __attribute__((convergent)) void gpu_rpc_send_n(gpu_rpc_port_t *port,
 __attribute__((convergent)) uint64_t gpu_rpc_recv_n(gpu_rpc_port_t *port,
                                                     void *dst);
 
+/* `%n` for the printf family: the project's server ends a printf with the
+ * counts to store (word 2 of the last reply is this value, words 3 to 7 up
+ * to the first 0 one store each: the count in bits 0-31, the byte offset of
+ * the pointer in the argument block in bits 32-47, the integer's size in
+ * bits 48-55; the rpc crate's PRINTF_COUNT_STORES). LLVM's server writes no
+ * such words. */
+#define GPU_RPC_PRINTF_COUNT_STORES 0x73746f7200006e25ull
+
+/* Stores the counts a printf's last reply carries through the pointers of
+ * the `size`-byte argument block `args` the lane sent. */
+void gpu_printf_store_counts(const gpu_rpc_buffer_t *reply, const void *args,
+                             uint64_t size);
+
 /* Byte copy that the compiler may not turn into a library call. */
 void gpu_copy_bytes(void *dst, const void *src, uint64_t n);
 

@@ -156,8 +156,10 @@ int __gpu_fprintf(FILE *stream, const char *format, const __gpu_arg_t *args) {
     gpu_rpc_buffer_t *b = gpu_rpc_recv_begin(&port);
     ret = (uint32_t)b->data[0];
     const char *str = (const char *)(uintptr_t)b->data[1];
-    if (!gpu_ballot(mask, str != NULL))
+    if (!gpu_ballot(mask, str != NULL)) {
+      gpu_printf_store_counts(b, packed, packed_len);
       break;
+    }
     gpu_rpc_send_n(&port, str, str ? strlen(str) + 1 : 0);
   }
   gpu_rpc_close(&port);

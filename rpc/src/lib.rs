@@ -47,6 +47,24 @@ pub const CLIENT_SYMBOL: &str = "__llvm_libc_rpc_client";
 /// Bytes of one lane's packet (`rpc::Buffer`: eight `u64`).
 pub const PACKET_BYTES: usize = 64;
 
+/// The project's extension of the PRINTF_TO_* reply, for `%n`: LLVM 19's
+/// server ends a printf with one packet per lane holding the result in word
+/// 0 and a NULL string pointer in word 1, and leaves words 2 to 7 alone.
+/// This server also writes word 2: 0, or this value when the lane's format
+/// had `%n` conversions with non-NULL pointers; then words 3 to 7 hold one
+/// store each, in format order, up to the first 0 word (at most
+/// [`PRINTF_MAX_COUNT_STORES`]): bits 0-31 the count (bytes written before
+/// the `%n`), 32-47 the byte offset of the pointer in the argument block
+/// the device sent, 48-55 the size of the integer to store (1, 2, 4 or 8). The device library stores
+/// them (`device/src/rpc.c`, `gpu_printf_store_counts`); LLVM's own client
+/// ignores the words. The value has zero bytes, which no stale string
+/// bytes in the packet can match.
+pub const PRINTF_COUNT_STORES: u64 = 0x7374_6f72_0000_6e25;
+
+/// Most `%n` stores one printf reply carries (see [`PRINTF_COUNT_STORES`]);
+/// later ones in the same format store nothing.
+pub const PRINTF_MAX_COUNT_STORES: usize = 5;
+
 /// Opcode numbers of `llvmlibc_rpc_opcodes.h` (LLVM 19's `rpc_opcode_t`).
 pub mod opcode {
     /// No operation: the server receives once and closes.

@@ -23,6 +23,9 @@ pub(crate) trait ArgSource {
     fn next_int(&mut self, size: usize) -> u64;
     /// The next `double`; `-1.0` past the end.
     fn next_f64(&mut self) -> f64;
+    /// The byte offset in the argument block where the next value of a
+    /// `size`-byte type starts (after alignment).
+    fn next_offset(&self, size: usize) -> u64;
 }
 
 /// Counts the bytes the arguments of a format occupy.
@@ -42,6 +45,14 @@ impl ArgSource for ArgCounter {
     }
     fn next_f64(&mut self) -> f64 {
         self.next_int(8) as f64
+    }
+    fn next_offset(&self, size: usize) -> u64 {
+        let size = size as u64;
+        if self.packed {
+            self.count
+        } else {
+            self.count.div_ceil(size) * size
+        }
     }
 }
 
@@ -91,6 +102,13 @@ impl ArgSource for ArgBytes<'_> {
             -1.0
         }
     }
+    fn next_offset(&self, size: usize) -> u64 {
+        if self.packed {
+            self.pos as u64
+        } else {
+            self.pos.div_ceil(size) as u64 * size as u64
+        }
+    }
 }
 
 /// C length modifiers (C23 `wN`/`wfN` carry a bit width).
@@ -124,6 +142,9 @@ pub(crate) struct Conversion {
     /// The conversion character.
     pub(crate) conv: u8,
     value: Value,
+    /// Where the conversion's value starts in the argument block, in bytes
+    /// (the pointer of a `%n`).
+    offset: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -151,6 +172,28 @@ impl Conversion {
             (b's', Value::Ptr(p)) if p != 0 => Some(p),
             _ => None,
         }
+    }
+
+    /// For a `%n` with a non-NULL pointer: the pointer's byte offset in the
+    /// argument block and the size of the integer it points to (C's `int`,
+    /// or the length modifier's type: `hh` 1, `h` 2, `l`/`ll`/`j`/`z`/`t`
+    /// 8, `wN` N/8).
+    pub(crate) fn count_store(&self) -> Option<(u64, u8)> {
+        let (b'n', Value::Ptr(p)) = (self.conv, self.value) else {
+            return None;
+        };
+        if p == 0 {
+            return None;
+        }
+        let size = match self.length {
+            Length::Hh => 1,
+            Length::H => 2,
+            Length::None => 4,
+            Length::L | Length::Ll | Length::J | Length::Z | Length::T | Length::BigL => 8,
+            Length::W(bits @ (8 | 16 | 32 | 64)) => (bits / 8) as u8,
+            Length::W(_) => return None,
+        };
+        Some((self.offset, size))
     }
 }
 
@@ -273,6 +316,7 @@ pub(crate) fn parse<'f>(format: &'f [u8], args: &mut dyn ArgSource) -> Vec<Secti
             _ => Length::None,
         };
         let conv = at(pos);
+        let offset = args.next_offset(8);
         let value = match conv {
             b'%' => Some(Value::None),
             b'c' => Some(Value::Int(args.next_int(4))),
@@ -299,6 +343,7 @@ pub(crate) fn parse<'f>(format: &'f [u8], args: &mut dyn ArgSource) -> Vec<Secti
                 length,
                 conv,
                 value,
+                offset,
             })),
             None => out.push(Section::Raw(&format[start..pos])),
         }

@@ -548,6 +548,8 @@ fn handle_printf(port: &mut Port<'_>, streams: &mut Streams) -> Result<()> {
 
     let limit = port.max_transfer();
     let mut results = vec![0i64; lane_size];
+    // Per lane, the `%n` stores for the device (see PRINTF_COUNT_STORES).
+    let mut stores: Vec<Vec<u64>> = vec![Vec::new(); lane_size];
     for lane in 0..lane_size {
         if formats[lane].is_none() {
             continue;
@@ -558,6 +560,12 @@ fn handle_printf(port: &mut Port<'_>, streams: &mut Streams) -> Result<()> {
             match s {
                 Section::Raw(r) => text.extend_from_slice(r),
                 Section::Conv(c) => {
+                    if let Some((offset, size)) = c.count_store() {
+                        if offset <= 0xffff && stores[lane].len() < crate::PRINTF_MAX_COUNT_STORES {
+                            let count = text.len().min(i32::MAX as usize) as u64;
+                            stores[lane].push(count | offset << 32 | u64::from(size) << 48);
+                        }
+                    }
                     // Each `%s` takes the next fetched string, whatever its
                     // own pointer was (LLVM 19 pairs them this way).
                     let string = if c.conv == b's' {
@@ -585,6 +593,15 @@ fn handle_printf(port: &mut Port<'_>, streams: &mut Streams) -> Result<()> {
     port.send(|lane, p| {
         p[0] = results[lane as usize] as u64;
         p[1] = 0;
+        let lane_stores = &stores[lane as usize];
+        if lane_stores.is_empty() {
+            p[2] = 0;
+        } else {
+            p[2] = crate::PRINTF_COUNT_STORES;
+            for (i, slot) in p[3..].iter_mut().enumerate() {
+                *slot = lane_stores.get(i).copied().unwrap_or(0);
+            }
+        }
         Ok(())
     })?;
     Ok(())
