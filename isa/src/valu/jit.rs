@@ -21,7 +21,8 @@
 //! moves, selects, logic, shifts, min/max, 32-bit and high-half multiplies, the
 //! three-source adds/shifts/logic, the carry ops, the 32- and 64-bit compares
 //! without CMPX, 64-bit shifts by a constant, and the f64 add, multiply and fused
-//! multiply-add (host IEEE arithmetic, NaN results replaced as `fp::nan_of` says).
+//! multiply-add (the last only on a host with FMA3; host IEEE arithmetic, NaN
+//! results replaced as `fp::nan_of` says).
 //! A run ends before an op that would read, as a value, a scalar dword the run
 //! already wrote (its value would be a lane mask computed inside the run), that
 //! writes EXEC, whose mask destination overlaps an earlier one without being equal
@@ -67,8 +68,9 @@
 //! stops there too, and the interpreter reports any fault).
 //!
 //! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
-//! are encoded by [`vex`]), entered with the System V ABI, rdi = the vector file
-//! (lane 0 of register 0), rsi = the wave (the code keeps its scalar file in rsi and
+//! are encoded by [`vex`]), compiled only on a host with AVX2, and a run has the
+//! f64 fused multiply-add (FMA3) only on a host with FMA ([`HostFeatures`]);
+//! entered with the System V ABI, rdi = the vector file (lane 0 of register 0), rsi = the wave (the code keeps its scalar file in rsi and
 //! the address of SCC, a byte 0 or 1, in r8), rdx = the run's [`RunEnv`] (kept in
 //! r10). Scalar instructions use rax, rcx
 //! and r9; the group loop keeps masks 0 and 1 in r9 and r11. The vector ops' frame:
@@ -141,6 +143,27 @@ enum MaskIn {
 enum Scalar {
     Sreg(u8),
     Imm(u32),
+}
+
+/// The host CPU features the JIT may emit instructions of: every run needs AVX2
+/// (no code is compiled without it), and `v_fma_f64` needs FMA3 (without it the op
+/// joins no run and the interpreter's plan runs it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostFeatures {
+    /// AVX2 (with AVX): the vector ops and accesses.
+    pub(crate) avx2: bool,
+    /// FMA3 (`vfmadd231pd`).
+    pub(crate) fma: bool,
+}
+
+impl HostFeatures {
+    /// The features of the CPU this runs on.
+    pub(crate) fn detect() -> Self {
+        Self {
+            avx2: crate::arch::host_avx2(),
+            fma: crate::arch::host_fma(),
+        }
+    }
 }
 
 /// A lowered op (`d`: destination register; rows of the vector file).
@@ -281,14 +304,15 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    /// Appends `p` to the run; false (the run unchanged) if it does not fuse.
-    fn push(&mut self, p: &IntPlan) -> bool {
+    /// Appends `p` to the run; false (the run unchanged) if it does not fuse (on
+    /// a host with `features`).
+    fn push(&mut self, p: &IntPlan, features: HostFeatures) -> bool {
         if self.exec_written || self.branch.is_some() || self.entries >= usize::from(u8::MAX) {
             return false;
         }
         let before = self.clone();
         (self.op_reads, self.op_writes) = (0, 0);
-        let lowered = self.lower(p);
+        let lowered = self.lower(p, features);
         // A vector op after a scalar instruction that runs after the vector ops must
         // not read what that instruction writes, nor write what it reads or writes.
         match lowered {
@@ -511,7 +535,7 @@ impl Builder {
         true
     }
 
-    fn lower(&mut self, p: &IntPlan) -> Option<Op> {
+    fn lower(&mut self, p: &IntPlan, features: HostFeatures) -> Option<Op> {
         let [s0, s1, s2] = p.src;
         Some(match p.kind {
             Kind::Mov => {
@@ -624,6 +648,9 @@ impl Builder {
                     out,
                 }
             }
+            // The fused multiply-add is `vfmadd231pd` (FMA3), which a host with AVX2
+            // may lack.
+            Kind::F64(F64Op::Fma) if !features.fma => return None,
             Kind::F64(op) => {
                 let n = if op == F64Op::Fma { 3 } else { 2 };
                 let mut src = [[Val::Const(0); 2]; 3];
@@ -759,7 +786,17 @@ impl std::fmt::Debug for Fused {
 /// entry and its code. `None` if the host lacks AVX2 or the buffer cannot be made
 /// executable (the block then runs without fused runs).
 pub(crate) fn compile(runs: &[(usize, Chain)]) -> Option<(Code, Vec<(usize, Fused)>)> {
-    if runs.is_empty() || !crate::simd::host_avx2() {
+    compile_for(runs, HostFeatures::detect())
+}
+
+/// [`compile`] for a host with `features`: `None` without AVX2, or when a run needs
+/// FMA3 and `features` lacks it (runs [`find_runs_for`] chose for the same features
+/// never do).
+fn compile_for(
+    runs: &[(usize, Chain)],
+    features: HostFeatures,
+) -> Option<(Code, Vec<(usize, Fused)>)> {
+    if runs.is_empty() || !features.avx2 || (!features.fma && runs.iter().any(|(_, c)| c.fma())) {
         return None;
     }
     let mut asm = Assembler::new().ok()?;
@@ -818,7 +855,8 @@ pub(crate) fn run_fused(w: &mut WaveState, f: &Fused, lds: &mut [u8], env: &mut 
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
     let wave: *mut WaveState = w;
     // SAFETY: `f.func` is code `emit_chain` generated (compiled only on hosts with
-    // AVX2, kept alive by the block whose entry holds `f`). It reads and writes the
+    // AVX2, and with FMA3 if it has a fused multiply-add: `compile_for`; kept alive
+    // by the block whose entry holds `f`). It reads and writes the
     // lanes of vector-file registers below `f.rows` (only if `f.vector`), which is
     // within `w.vgpr` (checked above), scalar-file dwords below 128 (`Builder` takes
     // indices only from plans, all below 128), `w.scc` (stored as 0 or 1), its own
@@ -2529,11 +2567,20 @@ pub(crate) enum Slot<'p> {
 /// accesses, scalar instructions with host code, in the order rules of [`Builder`]
 /// and [`Chain`]), when that is at least two. Returns (first entry, run) pairs.
 pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize, Chain)> {
+    find_runs_for(slots, HostFeatures::detect())
+}
+
+/// [`find_runs`] for a host with `features` (an op whose host form needs a feature
+/// `features` lacks joins no run).
+fn find_runs_for<'p>(
+    slots: impl Iterator<Item = Slot<'p>>,
+    features: HostFeatures,
+) -> Vec<(usize, Chain)> {
     let slots: Vec<Slot<'p>> = slots.collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < slots.len() {
-        let mut c = Chain::default();
+        let mut c = Chain::new(features);
         for slot in &slots[i..] {
             if !c.push(slot) {
                 break;
@@ -2551,6 +2598,7 @@ pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize
                 let rest = Chain {
                     parts: c.parts[k + 1..].to_vec(),
                     accesses: c.accesses[k + 1..].to_vec(),
+                    features,
                 };
                 if rest.entries() >= 2 {
                     out.push((at, rest));
@@ -2603,18 +2651,26 @@ pub(crate) struct Chain {
     parts: Vec<Builder>,
     /// What comes after each part but the last: an access, or nothing.
     accesses: Vec<Option<Access>>,
-}
-
-impl Default for Chain {
-    fn default() -> Self {
-        Self {
-            parts: vec![Builder::default()],
-            accesses: Vec::new(),
-        }
-    }
+    /// The host features its code may use (see [`Builder::push`]).
+    features: HostFeatures,
 }
 
 impl Chain {
+    /// An empty run, for a host with `features`.
+    fn new(features: HostFeatures) -> Self {
+        Self {
+            parts: vec![Builder::default()],
+            accesses: Vec::new(),
+            features,
+        }
+    }
+
+    /// Whether an op of the run is an f64 fused multiply-add (FMA3 code).
+    fn fma(&self) -> bool {
+        let fma = |op: &Op| matches!(op, Op::F64 { op: F64Op::Fma, .. });
+        self.parts.iter().any(|b| b.ops.iter().any(fma))
+    }
+
     /// Block entries the run covers.
     fn entries(&self) -> usize {
         self.parts.iter().map(|b| b.entries).sum::<usize>() + self.accesses.iter().flatten().count()
@@ -2628,8 +2684,9 @@ impl Chain {
         let Some(b) = self.parts.last_mut() else {
             return false;
         };
+        let features = self.features;
         let join = |b: &mut Builder| match slot {
-            Slot::Int(p) => b.push(p),
+            Slot::Int(p) => b.push(p, features),
             Slot::Lds(p) => b.push_lds(p),
             Slot::Scalar(n) => b.push_scalar(n),
             Slot::Flat(_) | Slot::Other => false,
