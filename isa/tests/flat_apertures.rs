@@ -1,0 +1,119 @@
+//! How a FLAT access is routed by its address (launch sheet section 11.2,
+//! the ISA manual's FLAT addressing): a high dword equal to the shared
+//! aperture's is LDS at the low dword, the private aperture's is the lane's
+//! scratch, anything else is a global address. A fault is reported as what
+//! the address is: an LDS offset only for an address inside the shared
+//! aperture, the whole flat address otherwise (issue 35: the -O0 build of
+//! secp256k1-omp stores through 0x0001_0000_0e54_8ae5 + 20, inside the shared
+//! aperture, and must be told as LDS offset 0xe548af9).
+
+mod common;
+
+use common::{code, run_wave, TestMemory};
+use isa::{Apertures, Fault, MemoryRegion, Wave, WaveExit};
+
+/// `flat_store_dword v[2:3], v4 offset:20` by lane 0 alone, to `addr - 20`,
+/// with `lds` bytes of LDS.
+fn store_at(addr: u64, lds: usize) -> (Result<WaveExit, Fault>, u64) {
+    let mem = TestMemory::default();
+    let c = code(&mem, "flat_store_dword v[2:3], v4 offset:20");
+    let mut w = Wave::new();
+    w.pc = c.region.device_base();
+    w.set_exec(1);
+    let base = addr - 20;
+    w.vgpr[2][0] = base as u32;
+    w.vgpr[3][0] = (base >> 32) as u32;
+    w.vgpr[4][0] = 0xC0FF_EE00;
+    let mut lds = vec![0u8; lds];
+    let r = run_wave(&mem, &c, &mut w, &mut lds);
+    (r, c.region.device_base() + c.offsets[0])
+}
+
+#[test]
+fn a_flat_address_in_the_shared_aperture_faults_as_its_lds_offset() {
+    let addr = Apertures::KFD.shared_base | 0x0e54_8af9;
+    let (r, pc) = store_at(addr, 1584);
+    assert_eq!(
+        r.unwrap_err(),
+        Fault::LdsOutOfRange {
+            offset: 0x0e54_8af9,
+            size: 4,
+            lds_size: 1584,
+            pc
+        }
+    );
+    // The aperture's last dword: still LDS, still its low dword.
+    let addr = Apertures::KFD.shared_base | 0xFFFF_FFFC;
+    let (r, _) = store_at(addr, 1584);
+    assert!(
+        matches!(
+            r.unwrap_err(),
+            Fault::LdsOutOfRange {
+                offset: 0xFFFF_FFFC,
+                ..
+            }
+        ),
+        "{addr:#x}"
+    );
+}
+
+#[test]
+fn a_flat_address_outside_every_aperture_faults_as_a_global_address() {
+    let shared = Apertures::KFD.shared_base;
+    let private = Apertures::KFD.private_base;
+    for addr in [
+        // The -O0 case's low dword with no aperture above it.
+        0x0e54_8af9u64,
+        // Just below and just above the shared aperture.
+        shared - 4,
+        shared + (1 << 32),
+        // Between the two apertures, and just below the private one.
+        shared + (0x7FFF << 32) + 0x0e54_8af9,
+        private - 4,
+        // Just above the private aperture.
+        private + (1 << 32) + 0x0e54_8af9,
+    ] {
+        let (r, pc) = store_at(addr, 1584);
+        assert_eq!(
+            r.unwrap_err(),
+            Fault::Memory {
+                address: addr,
+                size: 4,
+                write: true,
+                pc,
+                lane: Some(0),
+            },
+            "{addr:#x}"
+        );
+    }
+}
+
+/// A wave whose lanes mix the two: 63 lanes store through the shared
+/// aperture inside the LDS, lane 40 to the same offset without the aperture.
+/// The fault names lane 40's whole address, not an LDS offset.
+#[test]
+fn one_lane_outside_the_apertures_among_lds_lanes_faults_as_global() {
+    let mem = TestMemory::default();
+    let c = code(&mem, "flat_store_dword v[2:3], v4");
+    let mut w = Wave::new();
+    w.pc = c.region.device_base();
+    w.set_exec(u64::MAX);
+    let shared_hi = (Apertures::KFD.shared_base >> 32) as u32;
+    for l in 0..64 {
+        w.vgpr[2][l] = 4 * l as u32;
+        w.vgpr[3][l] = if l == 40 { 0 } else { shared_hi };
+        w.vgpr[4][l] = l as u32;
+    }
+    let mut lds = vec![0u8; 256];
+    let err = run_wave(&mem, &c, &mut w, &mut lds).unwrap_err();
+    assert_eq!(
+        err,
+        Fault::Memory {
+            address: 160,
+            size: 4,
+            write: true,
+            pc: c.region.device_base(),
+            lane: Some(40),
+        }
+    );
+}
