@@ -1,19 +1,21 @@
 //! `#[repr(C)]` types and constants of the LLVM 16 libomptarget ↔ plugin ABI.
 //!
 //! Every struct mirrors a C struct of LLVM 16.0.6's `omptarget.h` /
-//! `DeviceEnvironment.h` (x86-64 LP64 layout) as described in
-//! `shared/spec/omptarget-plugin-abi.md` §3. Sizes and field offsets are
+//! `DeviceEnvironment.h` (x86-64 LP64 layout), both under
+//! `openmp/libomptarget/include/`. Sizes and field offsets are
 //! checked at compile time below each type, so a layout slip fails the build.
 
 use std::ffi::{c_char, c_void};
 use std::mem::{align_of, offset_of, size_of};
 
-/// Success return value of the `__tgt_rtl_*` entry points (spec §2).
+/// Success return value of the `__tgt_rtl_*` entry points (`OFFLOAD_SUCCESS`
+/// in LLVM 16's `omptarget.h`).
 pub const OFFLOAD_SUCCESS: i32 = 0;
-/// Failure return value of the `__tgt_rtl_*` entry points: `~0` = -1 (spec §2).
+/// Failure return value of the `__tgt_rtl_*` entry points: `~0` = -1 (`OFFLOAD_FAIL` in
+/// LLVM 16's `omptarget.h`).
 pub const OFFLOAD_FAIL: i32 = !0;
 
-/// `__tgt_offload_entry`: one kernel or global of an image (spec §3.1, 32 bytes).
+/// `__tgt_offload_entry`: one kernel or global of an image (LLVM 16's `omptarget.h`, 32 bytes).
 ///
 /// In the host table `addr` is the host kernel ID or the host global's
 /// address; in a target table built by `load_binary` it is the plugin's kernel
@@ -27,7 +29,8 @@ pub struct OffloadEntry {
     pub name: *mut c_char,
     /// 0 for kernels, the size in bytes for globals.
     pub size: usize,
-    /// `OMP_DECLARE_TARGET_*` flags (spec §3.9): [`ENTRY_FLAG_LINK`], [`ENTRY_FLAG_CTOR`], [`ENTRY_FLAG_DTOR`].
+    /// `OMP_DECLARE_TARGET_*` flags (`OpenMPOffloadingDeclareTargetFlags` in
+    /// `omptarget.h`): [`ENTRY_FLAG_LINK`], [`ENTRY_FLAG_CTOR`], [`ENTRY_FLAG_DTOR`].
     pub flags: i32,
     /// Reserved, 0.
     pub reserved: i32,
@@ -42,14 +45,14 @@ const _: () = {
     assert!(offset_of!(OffloadEntry, reserved) == 28);
 };
 
-/// Offload entry flag: `declare target link` global (spec §3.9).
+/// Offload entry flag: `declare target link` global (`OMP_DECLARE_TARGET_LINK`, `omptarget.h`).
 pub const ENTRY_FLAG_LINK: i32 = 0x1;
-/// Offload entry flag: constructor kernel (spec §3.9).
+/// Offload entry flag: constructor kernel (`OMP_DECLARE_TARGET_CTOR`, `omptarget.h`).
 pub const ENTRY_FLAG_CTOR: i32 = 0x2;
-/// Offload entry flag: destructor kernel (spec §3.9).
+/// Offload entry flag: destructor kernel (`OMP_DECLARE_TARGET_DTOR`, `omptarget.h`).
 pub const ENTRY_FLAG_DTOR: i32 = 0x4;
 
-/// `__tgt_device_image`: one device image handed to the plugin (spec §3.2, 32 bytes).
+/// `__tgt_device_image`: one device image handed to the plugin (LLVM 16's `omptarget.h`, 32 bytes).
 ///
 /// `image_start..image_end` is the raw device ELF (libomptarget already
 /// unwrapped any `OffloadBinary`); the entry range is end-exclusive.
@@ -73,8 +76,8 @@ const _: () = {
     assert!(offset_of!(DeviceImage, entries_end) == 24);
 };
 
-/// `__tgt_bin_desc`: a program's whole set of device images (spec §3.3, 32
-/// bytes); only `register_lib`/`unregister_lib` receive it.
+/// `__tgt_bin_desc`: a program's whole set of device images (LLVM 16's
+/// `omptarget.h`, 32 bytes); only `register_lib`/`unregister_lib` receive it.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct BinDesc {
@@ -95,7 +98,7 @@ const _: () = {
     assert!(offset_of!(BinDesc, host_entries_end) == 24);
 };
 
-/// `__tgt_target_table`: the table `load_binary` returns (spec §3.4, 16 bytes).
+/// `__tgt_target_table`: the table `load_binary` returns (LLVM 16's `omptarget.h`, 16 bytes).
 /// Owned by the plugin, valid and unchanged until process exit.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -111,7 +114,7 @@ const _: () = {
     assert!(offset_of!(TargetTable, entries_end) == 8);
 };
 
-/// `__tgt_async_info` (spec §3.5, 8 bytes): owned by libomptarget; `queue`
+/// `__tgt_async_info` (LLVM 16's `omptarget.h`, 8 bytes): owned by libomptarget; `queue`
 /// points to a plugin object, NULL when no work is pending.
 #[repr(C)]
 #[derive(Debug)]
@@ -124,7 +127,7 @@ const _: () = {
     assert!(offset_of!(AsyncInfo, queue) == 0);
 };
 
-/// `__tgt_device_info` (spec §3.6, 16 bytes), filled by `init_device_info`.
+/// `__tgt_device_info` (LLVM 16's `omptarget.h`, 16 bytes), filled by `init_device_info`.
 #[repr(C)]
 #[derive(Debug)]
 pub struct DeviceInfo {
@@ -139,7 +142,7 @@ const _: () = {
     assert!(offset_of!(DeviceInfo, device) == 8);
 };
 
-/// `__tgt_image_info` (spec §3.6, 8 bytes), passed to `is_valid_binary_info`.
+/// `__tgt_image_info` (LLVM 16's `omptarget.h`, 8 bytes), passed to `is_valid_binary_info`.
 #[repr(C)]
 #[derive(Debug)]
 pub struct ImageInfo {
@@ -151,8 +154,9 @@ const _: () = {
     assert!(offset_of!(ImageInfo, arch) == 0);
 };
 
-/// `KernelArgsTy` of LLVM 16 (spec §3.7, 104 bytes, align 8): the launch
-/// description `launch_kernel` receives. Treat it as read-only (spec §5.1).
+/// `KernelArgsTy` of LLVM 16 (`omptarget.h`, 104 bytes, align 8): the launch
+/// description `launch_kernel` receives. Treat it as read-only (libomptarget
+/// keeps using it after the call: `openmp/libomptarget/src/omptarget.cpp`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArgs {
@@ -201,54 +205,61 @@ const _: () = {
     assert!(offset_of!(KernelArgs, dyn_cgroup_mem) == 96);
 };
 
-/// `KernelArgs::flags` bit 0: the launch comes from a `nowait` region (spec §3.7).
+/// `KernelArgs::flags` bit 0: the launch comes from a `nowait` region
+/// (`KernelArgsTy::Flags`, `omptarget.h`).
 pub const KERNEL_ARGS_FLAG_NOWAIT: u64 = 0x1;
 
-/// `TargetAllocTy::TARGET_ALLOC_DEVICE` (spec §3.8).
+/// `TargetAllocTy::TARGET_ALLOC_DEVICE` (LLVM 16's `omptarget.h`).
 pub const TARGET_ALLOC_DEVICE: i32 = 0;
-/// `TargetAllocTy::TARGET_ALLOC_HOST`: pinned host memory (spec §3.8).
+/// `TargetAllocTy::TARGET_ALLOC_HOST`: pinned host memory (`omptarget.h`).
 pub const TARGET_ALLOC_HOST: i32 = 1;
-/// `TargetAllocTy::TARGET_ALLOC_SHARED` (spec §3.8; NULL in LLVM 16's AMDGPU plugin).
+/// `TargetAllocTy::TARGET_ALLOC_SHARED` (`omptarget.h`; NULL in LLVM 16's AMDGPU plugin).
 pub const TARGET_ALLOC_SHARED: i32 = 2;
-/// `TargetAllocTy::TARGET_ALLOC_DEFAULT`: mappings and `omp_target_alloc` (spec §3.8).
+/// `TargetAllocTy::TARGET_ALLOC_DEFAULT`: mappings and `omp_target_alloc` (`omptarget.h`).
 pub const TARGET_ALLOC_DEFAULT: i32 = 3;
 
-/// Requires flag: never registered (spec §3.9).
+/// Requires flag: never registered (`OMP_REQ_UNDEFINED`, `omptarget.h`).
 pub const OMP_REQ_UNDEFINED: i64 = 0x0;
-/// Requires flag: no `requires` directive (spec §3.9).
+/// Requires flag: no `requires` directive (`OMP_REQ_NONE`, `omptarget.h`).
 pub const OMP_REQ_NONE: i64 = 0x1;
-/// Requires flag: `reverse_offload` (spec §3.9).
+/// Requires flag: `reverse_offload` (`OpenMPOffloadingRequiresDirFlags`, `omptarget.h`).
 pub const OMP_REQ_REVERSE_OFFLOAD: i64 = 0x2;
-/// Requires flag: `unified_address` (spec §3.9).
+/// Requires flag: `unified_address` (`OpenMPOffloadingRequiresDirFlags`, `omptarget.h`).
 pub const OMP_REQ_UNIFIED_ADDRESS: i64 = 0x4;
-/// Requires flag: `unified_shared_memory` (spec §3.9, §4.3).
+/// Requires flag: `unified_shared_memory` (`OpenMPOffloadingRequiresDirFlags`,
+/// `omptarget.h`; handled by `openmp/libomptarget/src/rtl.cpp` and the plugin's `init_requires`).
 pub const OMP_REQ_UNIFIED_SHARED_MEMORY: i64 = 0x8;
-/// Requires flag: `dynamic_allocators` (spec §3.9).
+/// Requires flag: `dynamic_allocators` (`OpenMPOffloadingRequiresDirFlags`, `omptarget.h`).
 pub const OMP_REQ_DYNAMIC_ALLOCATORS: i64 = 0x10;
 
-/// `OMP_TGT_EXEC_MODE_GENERIC` (spec §3.9, §4.2).
+/// `OMP_TGT_EXEC_MODE_GENERIC` (`OMPTgtExecModeFlags` in LLVM 16's
+/// `llvm/include/llvm/Frontend/OpenMP/OMPDeviceConstants.h`).
 pub const OMP_TGT_EXEC_MODE_GENERIC: u8 = 1;
-/// `OMP_TGT_EXEC_MODE_SPMD` (spec §3.9, §4.2).
+/// `OMP_TGT_EXEC_MODE_SPMD` (`OMPTgtExecModeFlags`, `OMPDeviceConstants.h`).
 pub const OMP_TGT_EXEC_MODE_SPMD: u8 = 2;
-/// `OMP_TGT_EXEC_MODE_GENERIC_SPMD` (spec §3.9, §4.2).
+/// `OMP_TGT_EXEC_MODE_GENERIC_SPMD` (`OMPTgtExecModeFlags`, `OMPDeviceConstants.h`).
 pub const OMP_TGT_EXEC_MODE_GENERIC_SPMD: u8 = 3;
 
-/// `LIBOMPTARGET_INFO` bit: kernel arguments (spec §3.9).
+/// `LIBOMPTARGET_INFO` bit: kernel arguments (`OpenMPInfoType` in LLVM 16's
+/// `openmp/libomptarget/include/Debug.h`).
 pub const OMP_INFOTYPE_KERNEL_ARGS: u32 = 0x1;
-/// `LIBOMPTARGET_INFO` bit: mapping exists (spec §3.9).
+/// `LIBOMPTARGET_INFO` bit: mapping exists (`OpenMPInfoType`, `Debug.h`).
 pub const OMP_INFOTYPE_MAPPING_EXISTS: u32 = 0x2;
-/// `LIBOMPTARGET_INFO` bit: dump mapping table (spec §3.9).
+/// `LIBOMPTARGET_INFO` bit: dump mapping table (`OpenMPInfoType`, `Debug.h`).
 pub const OMP_INFOTYPE_DUMP_TABLE: u32 = 0x4;
-/// `LIBOMPTARGET_INFO` bit: mapping changed (spec §3.9).
+/// `LIBOMPTARGET_INFO` bit: mapping changed (`OpenMPInfoType`, `Debug.h`).
 pub const OMP_INFOTYPE_MAPPING_CHANGED: u32 = 0x8;
-/// `LIBOMPTARGET_INFO` bit: plugin kernel launch line (spec §3.9, §5.3 step 5).
+/// `LIBOMPTARGET_INFO` bit: plugin kernel launch line (`OpenMPInfoType`, `Debug.h`; printed
+/// by `GenericKernelTy::printLaunchInfo` in LLVM 16's
+/// `plugins-nextgen/common/PluginInterface/PluginInterface.cpp`).
 pub const OMP_INFOTYPE_PLUGIN_KERNEL: u32 = 0x10;
-/// `LIBOMPTARGET_INFO` bit: data transfers (spec §3.9).
+/// `LIBOMPTARGET_INFO` bit: data transfers (`OpenMPInfoType`, `Debug.h`).
 pub const OMP_INFOTYPE_DATA_TRANSFER: u32 = 0x20;
-/// `LIBOMPTARGET_INFO`: all bits (spec §3.9).
+/// `LIBOMPTARGET_INFO`: all bits (`OpenMPInfoType`, `Debug.h`).
 pub const OMP_INFOTYPE_ALL: u32 = 0xffff_ffff;
 
-/// `DeviceEnvironmentTy` (spec §3.10, 16 bytes, align 4): written into the
+/// `DeviceEnvironmentTy` (LLVM 16's
+/// `openmp/libomptarget/include/DeviceEnvironment.h`, 16 bytes, align 4): written into the
 /// image's `__omp_rtl_device_environment` global at load.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -273,7 +284,7 @@ const _: () = {
 
 impl DeviceEnvironment {
     /// The 16 bytes copied into `__omp_rtl_device_environment` (little endian,
-    /// field order of spec §3.10).
+    /// field order of `DeviceEnvironmentTy`).
     pub fn to_bytes(&self) -> [u8; 16] {
         let mut out = [0u8; 16];
         out[0..4].copy_from_slice(&self.debug_kind.to_le_bytes());
@@ -284,12 +295,15 @@ impl DeviceEnvironment {
     }
 }
 
-/// Name of the device global that receives the [`DeviceEnvironment`] (spec §3.10).
+/// Name of the device global that receives the [`DeviceEnvironment`] (LLVM 16's
+/// `PluginInterface.cpp`, `GenericDeviceTy::setupDeviceEnvironment`).
 pub const DEVICE_ENVIRONMENT_SYMBOL: &str = "__omp_rtl_device_environment";
 
 /// The AMDGPU implicit kernel arguments placed right after the explicit ones
-/// in the kernarg buffer (spec §3.11, §5.4; 56 bytes). LLVM 16 leaves them all
-/// zero.
+/// in the kernarg buffer (`AMDGPUImplicitArgsTy` in LLVM 16's
+/// `openmp/libomptarget/plugins-nextgen/amdgpu/utils/UtilitiesRTL.h`, placed by
+/// `AMDGPUKernelTy::launchImpl` in `plugins-nextgen/amdgpu/src/rtl.cpp`; 56
+/// bytes). LLVM 16 leaves them all zero.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ImplicitArgs {
@@ -319,7 +333,7 @@ const _: () = {
     assert!(offset_of!(ImplicitArgs, unused2) == 48);
 };
 
-/// Size in bytes of [`ImplicitArgs`] (spec §3.11).
+/// Size in bytes of [`ImplicitArgs`] (`AMDGPUImplicitArgsTy`, `UtilitiesRTL.h`).
 pub const IMPLICIT_ARGS_SIZE: usize = size_of::<ImplicitArgs>();
 
 #[cfg(test)]

@@ -55,7 +55,9 @@ impl DeviceAllocator {
         &self.memory
     }
 
-    /// `data_alloc` (spec §2.1, §3.8): DEFAULT / DEVICE from the coarse pool
+    /// `data_alloc` (`AMDGPUDeviceTy::allocate` in LLVM 16's
+    /// `plugins-nextgen/amdgpu/src/rtl.cpp`; kinds: `TargetAllocTy`, `omptarget.h`):
+    /// DEFAULT / DEVICE from the coarse pool
     /// through the memory manager; HOST and SHARED from the host's
     /// fine-grained pool, accessible to every GPU and recorded as pinned.
     ///

@@ -35,7 +35,8 @@ use hsa::Hsa;
 use hsa_sys::*;
 use std::sync::Arc;
 
-/// Per-device settings read from the environment at `init_device` (spec §6).
+/// Per-device settings read from the environment at `init_device` (LLVM 16's
+/// `GenericDeviceTy` constructor and `AMDGPUDeviceTy::initImpl`).
 #[derive(Debug, Clone)]
 pub struct DeviceConfig {
     /// `LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES` (4), capped by QUEUES_MAX.
@@ -83,7 +84,8 @@ pub struct Device {
     pub num_devices: u32,
     /// The GPU agent.
     pub agent: hsa_agent_t,
-    /// The device's grid values (spec §5.2).
+    /// The device's grid values (`llvm/Frontend/OpenMP/OMPGridValues.h`, set by
+    /// `AMDGPUDeviceTy::initImpl`).
     pub grid: GridValues,
     /// Settings from the environment.
     pub config: DeviceConfig,
@@ -97,7 +99,8 @@ pub struct Device {
 }
 
 impl Device {
-    /// Builds the device of `agent` (spec §2.1 `init_device`): pools, memory
+    /// Builds the device of `agent` (`__tgt_rtl_init_device`; LLVM 16's
+    /// `AMDGPUDeviceTy::initImpl`): pools, memory
     /// manager, grid values, queues, signal pool, and the parts over them.
     ///
     /// Errors: a failing HSA call; no coarse-grained pool; unusable grid

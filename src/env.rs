@@ -1,4 +1,5 @@
-//! Environment knobs of the plugin, with LLVM's names and parsing (spec §6).
+//! Environment knobs of the plugin, with LLVM's names and parsing (`Envar` in
+//! LLVM 16's `openmp/libomptarget/include/Utilities.h`).
 //!
 //! Integers are parsed like C++ stream extraction (LLVM's `Envar`): leading
 //! whitespace skipped, an optional sign, the longest decimal prefix; no digit

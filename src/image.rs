@@ -11,8 +11,12 @@
 //! `code_object` crate (shared with the virtual device's loader and
 //! `amdhsa-loader`); this module adds what only the plugin does.
 //!
-//! Facts followed: spec §2.1 (`is_valid_binary`), §4.1 (target IDs), §4.2
-//! (symbol lookup, `<kernel>_exec_mode`), §4.4 (code object V4).
+//! Facts followed: LLVM 16's `openmp/libomptarget/plugins-nextgen/amdgpu/src/rtl.cpp`
+//! (`is_valid_binary`, target IDs through `isImageCompatibleWithEnv` in
+//! `plugins-nextgen/amdgpu/utils/UtilitiesRTL.h`), `PluginInterface.cpp` and
+//! `GlobalHandler.cpp` under `plugins-nextgen/common/PluginInterface/` (symbol
+//! lookup, `<kernel>_exec_mode`), and LLVM's `llvm/docs/AMDGPUUsage.rst`, "Target
+//! ID" and "Code Object V4 Metadata".
 
 use code_object::elf::{with_amdgpu_elf, with_elf, Elf, EM_AMDGPU};
 use object::elf;
@@ -39,7 +43,8 @@ pub enum ImageKind {
     /// parse.
     AmdgpuElf,
     /// LLVM bitcode whose IR symbol table names an `amdgcn` target triple
-    /// (would need JIT compilation, spec §4.5).
+    /// (would need JIT compilation: LLVM 16's
+    /// `plugins-nextgen/common/PluginInterface/JIT.cpp`).
     AmdgcnBitcode,
     /// Anything else (foreign ELF, NVPTX, malformed, other bitcode...).
     Other,
@@ -91,7 +96,9 @@ fn malformed(why: String) -> ImageError {
 // Classification
 
 /// Classifies device image bytes with the semantics of the C++ plugin's
-/// `is_valid_binary` (spec §2.1): [`ImageKind::AmdgpuElf`] for a parsable
+/// `is_valid_binary` (`__tgt_rtl_is_valid_binary` in LLVM 16's
+/// `plugins-nextgen/common/PluginInterface/PluginInterface.cpp`):
+/// [`ImageKind::AmdgpuElf`] for a parsable
 /// 64-bit ELF with `e_machine == EM_AMDGPU`, [`ImageKind::AmdgcnBitcode`] for
 /// bitcode whose IR symbol table's target triple has arch `amdgcn`, else
 /// [`ImageKind::Other`]. Cheap, side-effect free, never panics.
@@ -216,7 +223,9 @@ struct FoundSymbol {
     nobits: bool,
 }
 
-/// Looks `name` up as LLVM's plugin does (spec §4.2): when the image has a
+/// Looks `name` up as LLVM's plugin does (`GenericGlobalHandlerTy`
+/// in LLVM 16's `plugins-nextgen/common/PluginInterface/GlobalHandler.cpp`):
+/// when the image has a
 /// hash section (`.gnu.hash` or `.hash`), only the dynamic symbol table is
 /// searched; otherwise `.symtab`. Undefined symbols are not found.
 fn find_symbol(file: &Elf<'_>, name: &str) -> Result<Option<FoundSymbol>, ImageError> {
@@ -300,7 +309,8 @@ fn find_symbol(file: &Elf<'_>, name: &str) -> Result<Option<FoundSymbol>, ImageE
 }
 
 /// Reads the 1-byte global `symbol` from the image bytes (e.g.
-/// `<kernel>_exec_mode`, spec §4.2).
+/// `<kernel>_exec_mode`, read by `GenericKernelTy::init` in LLVM 16's
+/// `PluginInterface.cpp`).
 ///
 /// `Ok(None)` when the symbol is absent or its `st_size` is not 1 (LLVM then
 /// uses a default). A symbol in `.bss` reads as 0.
@@ -347,7 +357,8 @@ pub fn symbol_size(bytes: &[u8], symbol: &str) -> Result<Option<u64>, ImageError
 }
 
 /// The execution mode of kernel `kernel` as LLVM 16's plugin decides it at
-/// load (spec §4.2): the byte of `<kernel>_exec_mode`; missing symbol or
+/// load (`GenericKernelTy::init`, `PluginInterface.cpp`): the byte of
+/// `<kernel>_exec_mode`; missing symbol or
 /// `st_size != 1` → [`ExecMode::Spmd`].
 ///
 /// Errors: those of [`read_global_u8`]; [`ImageError::BadExecMode`] for a

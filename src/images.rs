@@ -5,7 +5,8 @@
 //! [`ImageTable`] owns each loaded image (its HSA code object and
 //! executable, the target table handed to libomptarget, its RPC server) and
 //! every [`Kernel`] built from them, by the handle stored in the target
-//! table. Loading (`load_binary`, spec §4): load and freeze the executable,
+//! table. Loading (`load_binary`; LLVM 16's `AMDGPUDeviceTy::loadBinaryImpl`):
+//! load and freeze the executable,
 //! write the device environment, set up RPC when the image has a client,
 //! then resolve every offload entry: a kernel (size 0) becomes a [`Kernel`]
 //! (`Kernel::init`), a global its device address (copied from the host
@@ -124,7 +125,8 @@ impl ImageTable {
         }
     }
 
-    /// `load_binary` (spec §4): loads `bytes` through HSA, writes the device
+    /// `load_binary` (`GenericDeviceTy::loadBinary` in LLVM 16's
+    /// `PluginInterface.cpp`): loads `bytes` through HSA, writes the device
     /// environment, resolves every entry and returns the target table.
     ///
     /// Errors: not an AMDGPU ELF; HSA load failure; a kernel or global
@@ -246,7 +248,8 @@ impl ImageTable {
     }
 
     /// Writes the 16-byte device environment into
-    /// `__omp_rtl_device_environment` (spec §3.10); absent or mis-sized
+    /// `__omp_rtl_device_environment` (`DeviceEnvironmentTy` of LLVM 16's
+    /// `openmp/libomptarget/include/DeviceEnvironment.h`); absent or mis-sized
     /// symbol: nothing to do, as LLVM.
     fn write_device_environment(&self, exe: hsa_executable_t) -> Result<()> {
         let Ok(name) = CString::new(abi::DEVICE_ENVIRONMENT_SYMBOL) else {

@@ -2,7 +2,8 @@
 //! `GenericKernelTy`): built once from its `.kd` symbol and metadata
 //! ([`Kernel::init`]), then launched ([`Kernel::launch`]): geometry from
 //! the launch request, kernarg block, dispatch-limit check, AQL dispatch on
-//! the stream of the async info (spec §5).
+//! the stream of the async info (LLVM 16's `AMDGPUKernelTy::launchImpl`,
+//! `plugins-nextgen/amdgpu/src/rtl.cpp`).
 
 use crate::abi::{self, AsyncInfo, KernelArgs};
 use crate::env;
@@ -19,7 +20,8 @@ use std::sync::Arc;
 
 /// What one kernel dispatch may ask of the agent; a launch asking more is
 /// refused before anything is queued (the packet processor would stop the
-/// queue on it, spec `hsa-api-subset.md` §7.3).
+/// queue on it and report the error to the callback given to
+/// `hsa_queue_create`, `hsa/hsa.h`).
 #[derive(Debug, Clone, Copy)]
 pub struct DispatchLimits {
     /// Work-items per workgroup (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`, and
@@ -168,7 +170,8 @@ impl Kernel {
         })
     }
 
-    /// `launch_kernel` (spec §5) on `device`: teams/threads from `kargs`, a
+    /// `launch_kernel` (`GenericKernelTy::launch` in LLVM 16's `PluginInterface.cpp`)
+    /// on `device`: teams/threads from `kargs`, a
     /// kernarg block with `args` (8 bytes each) followed by the 56-byte
     /// implicit block, and an AQL dispatch on the stream of `info`.
     /// `info_flags` is the plugin's `LIBOMPTARGET_INFO` mask.

@@ -4,7 +4,8 @@
 //! The algorithm is the one of LLVM 16.0.6's nextgen plugins
 //! (`GenericKernelTy::getNumThreads` / `getNumBlocks` in
 //! `plugins-nextgen/common/PluginInterface/PluginInterface.cpp`, with the grid
-//! values the AMDGPU part sets in `AMDGPUDeviceTy::initImpl`), spec §5.2–§5.3:
+//! values the AMDGPU part sets in `AMDGPUDeviceTy::initImpl` of
+//! `plugins-nextgen/amdgpu/src/rtl.cpp`):
 //!
 //! 1. `TL = thread_limit[0]`; if `TL > 0` and the kernel is in GENERIC mode
 //!    (1 only), `TL += warp size` (the generic-mode main warp).
@@ -26,7 +27,8 @@
 //!   generic mode gives 0 teams), and the final team count is at least 1
 //!   (LLVM gives 0 when `LIBOMPTARGET_AMDGPU_TEAMS_PER_CU=0`).
 //! - **`OMP_TEAMS_THREAD_LIMIT=L`** (`L > 0`; LLVM 16's AMDGPU plugin ignores
-//!   it, spec §5.2): applies only when the launch has no `thread_limit`
+//!   it: `AMDGPUDeviceTy::initImpl` never reads it): applies only when the
+//!   launch has no `thread_limit`
 //!   clause (`TL == 0`): `threads = min(threads of step 2, L + (GENERIC ?
 //!   warp size : 0))`, i.e. at most `L` OpenMP threads per team, plus the
 //!   main warp in generic mode exactly as a clause would get. It never
@@ -47,7 +49,9 @@ use crate::abi::{
 };
 
 /// Execution mode of an OpenMP kernel, from its `<kernel>_exec_mode` global
-/// (spec §3.9, §4.2; `OMPTgtExecModeFlags`).
+/// (`OMPTgtExecModeFlags` of LLVM 16's
+/// `llvm/include/llvm/Frontend/OpenMP/OMPDeviceConstants.h`, read by
+/// `GenericKernelTy::init` in `PluginInterface.cpp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExecMode {
     /// `OMP_TGT_EXEC_MODE_GENERIC` (1): one main thread runs the team's
@@ -80,7 +84,8 @@ impl ExecMode {
         }
     }
 
-    /// The name LLVM prints in its launch INFO line (spec §5.3 step 5):
+    /// The name LLVM prints in its launch INFO line
+    /// (`GenericKernelTy::printLaunchInfo` in LLVM 16's `PluginInterface.cpp`):
     /// `Generic`, `SPMD` or `Generic-SPMD`.
     pub fn name(self) -> &'static str {
         match self {
@@ -92,7 +97,8 @@ impl ExecMode {
 }
 
 /// Environment knobs that affect launch geometry, read once per device
-/// (spec §5.2, §6.2, §6.3). `None` = variable unset or invalid.
+/// (`AMDGPUDeviceTy::initImpl` in `plugins-nextgen/amdgpu/src/rtl.cpp` and the
+/// `GenericDeviceTy` constructor in `PluginInterface.cpp`). `None` = variable unset or invalid.
 ///
 /// Parsing follows LLVM's `Envar` (C++ stream extraction): leading
 /// whitespace skipped, a decimal number prefix taken, trailing text ignored;
@@ -113,13 +119,17 @@ pub struct LaunchEnv {
     pub default_num_teams: Option<u32>,
 }
 
-/// `LIBOMPTARGET_AMDGPU_TEAMS_PER_CU` (spec §6.3).
+/// `LIBOMPTARGET_AMDGPU_TEAMS_PER_CU` (read in LLVM 16's
+/// `plugins-nextgen/amdgpu/src/rtl.cpp`).
 pub const ENV_TEAMS_PER_CU: &str = "LIBOMPTARGET_AMDGPU_TEAMS_PER_CU";
-/// `OMP_NUM_TEAMS` (spec §6.2).
+/// `OMP_NUM_TEAMS` (read by the `GenericDeviceTy` constructor in LLVM 16's
+/// `plugins-nextgen/common/PluginInterface/PluginInterface.cpp`).
 pub const ENV_OMP_NUM_TEAMS: &str = "OMP_NUM_TEAMS";
-/// `OMP_TEAMS_THREAD_LIMIT` (spec §6.2).
+/// `OMP_TEAMS_THREAD_LIMIT` (read by the `GenericDeviceTy` constructor in
+/// `PluginInterface.cpp`).
 pub const ENV_OMP_TEAMS_THREAD_LIMIT: &str = "OMP_TEAMS_THREAD_LIMIT";
-/// `OMP_MAX_TEAMS_DEFAULT` (legacy AMDGPU plugin name, spec §6.3).
+/// `OMP_MAX_TEAMS_DEFAULT` (the legacy AMDGPU plugin's name, read in LLVM 16's
+/// `openmp/libomptarget/plugins/amdgpu/src/rtl.cpp`).
 pub const ENV_OMP_MAX_TEAMS_DEFAULT: &str = "OMP_MAX_TEAMS_DEFAULT";
 
 /// Default of `LIBOMPTARGET_AMDGPU_TEAMS_PER_CU` in LLVM 16.
@@ -156,7 +166,8 @@ impl LaunchEnv {
 }
 
 /// The device's grid values (LLVM `llvm::omp::GV` as the AMDGPU plugin sets
-/// them at `init_device`, spec §5.2), plus our environment clamps.
+/// them at `init_device`: `AMDGPUDeviceTy::initImpl`, with the defaults of
+/// `llvm/include/llvm/Frontend/OpenMP/OMPGridValues.h`), plus our environment clamps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GridValues {
     /// Wavefront size in work-items (`GV_Warp_Size`; 64 on gfx90a).
@@ -198,7 +209,8 @@ impl GridValues {
         }
     }
 
-    /// Grid values from the agent's HSA attributes (spec §5.2):
+    /// Grid values from the agent's HSA attributes (as
+    /// `AMDGPUDeviceTy::initImpl` in LLVM 16's `plugins-nextgen/amdgpu/src/rtl.cpp`):
     /// `HSA_AGENT_INFO_WAVEFRONT_SIZE`, `HSA_AGENT_INFO_WORKGROUP_MAX_DIM[0]`,
     /// `HSA_AGENT_INFO_GRID_MAX_DIM.x`, `HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT`.
     ///
@@ -239,7 +251,8 @@ impl GridValues {
     }
 }
 
-/// What a launch asks for (from `KernelArgsTy`, spec §3.7, and the kernel).
+/// What a launch asks for (from `KernelArgsTy` of LLVM 16's `omptarget.h`, and
+/// the kernel).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LaunchRequest {
     /// `num_teams` clause; only `[0]` is used; 0 = unspecified.
@@ -318,7 +331,8 @@ pub fn compute_launch(req: &LaunchRequest, grid: &GridValues) -> LaunchGeometry 
 }
 
 /// The INFO line LLVM prints for a launch when `LIBOMPTARGET_INFO` has bit
-/// 0x10 (spec §5.3 step 5), without the trailing newline:
+/// 0x10 (`GenericKernelTy::printLaunchInfo` in LLVM 16's `PluginInterface.cpp`),
+/// without the trailing newline:
 /// `AMDGPU device <id> info: Launching kernel <name> with <teams> blocks and
 /// <threads> threads in <mode> mode`.
 pub fn launch_info_line(
@@ -380,7 +394,8 @@ mod tests {
 
     #[test]
     fn gfx90a_grid_values() {
-        // Spec §5.2 with gfx90a attributes: wave 64, WORKGROUP_MAX_DIM.x 1024,
+        // `AMDGPUDeviceTy::initImpl`'s rules with gfx90a attributes: wave 64,
+        // WORKGROUP_MAX_DIM.x 1024,
         // GRID_MAX_DIM.x 0xffffffff -> max teams 4294967295 / 1024 = 4194303;
         // default teams 110 CUs x 4 = 440; default threads 256.
         let g = GridValues::amdgpu(110, &LaunchEnv::default());
@@ -455,7 +470,7 @@ mod tests {
                 req(GenericSpmd, 0, 64, 0),
                 geo(440, 64),
             ),
-            // num_teams(7) thread_limit(64) (spec appendix A).
+            // num_teams(7) thread_limit(64), as clang 16 passes them (`KernelArgsTy`).
             ("spmd nt 7 tl 64", req(Spmd, 7, 64, 0), geo(7, 64)),
             ("generic nt 1", req(Generic, 1, 0, 0), geo(1, 256)),
             // num_teams wins over the trip count.
@@ -477,7 +492,7 @@ mod tests {
             ),
             // num_teams above the block limit: min(5000000, 4194303).
             ("nt 5e6", req(Spmd, 5_000_000, 0, 0), geo(4_194_303, 256)),
-            // Constructor / destructor launch (spec §5.3): 1 x 1.
+            // Constructor / destructor launch (`GenericKernelTy::launch`): 1 x 1.
             ("ctor", req(Spmd, 1, 1, 0), geo(1, 1)),
             // Generic-mode ctor would get 1 + 64 = 65 threads.
             ("generic ctor", req(Generic, 1, 1, 0), geo(1, 65)),

@@ -2,7 +2,7 @@
 //! (`libomptarget.rtl.amdgpu.so`), the library through which libomptarget
 //! runs `#pragma omp target` regions on AMD GPUs via the HSA runtime.
 //!
-//! Layers, bottom up (see `shared/DESIGN.md`, "The plugin, inside"):
+//! Layers, bottom up (see `ARCHITECTURE.md`, "The plugin (`src/`)"):
 //!
 //! - [`hsa`]: the safe HSA layer over the dlopened runtime
 //!   ([`hsa_sys::HsaApi`]): one wrapper per call, `Result<_, HsaError>`;
@@ -22,7 +22,7 @@
 //! - [`plugin`]: the process-wide plugin, the host device, creation and
 //!   teardown.
 //! - [`rtl`]: the `extern "C" __tgt_rtl_*` entry points of LLVM 16's plugin
-//!   ABI (spec `omptarget-plugin-abi.md` §2): the edge where C pointers
+//!   ABI (LLVM 16's `openmp/libomptarget/include/omptargetplugin.h`): the edge where C pointers
 //!   become Rust values.
 //!
 //! Where `unsafe` lives: [`rtl`] (the C ABI: libomptarget's host buffers

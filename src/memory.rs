@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One HSA memory pool of an agent, with the attributes the plugin uses
-/// (`hsa-api-subset.md` §4.8).
+/// (`hsa_amd_memory_pool_info_t` in `hsa/hsa_ext_amd.h`).
 #[derive(Debug, Clone)]
 pub struct MemoryPool {
     /// The pool's handle.

@@ -1,7 +1,7 @@
 //! A size-class cache of device memory blocks over a raw allocator.
 //!
 //! Follows the semantics of LLVM 16's `MemoryManagerTy`
-//! (`plugins/common/MemoryManager/MemoryManager.h`, spec §6.2):
+//! (`openmp/libomptarget/plugins/common/MemoryManager/MemoryManager.h`):
 //!
 //! - requests of at most `threshold` bytes are served from a free list when a
 //!   previously freed block of **exactly** the same size is cached (LLVM keys
@@ -29,13 +29,15 @@ use std::fmt;
 
 use parking_lot::Mutex;
 
-/// Environment variable giving the cache threshold in bytes (spec §6.2).
+/// Environment variable giving the cache threshold in bytes
+/// (`MemoryManagerTy::getSizeThresholdFromEnv`).
 pub const THRESHOLD_ENV: &str = "LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD";
 
 /// LLVM 16's default threshold: 8192 bytes (`1 << 13`).
 pub const DEFAULT_THRESHOLD: usize = 1 << 13;
 
-/// Number of size classes: 0, then 4, 8, …, 8192 (spec §6.2).
+/// Number of size classes: 0, then 4, 8, …, 8192 (`MemoryManagerTy`'s
+/// `BucketSize`).
 const NUM_BUCKETS: usize = 13;
 
 /// The raw allocator the manager caches blocks of: typically an HSA memory
@@ -126,8 +128,9 @@ impl<A: BlockAllocator> MemoryManager<A> {
         }
     }
 
-    /// The threshold from [`THRESHOLD_ENV`] with LLVM 16 semantics (spec
-    /// §6.2): unset → `Some(default)`; `0` → `None` (manager disabled);
+    /// The threshold from [`THRESHOLD_ENV`] with LLVM 16 semantics
+    /// (`MemoryManagerTy::getSizeThresholdFromEnv`): unset → `Some(default)`;
+    /// `0` → `None` (manager disabled);
     /// `N > 0` → `Some(N)`. Where LLVM aborts on a non-numeric value
     /// (uncaught `std::stoul` exception), this returns `Some(default)` and
     /// logs a warning.

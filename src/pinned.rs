@@ -1,7 +1,8 @@
 //! Host ranges the GPUs can reach directly: ranges locked with
 //! `hsa_amd_memory_lock` (`data_lock`, and large transfers) and HOST / SHARED
-//! allocations from the fine-grained host pool (spec §2.1 `data_lock`,
-//! §7.4 path 1, §7.5).
+//! allocations from the fine-grained host pool (LLVM 16's
+//! `plugins-nextgen/amdgpu/src/rtl.cpp`: `dataLockImpl`, `dataSubmitImpl`'s
+//! locked-buffer path, `AMDGPUMemoryManagerTy`).
 //!
 //! Transfers whose host side lies inside one of these ranges skip the
 //! staging buffer: one DMA copy using the range's device-accessible alias.

@@ -60,7 +60,8 @@ pub struct Runtime {
 pub struct Plugin {
     /// `None` when no HSA runtime or no GPU: zero devices.
     pub runtime: Option<Runtime>,
-    /// Flags from `init_requires` (spec §3.9).
+    /// Flags from `init_requires` (`OpenMPOffloadingRequiresDirFlags`, LLVM 16's
+    /// `omptarget.h`).
     pub requires: AtomicI64,
     /// Info mask (`LIBOMPTARGET_INFO`, updated by `set_info_flag`).
     pub info_flags: AtomicU32,
@@ -76,7 +77,8 @@ pub fn xnack_enabled(target_id: &str) -> bool {
 }
 
 /// Strips the `amdgcn-amd-amdhsa` prefix and the dashes after it from an
-/// ISA name: `amdgcn-amd-amdhsa--gfx90a:xnack-` → `gfx90a:xnack-` (spec §4.1).
+/// ISA name: `amdgcn-amd-amdhsa--gfx90a:xnack-` → `gfx90a:xnack-` (as
+/// `AMDGPUPluginTy::isImageCompatible` in LLVM 16's `plugins-nextgen/amdgpu/src/rtl.cpp`).
 pub fn target_id_of_isa(name: &str) -> Option<&str> {
     let rest = name.strip_prefix("amdgcn-amd-amdhsa")?;
     Some(rest.trim_start_matches('-'))
@@ -287,7 +289,8 @@ impl Runtime {
     }
 }
 
-/// Reports a GPU memory fault (spec §7.9). The runtime is told it was
+/// Reports a GPU memory fault (`HSA_AMD_GPU_MEMORY_FAULT_EVENT`, `hsa/hsa_ext_amd.h`;
+/// handlers registered with `hsa_amd_register_system_event_handler`). The runtime is told it was
 /// handled, so it does not abort the process; the faulting queue's error
 /// callback then fails the pending operations, and the entry point waiting
 /// for them reports the failure.

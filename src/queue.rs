@@ -1,6 +1,7 @@
 //! An HSA AQL queue and the two packet kinds the plugin pushes on it:
-//! kernel dispatches and barrier-AND packets (`hsa-api-subset.md` §7.3,
-//! spec §5.4).
+//! kernel dispatches and barrier-AND packets (`hsa/hsa.h`:
+//! `hsa_kernel_dispatch_packet_t`, `hsa_barrier_and_packet_t`; LLVM 16's
+//! `AMDGPUQueueTy` in `plugins-nextgen/amdgpu/src/rtl.cpp`).
 //!
 //! Producer protocol, under the queue's own lock: reserve a packet id with
 //! `hsa_queue_add_write_index_relaxed`, wait until the ring has room, write
@@ -117,7 +118,8 @@ const fn header(packet_type: u32) -> u32 {
         | (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE)
 }
 
-/// What a kernel dispatch needs (spec §5.4).
+/// What a kernel dispatch needs (`AMDGPUQueueTy::pushKernelLaunch` in LLVM 16's
+/// `plugins-nextgen/amdgpu/src/rtl.cpp`).
 #[derive(Debug, Clone, Copy)]
 pub struct Dispatch {
     /// Address of the kernel descriptor (`KERNEL_OBJECT`).

@@ -1,4 +1,6 @@
-//! The `__tgt_rtl_*` entry points libomptarget 16 looks up (spec §2), with
+//! The `__tgt_rtl_*` entry points libomptarget 16 looks up (the
+//! `RTLInfoTy` function pointers of LLVM 16's
+//! `openmp/libomptarget/include/rtl.h`), with
 //! LLVM 16's C signatures.
 //!
 //! Export: the functions below have ordinary (mangled) Rust symbols; the C
@@ -14,7 +16,9 @@
 //! catches any panic so none crosses the C ABI (rustls-ffi's habit). No entry
 //! calls another exported symbol: shared logic lives in plain Rust
 //! functions, so a lookup through the global symbol scope (where another
-//! plugin's `__tgt_rtl_*` may sit, spec §1.3) can never be involved.
+//! plugin's `__tgt_rtl_*` may sit: libomptarget opens every plugin as a
+//! permanent, globally visible library in `RTLsTy::loadRTLs`,
+//! `openmp/libomptarget/src/rtl.cpp`) can never be involved.
 
 use crate::abi::{
     AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, OffloadEntry, TargetTable,
@@ -172,7 +176,10 @@ unsafe fn image_bytes<'a>(img: *const DeviceImage) -> Result<&'a [u8]> {
 }
 
 /// `is_valid_binary(_info)`: an AMDGPU ELF that every GPU agent can run
-/// (spec §4.1). The image's target ID is `arch` when libomptarget gives one
+/// (`AMDGPUPluginTy::isImageCompatible` in LLVM 16's
+/// `plugins-nextgen/amdgpu/src/rtl.cpp`, with `isImageCompatibleWithEnv` of
+/// `plugins-nextgen/amdgpu/utils/UtilitiesRTL.h`). The image's target ID is
+/// `arch` when libomptarget gives one
 /// (compared as LLVM does, exact string first), else the one its ELF header
 /// declares.
 fn check_image(bytes: &[u8], arch: Option<&str>) -> Result<bool> {
@@ -236,7 +243,8 @@ fn xnack_refusal(img: &TargetId, agents: &[String]) -> Option<String> {
 
 // ---------------------------------------------------------------- plugin
 
-/// Creates the plugin: opens HSA, finds the agents (spec §2.1). Always
+/// Creates the plugin: opens HSA, finds the agents (as `__tgt_rtl_init_plugin`
+/// in LLVM 16's `PluginInterface.cpp` and `AMDGPUPluginTy::initImpl`). Always
 /// returns 0; without HSA or GPU the plugin has zero devices.
 pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
     entry("init_plugin", 0, || {
@@ -355,7 +363,8 @@ pub unsafe extern "C" fn __tgt_rtl_unregister_lib(_desc: *mut BinDesc) -> i32 {
 
 // ---------------------------------------------------------------- devices
 
-/// Initialises device `id` (spec §2.1). A program that requires unified
+/// Initialises device `id` (`__tgt_rtl_init_device` in LLVM 16's
+/// `PluginInterface.cpp`). A program that requires unified
 /// shared memory is refused here when the device's agent has XNACK off
 /// ([`Plugin::check_requires`]; libomptarget 16 calls `init_requires`
 /// before every `init_device`).
@@ -460,7 +469,9 @@ fn c_print(text: &str) {
 }
 
 /// Stores in `*device_info` the device's agent (interop; `id` is the global
-/// device number, spec §2 quirk) and `""` in `*err`.
+/// device number: `__tgt_interop_init` in LLVM 16's
+/// `openmp/libomptarget/src/interop.cpp` passes it, not the plugin-local one)
+/// and `""` in `*err`.
 ///
 /// # Safety
 /// `device_info` must be NULL or valid; `err` NULL or a writable pointer.

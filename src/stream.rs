@@ -1,5 +1,5 @@
-//! Streams and events: the asynchronous heart of the plugin (spec §7.2,
-//! §7.3; LLVM's `AMDGPUStreamTy` / `AMDGPUEventTy`).
+//! Streams and events: the asynchronous heart of the plugin (LLVM 16's
+//! `AMDGPUStreamTy` / `AMDGPUEventTy` in `plugins-nextgen/amdgpu/src/rtl.cpp`).
 //!
 //! # The slot chain
 //!
@@ -17,7 +17,8 @@
 //!
 //! - a kernel goes to the stream's HSA queue behind a barrier-AND packet that
 //!   waits on the input signal (the queue does not start later packets while
-//!   a barrier waits, spec `hsa-api-subset.md` §7.3.1);
+//!   a barrier waits: the barrier bit of `hsa_barrier_and_packet_t`,
+//!   `hsa/hsa.h`);
 //! - a DMA copy passes the input signal in `hsa_amd_memory_async_copy`'s
 //!   dependency list, so the copy engine starts it once the signal is 0;
 //! - a host step (a `memcpy` between a user's pageable buffer and a pinned

@@ -1,6 +1,7 @@
 //! Transfers of one device (LLVM's `dataSubmitImpl` / `dataRetrieveImpl`
 //! / `dataExchangeImpl`): host → device, device → host and device → device
-//! copies on the stream of an async info (spec §7.4).
+//! copies on the stream of an async info (in
+//! LLVM 16's `plugins-nextgen/amdgpu/src/rtl.cpp`).
 //!
 //! [`Transfers`] owns the path policy, in ONE function ([`Transfers::copy`]
 //! through `host_path`) for all three directions. A copy has two

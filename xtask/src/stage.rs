@@ -1,5 +1,5 @@
 //! `cargo xtask stage`: builds the plugin and the virtual device in release
-//! mode and lays them out as DESIGN.md says:
+//! mode and lays them out as `README.md` describes:
 //!
 //! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and
 //!   `libomptarget.rtl.amdgpu.so` (the two names libomptarget 16 tries);
