@@ -62,7 +62,8 @@ fn rocm_without_gpu_gives_zero_devices_and_clean_fallback() {
 #[test]
 fn device_info_tool_prints_the_virtual_device() {
     // Legacy names only: Debian's x86_64 *nextgen* plugin, loaded before
-    // ours, crashes in its own print_device_info (spec §2.1); with
+    // ours, crashes in its own print_device_info (`__tgt_rtl_print_device_info`);
+    // with
     // LIBOMPTARGET_NEXTGEN_PLUGINS=0 libomptarget loads the legacy x86_64
     // plugin and ours under `libomptarget.rtl.amdgpu.so`.
     let tool = std::path::Path::new("/usr/lib/llvm-16/bin/llvm-omp-device-info");
@@ -213,7 +214,8 @@ fn a_kernel_runs_with_llvm_launch_geometry() {
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("bad=0"), "{stdout}\n{stderr}");
-    // SPMD, trip count 1000, no clauses: 256 threads, ceil(1000/256) = 4 teams (spec §5.3).
+    // SPMD, trip count 1000, no clauses: 256 threads, ceil(1000/256) = 4 teams
+    // (`GenericKernelTy::getNumBlocks` in LLVM 16's `PluginInterface.cpp`).
     assert!(
         stderr.contains("with 4 blocks and 256 threads in SPMD mode"),
         "{stderr}"
@@ -279,7 +281,8 @@ fn kernels_see_the_device_environment_the_plugin_wrote() {
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains(&announcement(2)), "{stderr}");
-    // Spec §3.10: NumDevices = the plugin's device count, DeviceNum = local id.
+    // `DeviceEnvironmentTy` (LLVM 16's `DeviceEnvironment.h`, filled by
+    // `PluginInterface.cpp`): NumDevices = the plugin's device count, DeviceNum = local id.
     assert!(
         stdout.contains("device 0 sees num_devices=2 device_num=0\n"),
         "{stdout}"

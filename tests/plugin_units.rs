@@ -448,7 +448,8 @@ fn exec_modes_match_objdump() {
     let f = fixtures();
     let lines = target_lines();
     assert_eq!(lines.len(), 3);
-    // Expected per spec §4.2: combined construct SPMD (2) at any -O; at -O0
+    // Expected (`<kernel>_exec_mode`, `OMPTgtExecModeFlags`): combined
+    // construct SPMD (2) at any -O; at -O0
     // the other two stay generic (1); at -O2 they are SPMD-ized (3).
     let expect: [(&PathBuf, [u8; 3]); 3] = [
         (&f.omp_gfx90a, [2, 3, 3]),
@@ -524,7 +525,8 @@ fn kernel_metadata_matches_readelf() {
             .collect();
         assert_eq!(ours, oracle, "{}", path.display());
     }
-    // Spec §4.4: OpenMP kernels have 8 bytes per explicit arg, no hidden args.
+    // As clang 16 emits them (AMDGPUUsage "Code Object V4 Metadata"): OpenMP
+    // kernels have 8 bytes per explicit arg, no hidden args.
     for k in image::kernel_metadata(&read(&f.omp_gfx90a)).unwrap() {
         assert_eq!(k.kernarg_segment_size as usize, 8 * k.explicit_arg_count());
         assert!(k.explicit_arg_sizes().iter().all(|&s| s == 8));

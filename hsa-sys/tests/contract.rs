@@ -33,7 +33,8 @@ const _: PFN_hsa_amd_signal_async_handler = hsa_amd_signal_async_handler;
 
 #[test]
 fn values_and_sizes_follow_the_spec() {
-    // hsa-api-subset.md 4.1, 4.5, 4.10 and section 5.
+    // ROCm 5.2's `hsa/hsa.h`, `hsa/hsa_ext_amd.h` and `hsa/amd_hsa_signal.h`:
+    // status codes, queue and packet enums, event types and struct layouts.
     assert_eq!(HSA_STATUS_ERROR_INVALID_ISA_NAME, 0x1017);
     assert_eq!(HSA_STATUS_ERROR_INVALID_MEMORY_POOL, 40);
     assert_eq!(HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT, 0xA014);

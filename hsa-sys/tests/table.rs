@@ -121,7 +121,7 @@ fn debian_rocm_runtime_resolves_everything() {
     assert!(!debug.contains("None"), "some function unresolved: {debug}");
 
     // A real call through the table: hsa_status_string works before
-    // hsa_init and names the code (hsa-api-subset.md 4.1).
+    // hsa_init and names the code (`hsa_status_string`, `hsa/hsa.h`).
     let mut text: *const std::os::raw::c_char = std::ptr::null();
     // SAFETY: valid out-pointer; the function needs no initialisation.
     let status =

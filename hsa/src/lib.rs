@@ -5,8 +5,9 @@
 //!
 //! The runtime is opened through [`hsa_sys::HsaApi`]: first the file named by
 //! `OMPTARGET_AMDGPU_HSA_LIBRARY` when set, then ROCm's `libhsa-runtime64.so.1`,
-//! then `libhsa-runtime64.so` (spec `hsa-api-subset.md` §1). Everything here
-//! follows the prototypes and behaviours of `hsa-api-subset.md` §6.
+//! then `libhsa-runtime64.so` (the unversioned name LLVM 16's
+//! `openmp/libomptarget/plugins/amdgpu/dynamic_hsa/hsa.cpp` opens). Everything
+//! here follows the prototypes of ROCm 5.2's `hsa/hsa.h` and `hsa/hsa_ext_amd.h`.
 //!
 //! Functions taking raw host or device addresses stay `unsafe` where the
 //! runtime dereferences them on our behalf (copies, locks, async handlers);
@@ -94,7 +95,7 @@ pub const HSA_LIBRARY_ENV: &str = "OMPTARGET_AMDGPU_HSA_LIBRARY";
 pub struct HsaError {
     /// The HSA function that failed, e.g. `"hsa_amd_memory_pool_allocate"`.
     pub call: &'static str,
-    /// The status it returned (spec `hsa-api-subset.md` §4.1).
+    /// The status it returned (`hsa_status_t`, `hsa/hsa.h`).
     pub status: hsa_status_t,
     /// `hsa_status_string`'s text for `status`, or a placeholder.
     pub text: String,
@@ -219,7 +220,7 @@ impl Hsa {
         }
     }
 
-    // ----- init and system (§6.1) -----
+    // ----- init and system (`hsa/hsa.h`) -----
 
     /// `hsa_init`: opens the runtime (reference counted).
     pub fn init(&self) -> HsaResult<()> {
@@ -254,7 +255,7 @@ impl Hsa {
         self.check("hsa_system_get_info", s).map(|()| v)
     }
 
-    // ----- agents and ISAs (§6.2) -----
+    // ----- agents and ISAs (`hsa/hsa.h`) -----
 
     /// `hsa_iterate_agents`: every agent, in the runtime's order.
     pub fn agents(&self) -> HsaResult<Vec<hsa_agent_t>> {
@@ -271,7 +272,7 @@ impl Hsa {
     }
 
     /// `hsa_agent_get_info` for an attribute whose C type is `T`
-    /// (attribute types: `hsa-api-subset.md` §4.4). The AMD attributes
+    /// (attribute types: `hsa_agent_info_t` in `hsa/hsa.h`). The AMD attributes
     /// (`HSA_AMD_AGENT_INFO_*`) go through the same call.
     pub fn agent_info<T: InfoValue>(&self, agent: hsa_agent_t, attribute: u32) -> HsaResult<T> {
         let mut v = T::zeroed();
@@ -332,7 +333,7 @@ impl Hsa {
         Ok(c_bytes_to_string(&buf))
     }
 
-    // ----- memory pools and memory (§6.5) -----
+    // ----- memory pools and memory (`hsa/hsa_ext_amd.h`) -----
 
     /// `hsa_amd_agent_iterate_memory_pools`: the pools an agent lists.
     pub fn memory_pools(&self, agent: hsa_agent_t) -> HsaResult<Vec<hsa_amd_memory_pool_t>> {
@@ -350,7 +351,7 @@ impl Hsa {
     }
 
     /// `hsa_amd_memory_pool_get_info` for an attribute whose C type is `T`
-    /// (§4.8).
+    /// (`hsa_amd_memory_pool_info_t`, `hsa/hsa_ext_amd.h`).
     pub fn pool_info<T: InfoValue>(
         &self,
         pool: hsa_amd_memory_pool_t,
@@ -520,7 +521,8 @@ impl Hsa {
 
     /// `hsa_amd_memory_async_copy(dst, agent, src, agent, size, deps,
     /// completion)`: the copy runs once every dependency is 0, then the
-    /// runtime subtracts 1 from `completion` (§7.4).
+    /// runtime subtracts 1 from `completion` (`hsa_amd_memory_async_copy`,
+    /// `hsa/hsa_ext_amd.h`).
     ///
     /// # Safety
     /// Both ranges must be valid device-accessible memory (pool memory or
@@ -611,7 +613,7 @@ impl Hsa {
         self.check("hsa_amd_register_system_event_handler", s)
     }
 
-    // ----- signals (§6.3) -----
+    // ----- signals (`hsa/hsa.h`, `hsa/hsa_ext_amd.h`) -----
 
     /// `hsa_amd_signal_create(initial, 0, NULL, 0)`.
     pub fn signal_create(&self, initial: hsa_signal_value_t) -> HsaResult<hsa_signal_t> {
@@ -740,7 +742,7 @@ impl Hsa {
         r
     }
 
-    // ----- queues (§6.4) -----
+    // ----- queues (`hsa/hsa.h`) -----
 
     /// `hsa_queue_create(agent, size, MULTI, callback, data, UINT32_MAX,
     /// UINT32_MAX)`.
@@ -808,7 +810,7 @@ impl Hsa {
         unsafe { (self.api.hsa_queue_load_read_index_scacquire)(queue) }
     }
 
-    // ----- code objects and executables (§6.6, §7.7) -----
+    // ----- code objects and executables (`hsa/hsa.h`) -----
 
     /// `hsa_code_object_deserialize(bytes, len, "")`: the runtime copies the
     /// bytes.
@@ -901,7 +903,7 @@ impl Hsa {
     }
 
     /// `hsa_executable_symbol_get_info` for an attribute whose C type is `T`
-    /// (§4.9).
+    /// (`hsa_executable_symbol_info_t`, `hsa/hsa.h`).
     pub fn symbol_info<T: InfoValue>(
         &self,
         sym: hsa_executable_symbol_t,

@@ -1,6 +1,7 @@
 //! Agents of the virtual platform: one CPU agent and N gfx90a kernel agents,
 //! and the answers to `hsa_agent_get_info` / `hsa_isa_get_info_alt`
-//! (hsa-api-subset.md 4.4 and 4.7).
+//! (`hsa_agent_info_t`, `hsa_isa_info_t` in `hsa/hsa.h`; `hsa_amd_agent_info_t`
+//! in `hsa/hsa_ext_amd.h`).
 
 use crate::error::{SimError, SimResult};
 use hsa_sys::*;

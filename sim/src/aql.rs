@@ -1,5 +1,5 @@
 //! AQL packets as the packet processor sees them (HSA system architecture
-//! 2.9; hsa-api-subset.md 5.2).
+//! 2.9; the packet structs of `hsa/hsa.h`).
 //!
 //! This module owns the one place where a 64-byte queue slot becomes a typed
 //! packet: [`Packet::parse`] reads the header's type and turns the slot into a

@@ -1,5 +1,5 @@
 //! The copy engine of a GPU agent: executes `hsa_amd_memory_async_copy`
-//! requests on a thread of its own (hsa-api-subset.md 7.4).
+//! requests on a thread of its own (`hsa/hsa_ext_amd.h`).
 //!
 //! Requests wait in arrival order. The engine runs the first one whose
 //! dependency signals have all been observed at 0, so a copy that waits for a

@@ -1,4 +1,5 @@
-//! Code objects, executables and their symbols (hsa-api-subset.md 4.9, 6.6, 7.7).
+//! Code objects, executables and their symbols (`hsa_executable_*` in
+//! `hsa/hsa.h`; behaviour as ROCr 5.2's `src/loader/executable.cpp`).
 //!
 //! Loading places every PT_LOAD segment of the code object into one
 //! zero-filled allocation of the target agent, applies the dynamic

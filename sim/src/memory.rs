@@ -1,5 +1,6 @@
 //! Memory pools, allocations and locked host ranges of the virtual platform
-//! (hsa-api-subset.md 4.8, 6.5, 7.6, 7.8).
+//! (`hsa_amd_memory_pool_*`, `hsa_amd_memory_lock` in `hsa/hsa_ext_amd.h`; the
+//! pools ROCr 5.2 exposes: `src/core/runtime/amd_memory_region.cpp`).
 //!
 //! The virtual device shares the host's address space: a device address *is*
 //! the host address of the bytes behind it. What makes device memory device

@@ -1,4 +1,5 @@
-//! AQL queues and their packet processors (hsa-api-subset.md 5.1, 5.2, 7.3).
+//! AQL queues and their packet processors (`hsa_queue_t` and the packet types
+//! of `hsa/hsa.h`; ROCr 5.2's `src/core/runtime/amd_aql_queue.cpp`).
 //!
 //! A queue is an `amd_queue_t` block (whose first 40 bytes are the client's
 //! `hsa_queue_t`) plus a ring of 64-byte AQL packet slots, both in runtime
@@ -414,7 +415,7 @@ fn processor_loop(q: &Arc<Queue>, host: &Weak<dyn QueueHost>, memory: &Arc<dyn i
     }
 }
 
-/// Builds an `hsa_amd_event_t` for a GPU memory fault (hsa-api-subset.md 5.4).
+/// Builds an `hsa_amd_event_t` for a GPU memory fault (`hsa/hsa_ext_amd.h`).
 pub fn memory_fault_event(agent: usize, address: u64, reason: u32) -> hsa_amd_event_t {
     // SAFETY: hsa_amd_event_t is plain data for which all-zero bytes are valid.
     let mut event: hsa_amd_event_t = unsafe { std::mem::zeroed() };

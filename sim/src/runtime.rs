@@ -121,7 +121,8 @@ impl Runtime {
                 });
                 index
             };
-        // The CPU agent's pools, in ROCr 5.2's order (hsa-api-subset.md 7.8).
+        // The CPU agent's pools, in ROCr 5.2's order (`src/core/runtime/amd_cpu_agent.cpp` of
+        // ROCR-Runtime `rocm-5.2.3`).
         let cpu_pools = vec![
             add_pool(
                 0,

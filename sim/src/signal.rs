@@ -1,5 +1,5 @@
-//! Signals of the virtual device (HSA API subset sheet §4.6, §5.3, §6.3, §7.2,
-//! §7.5; ROCm 5.2 `hsa.h` signal section and `amd_hsa_signal.h`).
+//! Signals of the virtual device (ROCm 5.2 `hsa/hsa.h` signal section,
+//! `hsa/hsa_ext_amd.h` for `hsa_amd_signal_*`, and `hsa/amd_hsa_signal.h`).
 //!
 //! A [`Signal`] is a 64-bit atomic value plus a way to sleep until it changes.
 //! The value lives at offset 8 of a heap-allocated, 64-byte, 64-aligned block
@@ -45,17 +45,19 @@ use parking_lot::Mutex;
 const BLOCKED_SPIN: Duration = Duration::from_micros(10);
 
 /// How long a `HSA_WAIT_STATE_ACTIVE` wait re-checks the value before it parks
-/// the thread (ROCr spins about as long before it sleeps, §6.3).
+/// the thread (ROCr spins about as long before it sleeps: `src/core/runtime/default_signal.cpp`
+/// of ROCR-Runtime `rocm-5.2.3`).
 const ACTIVE_SPIN: Duration = Duration::from_micros(200);
 
-/// `AMD_SIGNAL_KIND_USER` from `amd_hsa_signal.h` (§4.6).
+/// `AMD_SIGNAL_KIND_USER` from `hsa/amd_hsa_signal.h` (`amd_signal_kind_t`).
 const AMD_SIGNAL_KIND_USER: i64 = 1;
 
 /// Name of the runtime thread that runs async signal handlers and async
-/// functions (§7.5).
+/// functions (`hsa_amd_signal_async_handler`, `hsa_amd_async_function` in
+/// `hsa/hsa_ext_amd.h`).
 pub const ASYNC_HANDLER_THREAD_NAME: &str = "hsa-async-handler";
 
-/// `hsa_signal_condition_t` (§4.6): the test `value OP compare_value` a wait
+/// `hsa_signal_condition_t` (`hsa/hsa.h`): the test `value OP compare_value` a wait
 /// or an async handler is waiting for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Condition {
@@ -93,7 +95,7 @@ impl Condition {
 }
 
 /// Memory ordering of a signal value operation, as the suffix of the HSA call
-/// names it (`_relaxed`, `_scacquire`, `_screlease`, `_scacq_screl`; §6.3).
+/// names it (`_relaxed`, `_scacquire`, `_screlease`, `_scacq_screl`; `hsa/hsa.h`).
 ///
 /// An ordering that makes no sense for the operation (release on a load,
 /// acquire on a store) is strengthened to the nearest valid one, never
@@ -283,7 +285,7 @@ impl fmt::Debug for Notifier {
     }
 }
 
-/// The `amd_signal_t` block (§5.3): 64 bytes, 64-aligned. Every field is an
+/// The `amd_signal_t` block (`hsa/amd_hsa_signal.h`): 64 bytes, 64-aligned. Every field is an
 /// atomic so that device code may write it through its address at any time.
 #[repr(C, align(64))]
 struct AmdSignalBlock {
@@ -312,7 +314,7 @@ const _: () = {
     assert!(std::mem::offset_of!(AmdSignalBlock, reserved3) == 56);
 };
 
-/// An HSA signal (§6.3, §7.2).
+/// An HSA signal (`hsa_signal_t`, `hsa/hsa.h`).
 ///
 /// The 64-bit value lives inside a 64-byte, 64-aligned `amd_signal_t`-shaped
 /// block (kind i64 @0 = 1 (USER), value i64 @8, start_ts u64 @32, end_ts u64
@@ -343,7 +345,7 @@ impl Drop for CountGuard<'_> {
 }
 
 impl Signal {
-    /// A new signal holding `initial` (`hsa_signal_create`, §6.3).
+    /// A new signal holding `initial` (`hsa_signal_create`, `hsa/hsa.h`).
     pub fn new(initial: i64) -> Arc<Signal> {
         let block = Box::new(AmdSignalBlock {
             kind: AtomicI64::new(AMD_SIGNAL_KIND_USER),
@@ -464,7 +466,7 @@ impl Signal {
         self.changed();
     }
 
-    /// `hsa_signal_wait_*` (§6.3): blocks until `value cond compare` holds or
+    /// `hsa_signal_wait_*` (`hsa/hsa.h`): blocks until `value cond compare` holds or
     /// `timeout` has passed (None = forever) and returns the last value read
     /// (acquire), which satisfies the condition unless the wait timed out.
     /// Returns 0 promptly when the signal is or gets destroyed.
@@ -622,7 +624,7 @@ impl Drop for ObserveAll<'_> {
     }
 }
 
-/// `hsa_amd_signal_wait_any` (§6.3): waits until some pair
+/// `hsa_amd_signal_wait_any` (`hsa/hsa_ext_amd.h`): waits until some pair
 /// `signals[i] conds[i] values[i]` holds and returns the lowest such `i` with
 /// the value read, or `None` on timeout (None = forever) or when any signal
 /// of the set is destroyed. Pairs beyond the shortest of the three slices are
@@ -720,7 +722,7 @@ struct Shared {
 }
 
 /// The runtime's async-handler thread (`hsa_amd_signal_async_handler`,
-/// `hsa_amd_async_function`; §6.3, §7.5), named
+/// `hsa_amd_async_function`; `hsa/hsa_ext_amd.h`), named
 /// [`ASYNC_HANDLER_THREAD_NAME`].
 ///
 /// Registrations are level-triggered watches, evaluated only on the handler

@@ -1021,7 +1021,8 @@ fn check_placement(co: &CodeObject, o: &Oracle, bytes: &[u8]) -> Vec<u8> {
 fn openmp_image_matches_readelf() {
     let f = fixtures();
     let (co, o) = check_against_oracle(&f.omp);
-    // What the fact sheet promises for clang 16 OpenMP images.
+    // What clang 16 OpenMP images hold (code object V4, AMDGPUUsage "Code
+    // Object V4 Metadata"; as llvm-readelf-16 shows them).
     assert_eq!(co.code_object_version, 4);
     assert!(co
         .relocations
@@ -1209,7 +1210,8 @@ fn abs32_relocations_and_unsupported_types() {
 fn isa_compatibility_and_target_ids() {
     let f = fixtures();
     let agent = TargetId::gfx90a_default();
-    // The HSA ISA name of the virtual device (HSA sheet 4.7).
+    // The HSA ISA name of the virtual device (`HSA_ISA_INFO_NAME`, `hsa/hsa.h`;
+    // AMDGPUUsage "Target ID").
     assert_eq!(agent.to_target_id_string(), "gfx90a:sramecc+:xnack-");
     assert_eq!(
         agent.isa_name(),

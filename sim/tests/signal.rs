@@ -1,6 +1,6 @@
 //! Concurrency tests of the virtual device's signals, multi-signal waits and
 //! async-handler thread, through the public API of `hsa_runtime64::signal`
-//! (HSA API subset sheet §6.3, §7.2, §7.5).
+//! (`hsa_signal_*` in `hsa/hsa.h`, `hsa_amd_signal_*` in `hsa/hsa_ext_amd.h`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};

@@ -1,5 +1,6 @@
 //! Code objects, code object readers, executables and symbols
-//! (hsa-api-subset.md 4.9, 6.6, 7.7).
+//! (`hsa_code_object_reader_*`, `hsa_executable_*` in `hsa/hsa.h`; behaviour as
+//! ROCr 5.2's `src/loader/executable.cpp`).
 
 use super::{boundary, check_signature, non_null, write_info};
 use crate::agent::{agent_handle, InfoValue};
@@ -424,7 +425,8 @@ pub unsafe extern "C" fn hsa_executable_iterate_symbols(
     })
 }
 
-/// The answer to `hsa_executable_symbol_get_info(attribute)` (hsa-api-subset.md 4.9).
+/// The answer to `hsa_executable_symbol_get_info(attribute)`
+/// (`hsa_executable_symbol_info_t`, `hsa/hsa.h`).
 ///
 /// Errors: `InvalidArgument` for an unknown attribute, or a kernel-only
 /// attribute asked of a variable (and the reverse).

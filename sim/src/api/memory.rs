@@ -1,5 +1,7 @@
 //! Memory pools, allocation, access, locking, fills and copies
-//! (hsa-api-subset.md 4.8, 5.5, 6.5, 7.4, 7.6, 7.8).
+//! (`hsa_amd_memory_*` and `hsa_amd_agents_allow_access` in `hsa/hsa_ext_amd.h`,
+//! `hsa_memory_*` in `hsa/hsa.h`; behaviour as ROCr 5.2's
+//! `src/core/runtime/amd_memory_region.cpp` and `runtime.cpp`).
 
 use super::{boundary, check_signature, non_null, write_info};
 use crate::agent::{agent_handle, AgentKind, InfoValue};
@@ -101,7 +103,8 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_get_info(
     })
 }
 
-/// How agent `agent` may access pool `pool` (hsa-api-subset.md 6.5).
+/// How agent `agent` may access pool `pool`
+/// (`hsa_amd_agent_memory_pool_get_info`, `hsa/hsa_ext_amd.h`).
 fn access_rule(rt: &Runtime, agent: usize, pool: usize) -> (u32, u32) {
     let p = &rt.pools[pool];
     let a = &rt.agents[agent];

@@ -1,5 +1,6 @@
 //! AQL queues: creation, destruction, index operations and dispatch
-//! profiling (hsa-api-subset.md 5.1, 6.4).
+//! profiling (`hsa_queue_*` in `hsa/hsa.h`, `hsa_amd_profiling_*` in
+//! `hsa/hsa_ext_amd.h`).
 
 use super::{boundary, check_signature, non_null, value_boundary};
 use crate::agent::AgentKind;

@@ -1,5 +1,5 @@
 //! Signals: creation, every value operation, waits and async handlers
-//! (hsa-api-subset.md 4.6, 6.3, 7.5).
+//! (`hsa_signal_*` in `hsa/hsa.h`, `hsa_amd_signal_*` in `hsa/hsa_ext_amd.h`).
 //!
 //! The value operations return no status, as in ROCr; unlike ROCr they look
 //! the handle up, so a stale or forged handle is logged and ignored (loads

@@ -1,5 +1,7 @@
 //! Init, status strings, system info, agents, ISAs and system events
-//! (hsa-api-subset.md 4.1, 4.2, 6.1, 6.2, 6.5 last item).
+//! (`hsa/hsa.h`: `hsa_init`, `hsa_status_string`, `hsa_system_get_info`,
+//! `hsa_iterate_agents`, `hsa_agent_get_info`, `hsa_isa_*`; `hsa/hsa_ext_amd.h`:
+//! `hsa_amd_register_system_event_handler`).
 
 use super::{boundary, check_signature, non_null, write_info};
 use crate::agent::{self, InfoValue, AMD_SYSTEM_INFO_XNACK_ENABLED};
@@ -116,7 +118,7 @@ pub unsafe extern "C" fn hsa_status_string(
 
 static BUILD_VERSION: &str = concat!("virtual-gfx90a ", env!("CARGO_PKG_VERSION"), "\0");
 
-/// `hsa_system_get_info` (hsa-api-subset.md 4.2).
+/// `hsa_system_get_info` (`hsa_system_info_t`, `hsa/hsa.h`).
 ///
 /// # Safety
 /// `value` must be NULL or point to storage of the attribute's type.
@@ -216,7 +218,8 @@ pub unsafe extern "C" fn hsa_iterate_agents(
     })
 }
 
-/// `hsa_agent_get_info` (hsa-api-subset.md 4.4, and the AMD attributes).
+/// `hsa_agent_get_info` (`hsa_agent_info_t` in `hsa/hsa.h`, and the AMD
+/// attributes `hsa_amd_agent_info_t` in `hsa/hsa_ext_amd.h`).
 ///
 /// # Safety
 /// `value` must be NULL or point to storage of the attribute's type.
@@ -269,7 +272,7 @@ pub unsafe extern "C" fn hsa_agent_iterate_isas(
     })
 }
 
-/// `hsa_isa_get_info_alt` (hsa-api-subset.md 4.7).
+/// `hsa_isa_get_info_alt` (`hsa_isa_info_t`, `hsa/hsa.h`).
 ///
 /// # Safety
 /// `value` must be NULL or point to storage of the attribute's type.

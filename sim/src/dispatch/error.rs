@@ -2,7 +2,8 @@
 //! is reported with.
 //!
 //! This module owns [`DispatchError`], [`FaultSite`] and the mapping of ISA
-//! faults onto `hsa_status_t` (launch fact sheet section 13), using the status
+//! faults onto `hsa_status_t` (LLVM's `llvm/docs/AMDGPUUsage.rst`, "Trap Handler
+//! ABI"; the statuses of `hsa/hsa.h` and `hsa/hsa_ext_amd.h`), using the status
 //! constants of `hsa-sys`.
 
 use hsa_sys::{

@@ -1,5 +1,6 @@
 //! The initial state of a wave, per AMDGPUUsage "Initial Kernel Execution
-//! State" for gfx90a (launch fact sheet sections 9 and 11.3–11.4).
+//! State" for gfx90a (and its "Kernel Prolog" sections "Flat Scratch" and
+//! "Private Segment Buffer").
 //!
 //! This module owns the ABI: which user SGPRs the kernel descriptor enables
 //! and in which order they are packed from s0, the system SGPRs from
@@ -18,7 +19,8 @@ use crate::loader::KernelDescriptor;
 const ADDRESSABLE_SGPRS: usize = 102;
 /// Word 3 of the scratch buffer resource (V#) in the private segment buffer
 /// SGPRs: 32-bit float data format, index stride 64, swizzle enabled
-/// (launch sheet 11.3).
+/// (as ROCr 5.2 builds it: `AqlQueue::InitScratchSRD` in
+/// `src/core/runtime/amd_aql_queue.cpp`).
 const SCRATCH_RSRC_WORD3: u32 = 0x00EA_4FAC;
 /// Bit of word 1 of the scratch V# that turns swizzling on.
 const SCRATCH_RSRC_SWIZZLE: u32 = 0x8000_0000;
@@ -75,12 +77,14 @@ impl KernelLaunch {
         wave.pc = self.entry;
     }
 
-    /// User SGPRs (launch sheet 9.1), packed from s0 in the ABI's order.
+    /// User SGPRs (AMDGPUUsage "Initial Kernel Execution State"), packed from s0
+    /// in the ABI's order.
     fn user_sgprs(&self, wave: &mut Wave, scratch: &ScratchLayout, req: &DispatchRequest) {
         let kd = &self.kd;
         let mut s = SgprWriter { wave, next: 0 };
         if kd.enable_sgpr_private_segment_buffer() {
-            // Scratch V# (launch sheet 11.3): swizzled, 4-byte elements, index stride 64.
+            // Scratch V# (ROCr's `AqlQueue::InitScratchSRD`): swizzled, 4-byte
+            // elements, index stride 64.
             s.put(scratch.base as u32);
             s.put(((scratch.base >> 32) as u32 & 0xFFFF) | SCRATCH_RSRC_SWIZZLE);
             s.put(scratch.len.min(u64::from(u32::MAX)) as u32);
@@ -103,7 +107,7 @@ impl KernelLaunch {
         }
     }
 
-    /// System SGPRs (launch sheet 9.1), from `s[USER_SGPR_COUNT]`.
+    /// System SGPRs (AMDGPUUsage "Initial Kernel Execution State"), from `s[USER_SGPR_COUNT]`.
     fn system_sgprs(
         &self,
         wave: &mut Wave,
@@ -133,8 +137,9 @@ impl KernelLaunch {
         }
     }
 
-    /// v0: the packed work-item ids of wave `w` (launch sheet 9.2), 0 in lanes
-    /// past the workgroup; returns the number of lanes that exist (EXEC, 9.3).
+    /// v0: the packed work-item ids of wave `w` (AMDGPUUsage "Initial Kernel
+    /// Execution State", packed for gfx90a), 0 in lanes past the workgroup;
+    /// returns the number of lanes that exist (EXEC).
     fn workitem_ids(&self, wave: &mut Wave, w: usize, wg: &WorkgroupShape) -> usize {
         let ids = self.kd.enable_vgpr_workitem_id();
         let first = w * WAVE_SIZE;
@@ -219,7 +224,8 @@ impl WorkgroupShape {
 }
 
 /// The scratch of one workgroup: a slice of `per_wave` bytes per wave in one
-/// backing region at `base` of `len` bytes (launch sheet 11.4).
+/// backing region at `base` of `len` bytes (AMDGPUUsage "Flat Scratch" and
+/// "Private Segment Buffer").
 pub(super) struct ScratchLayout {
     /// Bytes per work-item, rounded up to 4.
     pub(super) per_lane: u64,

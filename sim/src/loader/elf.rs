@@ -7,8 +7,8 @@
 //!   OpenMP images every host-visible symbol (kernel descriptors, `_exec_mode`
 //!   bytes, `__omp_rtl_device_environment`, `declare target` globals) is in
 //!   both tables with identical values; `.symtab` only adds local symbols,
-//!   which ROCr skips anyway (fact sheet 6.2). `.dynsym` survives stripping.
-//! * As ROCr 5.2 (HSA sheet 7.7): only global/weak `STT_OBJECT`/`STT_COMMON`
+//!   which ROCr skips anyway (AMDGPUUsage "Symbols"). `.dynsym` survives stripping.
+//! * As ROCr 5.2 (`src/loader/executable.cpp`): only global/weak `STT_OBJECT`/`STT_COMMON`
 //!   symbols become executable symbols; `*.kd` are kernels, the rest
 //!   variables; names are kept verbatim.
 //! * **Relocations** are read from the allocated (`SHF_ALLOC`) `SHT_RELA`
@@ -45,10 +45,10 @@ pub const PAGE_SIZE: u64 = 4096;
 pub const MAX_VADDR_READ: u64 = 64 << 20;
 
 /// Smallest alignment required of `load_base`: kernel entry points are
-/// 256-byte aligned (fact sheet 8.1).
+/// 256-byte aligned (AMDGPUUsage "Kernel Descriptor").
 const MIN_BASE_ALIGN: u64 = 256;
 
-/// `R_AMDGPU_*` relocation type numbers (fact sheet 7).
+/// `R_AMDGPU_*` relocation type numbers (AMDGPUUsage "Relocation Records").
 mod reloc_type {
     pub const NONE: u32 = 0;
     pub const ABS32_LO: u32 = 1;
@@ -83,7 +83,8 @@ fn invalid<T>(r: object::read::Result<T>, what: impl FnOnce() -> String) -> Resu
     r.map_err(|e| LoadError::Invalid(format!("{}: {e}", what())))
 }
 
-/// A `PT_LOAD` program header (fact sheet 3.1).
+/// A `PT_LOAD` program header (as lld lays out clang 16 images; AMDGPUUsage
+/// "ELF Code Object").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment {
     /// `p_vaddr`: ELF virtual address of the segment.
@@ -129,7 +130,8 @@ pub enum SymbolKind {
     Variable,
 }
 
-/// A symbol the executable exposes (HSA sheet 4.9, 7.7).
+/// A symbol the executable exposes (`hsa_executable_symbol_info_t` in
+/// `hsa/hsa.h`; ROCr 5.2's `src/loader/executable.cpp`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SymbolDef {
     /// ELF name, verbatim (kernels keep `.kd`).
@@ -601,7 +603,8 @@ impl CodeObject {
     }
 
     /// Whether this code object may run on an agent with ISA `agent`
-    /// (same processor, pinned features equal; HSA sheet 7.7).
+    /// (same processor, pinned features equal; AMDGPUUsage "Target ID",
+    /// as ROCr 5.2's `src/core/runtime/isa.cpp`).
     ///
     /// Errors: `LoadError::IncompatibleIsa` naming both target IDs.
     pub fn check_compatible(&self, agent: &TargetId) -> Result<(), LoadError> {
@@ -623,7 +626,8 @@ impl CodeObject {
     /// Copies `len` bytes of the *initial image* at ELF vaddr `vaddr` out of
     /// `bytes` (the file given to `parse`), translating through the program
     /// headers; bytes beyond `p_filesz` (bss) read as zero. Used for kernel
-    /// descriptors and `<kernel>_exec_mode` bytes (fact sheet 3.1, 12.2).
+    /// descriptors and `<kernel>_exec_mode` bytes (the global LLVM 16's
+    /// `PluginInterface.cpp` reads).
     ///
     /// Errors: `LoadError::Invalid` when `len` exceeds [`MAX_VADDR_READ`], the
     /// range is not inside one PT_LOAD segment, or `bytes` is shorter than
@@ -703,7 +707,8 @@ impl CodeObject {
     /// Places the image at device address `load_base`: copies every PT_LOAD
     /// segment of `bytes` (the same bytes given to `parse`) to
     /// `dest[vaddr - first vaddr ..]`, zero-fills up to `p_memsz`, then applies
-    /// every dynamic relocation (fact sheet 7, HSA sheet 7.7):
+    /// every dynamic relocation (AMDGPUUsage "Relocation Records";
+    /// ROCr 5.2's `src/loader/executable.cpp`):
     /// RELATIVE64 = `load_base - first vaddr + A`; ABS64 = `S + A` with
     /// `S = load_base + (st_value - first vaddr)` for symbols defined here and
     /// `S = resolve_external(name)` for undefined ones; ABS32_LO / ABS32_HI =

@@ -6,9 +6,11 @@
 //! knows nothing of agents or executables beyond the target ID it is asked to
 //! check against.
 //!
-//! Facts followed: the AMDGPU code object fact sheet
-//! (`shared/spec/amdgpu-code-object-and-launch.md` sections 1–8) and the HSA
-//! sheet's description of ROCr 5.2's loader (`hsa-api-subset.md` 7.7, 4.9).
+//! Facts followed: LLVM's `llvm/docs/AMDGPUUsage.rst` ("ELF Code Object":
+//! "Header", "Sections", "Note Records", "Symbols", "Relocation Records";
+//! "Code Object V4 Metadata", "Code Object V5 Metadata", "Kernel Descriptor")
+//! and ROCr 5.2's loader (`src/loader/executable.cpp` of ROCR-Runtime
+//! `rocm-5.2.3`).
 //!
 //! * [`CodeObject::parse`] validates the ELF header, program headers, the
 //!   dynamic symbol table, the dynamic relocations and the
