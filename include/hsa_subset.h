@@ -8,8 +8,9 @@
  * amd_hsa_queue.h, amd_hsa_signal.h, hsa_ven_amd_loader.h) for x86-64 Linux
  * with the large machine model; `cargo test -p xtask` compiles this header
  * and ROCm's side by side and fails on any difference in a value, a size, an
- * alignment, a field offset or a prototype. See shared/spec/hsa-api-subset.md
- * for what each item means and how the runtime behaves.
+ * alignment, a field offset or a prototype. See ROCm 5.2's headers above for
+ * what each item means, and ROCR-Runtime (tag rocm-5.2.3, src/core/runtime/
+ * and src/loader/) for how the runtime behaves.
  *
  * This file is the input of `cargo xtask bindings`, which turns it into
  * hsa-sys/src/bindings.rs. Edit here, then regenerate.

@@ -1,4 +1,5 @@
-//! The gfx90a decoder: dwords → [`Instruction`] (gfx90a-encoding.md sections 1–5).
+//! The gfx90a decoder: dwords → [`Instruction`] (formats, operands and modifiers
+//! of LLVM's `llvm/lib/Target/AMDGPU/*.td`, checked against llvm-mc-16).
 //!
 //! Operand widths come from the generated opcode shapes, so a 64-bit operand is a
 //! register pair and a float inline constant in it is the f64 pattern.

@@ -81,7 +81,8 @@ impl Display for Sopc {
     }
 }
 
-/// `hwreg(NAME[, offset, size])` of s_getreg/s_setreg (gfx90a-encoding.md section 6.3).
+/// `hwreg(NAME[, offset, size])` of s_getreg/s_setreg (register IDs and field
+/// shifts: namespace `Hwreg` of LLVM's `llvm/lib/Target/AMDGPU/SIDefines.h`).
 struct Hwreg(u16);
 
 impl Display for Hwreg {

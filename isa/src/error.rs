@@ -1,7 +1,8 @@
 //! Errors of the ISA engine: why a word sequence is not a gfx90a instruction
 //! ([`DecodeError`]) and why a wave stopped abnormally ([`Fault`]).
 
-/// Why `decode` rejected a word sequence (gfx90a-encoding.md sections 2–4).
+/// Why `decode` rejected a word sequence (formats and operands: LLVM's
+/// `llvm/lib/Target/AMDGPU/*.td`, as llvm-mc-16 decodes them).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
     /// The instruction needs more dwords than were available (64-bit encoding or literal).

@@ -5,7 +5,8 @@
 //! `v_div_fmas`, `v_div_fixup`) and `v_trig_preop_f64`.
 //!
 //! Facts: AMD "MI200 (CDNA2) ISA" instruction descriptions; MODE layout from
-//! gfx90a-encoding.md section 6.3 (FP_DENORM: 0 flush in+out, 1 flush out, 2 flush in,
+//! LLVM's `llvm/lib/Target/AMDGPU/SIDefines.h` (`FP_DENORM_*`, `Hwreg`; FP_DENORM:
+//! 0 flush in+out, 1 flush out, 2 flush in,
 //! 3 keep — so bit 0 keeps input denormals, bit 1 keeps output denormals).
 
 use std::sync::OnceLock;

@@ -10,7 +10,8 @@ use crate::generated::opcodes::{
 };
 use crate::operand::Operand;
 
-/// One decoded instruction (gfx90a-encoding.md section 3 gives each layout).
+/// One decoded instruction (LLVM's `llvm/lib/Target/AMDGPU/*Instructions.td` give
+/// each format's layout).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Instruction {
     /// SOP2: two scalar sources, one scalar destination.
@@ -96,7 +97,8 @@ pub struct Sopp {
     pub simm16: u16,
 }
 
-/// SMEM (`s_load_dwordx2 s[0:1], s[4:5], 0x10`), gfx90a-encoding.md section 3.2.
+/// SMEM (`s_load_dwordx2 s[0:1], s[4:5], 0x10`), layout of LLVM's `SMInstructions.td`
+/// (GFX8/9 form).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Smem {
     /// Opcode.
@@ -113,7 +115,8 @@ pub struct Smem {
     pub glc: bool,
 }
 
-/// Where an SDWA instruction's result goes (gfx90a-encoding.md section 3.7).
+/// Where an SDWA instruction's result goes (the SDWA fields of LLVM's
+/// `llvm/lib/Target/AMDGPU/VOPInstructions.td`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SdwaDst {
     /// VOP1/VOP2 ("SDWA-A"): the result is merged into part of the VDST VGPR.
@@ -129,8 +132,8 @@ pub enum SdwaDst {
     Mask,
 }
 
-/// SDWA control dword (gfx90a-encoding.md section 3.7). Source modifiers (NEG/ABS)
-/// and the S0/S1 scalar flags are folded into [`Valu`]'s `neg`/`abs` and operands.
+/// SDWA control dword (the SDWA fields of LLVM's `VOPInstructions.td`). Source
+/// modifiers (NEG/ABS) and the S0/S1 scalar flags are folded into [`Valu`]'s `neg`/`abs` and operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sdwa {
     /// Destination form: a VGPR part (VOP1/VOP2) or a lane mask (VOPC).
@@ -143,7 +146,8 @@ pub struct Sdwa {
     pub sext: u8,
 }
 
-/// DPP control dword (gfx90a-encoding.md section 3.8).
+/// DPP control dword (the DPP fields of LLVM's
+/// `llvm/lib/Target/AMDGPU/VOPInstructions.td`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dpp {
     /// DPP_CTRL (9 bits).
@@ -230,7 +234,7 @@ pub struct Vop3p {
     pub mai: Option<Mai>,
 }
 
-/// DS (`ds_write_b32 v1, v2 offset:16`), gfx90a-encoding.md section 3.9.
+/// DS (`ds_write_b32 v1, v2 offset:16`), layout of LLVM's `DSInstructions.td`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ds {
     /// Opcode.
@@ -269,7 +273,8 @@ pub enum Segment {
     Global,
 }
 
-/// FLAT / GLOBAL / SCRATCH (`global_store_dword v0, v1, s[0:1]`), section 3.10.
+/// FLAT / GLOBAL / SCRATCH (`global_store_dword v0, v1, s[0:1]`), layout of LLVM's
+/// `FLATInstructions.td`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flat {
     /// Opcode (shared numbering).
@@ -296,7 +301,8 @@ pub struct Flat {
     pub lds: bool,
 }
 
-/// MUBUF (`buffer_store_dword v0, off, s[0:3], s33 offset:32`), section 3.11.
+/// MUBUF (`buffer_store_dword v0, off, s[0:3], s33 offset:32`), layout of LLVM's
+/// `BUFInstructions.td` (gfx90a form).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mubuf {
     /// Opcode.
@@ -325,7 +331,7 @@ pub struct Mubuf {
     pub lds: bool,
 }
 
-/// MTBUF (typed buffer), section 3.12.
+/// MTBUF (typed buffer), layout of LLVM's `BUFInstructions.td`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mtbuf {
     /// Opcode.

@@ -1,8 +1,10 @@
-//! Decoded operands: the shared operand-code numbering of gfx90a-encoding.md section 4.
+//! Decoded operands: the shared operand-code numbering (the `HWEncoding` of each
+//! register in LLVM's `llvm/lib/Target/AMDGPU/SIRegisterInfo.td`, and the source
+//! operand tables of AMD's MI200 ISA guide, "Microcode Formats").
 
 use std::fmt;
 
-/// Scalar operand codes with a fixed meaning (gfx90a-encoding.md section 4).
+/// Scalar operand codes with a fixed meaning (`SIRegisterInfo.td`, `HWEncoding`).
 pub mod code {
     /// `flat_scratch_lo` (a pair from here is `flat_scratch`).
     pub const FLAT_SCRATCH_LO: u8 = 102;

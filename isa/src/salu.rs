@@ -873,7 +873,8 @@ const HWREG_SH_MEM_BASES: u16 = 15;
 const HWREG_TBA_LO: u16 = 16;
 const HWREG_TMA_HI: u16 = 19;
 
-/// (ID, OFFSET, SIZE) of a hwreg SIMM16 (gfx90a-encoding.md section 6.3).
+/// (ID, OFFSET, SIZE) of a hwreg SIMM16 (namespace `Hwreg` of LLVM's
+/// `llvm/lib/Target/AMDGPU/SIDefines.h`).
 fn hwreg_fields(simm: u16) -> (u16, u32, u32) {
     (
         simm & 0x3F,

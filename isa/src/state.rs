@@ -14,7 +14,9 @@ use crate::inst::Instruction;
 use crate::memory::{DeferredGather, GlobalMemory, RegionCache};
 use crate::operand::{code, Operand};
 
-/// Linux KFD aperture bases for GFX9 (launch sheet section 11.2): each 4 GiB.
+/// Linux KFD aperture bases for GFX9 (Linux's
+/// `drivers/gpu/drm/amd/amdkfd/kfd_flat_memory.c`; AMDGPUUsage "Address Spaces"):
+/// each 4 GiB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Apertures {
     /// Base of the shared (LDS) aperture; `src_shared_base`.
@@ -110,7 +112,8 @@ pub(crate) enum Flow {
 /// caches its accesses keep (cached regions, stride history, a deferred gather,
 /// scratch rows). [`crate::Wave`] wraps it with the block cache and the run loop.
 pub struct WaveState {
-    /// Scalar register file by operand code 0..=127 (section 4 of the encoding sheet):
+    /// Scalar register file by operand code 0..=127 (the `HWEncoding` of
+    /// each register in LLVM's `llvm/lib/Target/AMDGPU/SIRegisterInfo.td`):
     /// s0–s101, flat_scratch (102/103), xnack_mask (104/105), vcc (106/107),
     /// ttmp0–15 (108–123), m0 (124), null (125, reads 0), exec (126/127).
     pub sgpr: [u32; 128],

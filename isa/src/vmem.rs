@@ -1,7 +1,9 @@
 //! Vector memory: DS (LDS), FLAT / GLOBAL / SCRATCH and MUBUF execution.
 //!
-//! Addressing follows gfx90a-encoding.md sections 3.9–3.11 and the launch sheet
-//! sections 11.2–11.4: flat addresses are routed by their high dword (shared aperture
+//! Addressing follows LLVM's `DSInstructions.td`, `FLATInstructions.td` and
+//! `BUFInstructions.td` (`llvm/lib/Target/AMDGPU/`), and `AMDGPUUsage.rst`'s
+//! "Address Spaces", "Flat Scratch" and "Private Segment Buffer": flat addresses
+//! are routed by their high dword (shared aperture
 //! → LDS, private aperture → this lane's scratch, else global); scratch is swizzled
 //! per lane (`base + (p/4)·256 + lane·4 + p%4` for wave64 with 4-byte elements).
 
@@ -54,7 +56,8 @@ struct Swizzle {
 
 impl Swizzle {
     /// Private (scratch) memory of a wave64: 4-byte elements, index stride 64, the
-    /// lane as index, stride 0 (launch sheet 11.3).
+    /// lane as index, stride 0 (the V# ROCr builds: `AqlQueue::InitScratchSRD`
+    /// in ROCR-Runtime's `src/core/runtime/amd_aql_queue.cpp`).
     fn scratch(base: u64) -> Self {
         Swizzle {
             base,

@@ -363,7 +363,8 @@ impl WaveState {
             }
             SoppOp::STrap => {
                 let trap_id = (i.simm16 & 0xFF) as u8;
-                // Trap 3 is llvm.debugtrap: a no-op without a debugger (launch sheet 13).
+                // Trap 3 is llvm.debugtrap: a no-op without a debugger (LLVM's
+                // `AMDGPUUsage.rst`, "Trap Handler ABI").
                 if trap_id == 3 {
                     Flow::Next
                 } else {

@@ -324,7 +324,8 @@ fn every_generated_opcode_round_trips_through_its_example() {
         SoppOp::from_opcode(0x12).map(|o| o.mnemonic()),
         Some("s_trap")
     );
-    // VALU numbering (gfx90a-encoding.md 7.7-7.10): VOP2 0x04 is v_fmac_f64 on gfx90a.
+    // VALU numbering (LLVM's `VOP1/VOP2/VOPC/VOP3Instructions.td`, GFX9
+    // encodings): VOP2 0x04 is v_fmac_f64 on gfx90a.
     assert_eq!(VopOp::from_vop2(0x04), Some(VopOp::VFmacF64));
     assert_eq!(
         VopOp::from_vop3(0x2A1).map(|o| o.mnemonic()),

@@ -1,5 +1,5 @@
-//! How a FLAT access is routed by its address (launch sheet section 11.2,
-//! the ISA manual's FLAT addressing): a high dword equal to the shared
+//! How a FLAT access is routed by its address (LLVM's `AMDGPUUsage.rst`,
+//! "Address Spaces"; the ISA manual's FLAT addressing): a high dword equal to the shared
 //! aperture's is LDS at the low dword, the private aperture's is the lane's
 //! scratch, anything else is a global address. A fault is reported as what
 //! the address is: an LDS offset only for an address inside the shared

@@ -2,7 +2,8 @@
 //! modifiers and 64-bit ops) and SDWA (source selects with sign/zero extension,
 //! DST_SEL with UNUSED_PAD/SEXT/PRESERVE, float modifiers and clamp, 16-bit ops,
 //! VOPC to an SGPR pair) against reference lane permutations computed here from the
-//! DPP definitions of gfx90a-encoding.md section 5.4.
+//! DPP controls as LLVM's `llvm/docs/AMDGPUModifierSyntax.rst` defines them
+//! (`dpp_ctrl`, `row_mask`, `bank_mask`, `bound_ctrl`).
 
 #![allow(clippy::needless_range_loop)]
 
@@ -277,7 +278,8 @@ v_mul_u32_u24_sdwa v16, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYT
     );
 }
 
-/// VOPC SDWA ("SDWA-B", gfx90a-encoding.md 3.7): D1 bits 15:8 are SD/SDST, so SGPR
+/// VOPC SDWA ("SDWA-B", the VOPC SDWA fields of LLVM's `VOPInstructions.td`): D1
+/// bits 15:8 are SD/SDST, so SGPR
 /// pairs whose code has bits 4:3 set (s[24:25], s[56:57]...) must not be read as a
 /// reserved DST_UNUSED. The mask is written under EXEC to SDST or VCC; `v_cmpx` also
 /// writes EXEC. Expected masks are computed here from the select/extend rules.

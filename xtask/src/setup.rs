@@ -1,5 +1,5 @@
 //! `cargo xtask setup`: installs the Debian packages the project needs
-//! (DEVELOPERS.md lists them) when any is missing.
+//! ([`PACKAGES`] lists them, as does `README.md`) when any is missing.
 //!
 //! Every setup step (an `apt-get update`, one `apt-get install`, an
 //! `apt-get source`, a `deb-src` entry) prints one line, and one line per

@@ -2,8 +2,9 @@
 // run `python3 isa/gen/gen_opcodes.py` to regenerate.
 //! Opcode tables of every gfx90a instruction format, generated from llvm-mc-16.
 //!
-//! Each format has an enum whose discriminant is the opcode field value of
-//! gfx90a-encoding.md section 7, its mnemonic as llvm-objdump-16 prints it, and the
+//! Each format has an enum whose discriminant is the value of the format's opcode
+//! field (as numbered for gfx90a in LLVM's `llvm/lib/Target/AMDGPU/*.td`), its
+//! mnemonic as llvm-objdump-16 prints it, and the
 //! operand shape: the width in dwords of each operand field (0 = the opcode does
 //! not use the field), in the field order given on the `SHAPE_FIELDS` constant.
 #![allow(missing_docs)]

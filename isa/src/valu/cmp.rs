@@ -3,7 +3,8 @@
 //! destination). Lanes outside EXEC produce 0. Signalling and quiet forms differ only
 //! in exceptions, which the engine does not raise.
 //!
-//! Opcode layout (gfx90a-encoding.md section 7.9): 0x10–0x15 class, 0x20/0x40/0x60
+//! Opcode layout (the VI/GFX9 VOPC opcodes of LLVM's
+//! `llvm/lib/Target/AMDGPU/VOPCInstructions.td`): 0x10–0x15 class, 0x20/0x40/0x60
 //! f16/f32/f64 with 16 conditions (+0x10 cmpx), 0xA0/0xC0/0xE0 16/32/64-bit integers
 //! with 8 conditions, signed then unsigned (+0x10 cmpx).
 
