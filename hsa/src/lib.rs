@@ -1091,7 +1091,8 @@ impl Hsa {
     }
 }
 
-/// The fields of one kernel dispatch AQL packet (HSA spec 2.9.6), as
+/// The fields of one kernel dispatch AQL packet (`hsa_kernel_dispatch_packet_t`
+/// in `hsa/hsa.h`; HSA spec 2.9.6), as
 /// [`Hsa::dispatch_kernel`] writes them.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelDispatch {

@@ -54,7 +54,8 @@ pub mod offsets {
     pub const QUEUE_PROPERTIES: usize = 180;
 }
 
-/// High dword of the shared (LDS) aperture base (spec 11.2, KFD's GFX9 value).
+/// High dword of the shared (LDS) aperture base (KFD's GFX9 value: Linux's
+/// `drivers/gpu/drm/amd/amdkfd/kfd_flat_memory.c`; AMDGPUUsage "Address Spaces").
 pub const SHARED_APERTURE_HI: u32 = 0x0001_0000;
 /// High dword of the private (scratch) aperture base.
 pub const PRIVATE_APERTURE_HI: u32 = 0x0002_0000;

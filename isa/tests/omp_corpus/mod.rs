@@ -4,7 +4,7 @@
 //! the 2 × 16 builds pays for them once.
 //!
 //! Shared by `isa/tests/coverage.rs`, `isa/tests/corpus_disasm.rs` and (through a
-//! `#[path]` include) `sim/tests/corpus.rs`.
+//! `#[path]` include) `tests/three_way/mod.rs`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
