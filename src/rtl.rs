@@ -850,7 +850,7 @@ pub unsafe extern "C" fn __tgt_rtl_release_async_info(id: i32, info: *mut AsyncI
 /// never frees it (libomptarget 16's interop objects hold it for their
 /// lifetime and never release it, as with LLVM's plugin). Its `Queue` is
 /// the plugin's handle: a generation-counted stream handle, checked on
-/// every use (see [`crate::handles`]).
+/// every use (see [`handles`]).
 ///
 /// # Safety
 /// `out` NULL or writable.
