@@ -26,6 +26,10 @@
 
 #pragma omp requires unified_shared_memory
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
 #define REGION 65536UL
 #define PROBES 1000
 
@@ -116,7 +120,12 @@ int main(int argc, char **argv) {
   base[FILEMAP] = mmap(NULL, REGION, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   base[READONLY] = mmap(NULL, REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   base[PROTNONE] = mmap(NULL, REGION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  base[HOLE] = mmap(NULL, 16 * REGION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // The hole lies far below where mmap places mappings (top down from
+  // under the stack), so that the runtime's later mappings do not fill it.
+  base[HOLE] = mmap((void *)0x3e0000000000UL, 16 * REGION, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (base[HOLE] == MAP_FAILED)
+    base[HOLE] = mmap(NULL, 16 * REGION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (!base[HEAP] || base[FILEMAP] == MAP_FAILED || base[READONLY] == MAP_FAILED ||
       base[PROTNONE] == MAP_FAILED || base[HOLE] == MAP_FAILED)
     return 2;
