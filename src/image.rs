@@ -309,8 +309,8 @@ fn find_symbol(file: &Elf<'_>, name: &str) -> Result<Option<FoundSymbol>, ImageE
 }
 
 /// Reads the 1-byte global `symbol` from the image bytes (e.g.
-/// `<kernel>_exec_mode`, read by `GenericKernelTy::init` in LLVM 16's
-/// `PluginInterface.cpp`).
+/// `<kernel>_exec_mode`, read by `GenericDeviceTy::getExecutionModeForKernel`
+/// in LLVM 16's `PluginInterface.cpp`).
 ///
 /// `Ok(None)` when the symbol is absent or its `st_size` is not 1 (LLVM then
 /// uses a default). A symbol in `.bss` reads as 0.
@@ -357,7 +357,8 @@ pub fn symbol_size(bytes: &[u8], symbol: &str) -> Result<Option<u64>, ImageError
 }
 
 /// The execution mode of kernel `kernel` as LLVM 16's plugin decides it at
-/// load (`GenericKernelTy::init`, `PluginInterface.cpp`): the byte of
+/// load (`GenericDeviceTy::getExecutionModeForKernel`, `PluginInterface.cpp`):
+/// the byte of
 /// `<kernel>_exec_mode`; missing symbol or
 /// `st_size != 1` → [`ExecMode::Spmd`].
 ///

@@ -51,7 +51,7 @@ use crate::abi::{
 /// Execution mode of an OpenMP kernel, from its `<kernel>_exec_mode` global
 /// (`OMPTgtExecModeFlags` of LLVM 16's
 /// `llvm/include/llvm/Frontend/OpenMP/OMPDeviceConstants.h`, read by
-/// `GenericKernelTy::init` in `PluginInterface.cpp`).
+/// `GenericDeviceTy::getExecutionModeForKernel` in `PluginInterface.cpp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExecMode {
     /// `OMP_TGT_EXEC_MODE_GENERIC` (1): one main thread runs the team's
