@@ -45,8 +45,9 @@ use parking_lot::Mutex;
 const BLOCKED_SPIN: Duration = Duration::from_micros(10);
 
 /// How long a `HSA_WAIT_STATE_ACTIVE` wait re-checks the value before it parks
-/// the thread (ROCr spins about as long before it sleeps: `src/core/runtime/default_signal.cpp`
-/// of ROCR-Runtime `rocm-5.2.3`).
+/// the thread (ROCr spins about as long before it sleeps:
+/// `InterruptSignal::WaitRelaxed` in `src/core/runtime/interrupt_signal.cpp` of
+/// ROCR-Runtime `rocm-5.2.3`).
 const ACTIVE_SPIN: Duration = Duration::from_micros(200);
 
 /// `AMD_SIGNAL_KIND_USER` from `hsa/amd_hsa_signal.h` (`amd_signal_kind_t`).
