@@ -27,6 +27,7 @@ pub mod inst;
 mod lds;
 pub mod memory;
 pub mod operand;
+mod opinfo;
 pub mod program;
 mod salu;
 mod simd;

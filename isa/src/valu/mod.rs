@@ -12,8 +12,10 @@
 //! * `ops` holds the VOP1/VOP2/VOP3 operations, `cmp` the compares, `vop3p` the
 //!   packed ops, `fp` the floating-point rules (denormals, NaNs, fused rounding).
 //!
-//! Facts: gfx90a-encoding.md sections 3.3–3.8 and 5 (operand order, modifiers, DPP and
-//! SDWA controls); AMD's MI200 ISA for the operations.
+//! Facts: LLVM's `llvm/lib/Target/AMDGPU/VOPInstructions.td` and
+//! `VOP1/VOP2/VOPC/VOP3Instructions.td` (operand order, modifiers, DPP and SDWA
+//! controls; their syntax in `llvm/docs/AMDGPUModifierSyntax.rst`); AMD's MI200 ISA
+//! for the operations.
 
 #![allow(clippy::needless_range_loop)] // lane loops index several per-lane arrays
 
@@ -133,7 +135,7 @@ impl WaveState {
 
 impl Exe<'_, '_> {
     fn run(&mut self) -> Result<(), Fault> {
-        if self.fp.round != 0 && rounds(self.i.op.mnemonic()) {
+        if self.fp.round != 0 && crate::opinfo::rounds(self.i.op) {
             return Err(self.unsup("MODE.FP_ROUND other than round-to-nearest-even"));
         }
         if (self.i.op as u16) < 0x100 {
@@ -143,7 +145,8 @@ impl Exe<'_, '_> {
         }
     }
 
-    /// A DPP instruction (gfx90a-encoding.md 3.8, 5.4): src0 is read from another lane
+    /// A DPP instruction (`dpp_ctrl`, `row_mask`, `bank_mask`, `bound_ctrl` in
+    /// `llvm/docs/AMDGPUModifierSyntax.rst`): src0 is read from another lane
     /// of the row/wave; ROW_MASK/BANK_MASK disable writes; BOUND_CTRL decides what an
     /// invalid source lane (outside the row/wave, or not in EXEC) gives: 0, or no write.
     fn run_dpp(&mut self, d: Dpp) -> Result<(), Fault> {
@@ -179,7 +182,8 @@ impl Exe<'_, '_> {
         self.run()
     }
 
-    /// An SDWA instruction (gfx90a-encoding.md 3.7, 5.3): select and extend the
+    /// An SDWA instruction (`src0_sel`, `dst_sel`, `dst_unused` in
+    /// `llvm/docs/AMDGPUModifierSyntax.rst`): select and extend the
     /// sources, run the 32-bit op, then merge the result into DST_SEL of VDST.
     fn run_sdwa(&mut self, s: Sdwa) -> Result<(), Fault> {
         let (dst_sel, dst_unused) = match s.dst {
@@ -194,7 +198,7 @@ impl Exe<'_, '_> {
         for k in 0..2 {
             if let Some(op) = self.i.src[k] {
                 let raw = match op {
-                    Operand::Const { code, .. } if is_f16_op(self.i.op.mnemonic()) => {
+                    Operand::Const { code, .. } if crate::opinfo::f16_sources(self.i.op) => {
                         [u32::from(f16_inline(code).unwrap_or(code as u16)); WAVE_SIZE]
                     }
                     _ => self.w.vread(&op, 0, self.ctx),
@@ -236,21 +240,6 @@ impl Exe<'_, '_> {
         self.out32(&merged);
         Ok(())
     }
-}
-
-/// Whether a mnemonic names an operation whose result depends on the rounding mode.
-fn rounds(mn: &str) -> bool {
-    (mn.contains("_f16") || mn.contains("_f32") || mn.contains("_f64"))
-        && !mn.starts_with("v_cmp")
-        && !mn.starts_with("v_min")
-        && !mn.starts_with("v_max")
-        && !mn.starts_with("v_med3")
-}
-
-/// Whether an op reads 16-bit float operands.
-pub(crate) fn is_f16_op(mn: &str) -> bool {
-    mn.contains("_f16") && !mn.starts_with("v_cvt_f16_f32") && !mn.contains("_f32_f16")
-        || mn.starts_with("v_cvt_f32_f16")
 }
 
 /// Source lane of every lane for a DPP_CTRL value, and the lanes whose source lies

@@ -344,26 +344,10 @@ fn int_clamp_ok(op: O) -> bool {
     )
 }
 
-/// Whether an op's results are floats (OMOD/CLAMP apply as float modifiers).
-fn is_float(op: O) -> bool {
-    let mn = op.mnemonic();
-    let int_result = mn.starts_with("v_cvt_i")
-        || mn.starts_with("v_cvt_u")
-        || mn.starts_with("v_cvt_flr")
-        || mn.starts_with("v_cvt_rpi")
-        || mn.starts_with("v_cvt_pk")
-        || mn.starts_with("v_cvt_norm")
-        || mn.starts_with("v_frexp_exp")
-        || mn.starts_with("v_div_scale")
-        || mn.starts_with("v_mbcnt")
-        || mn.starts_with("v_pack");
-    !int_result && (mn.contains("_f16") || mn.contains("_f32") || mn.contains("_f64"))
-}
-
 /// Executes one non-compare VALU operation.
 pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
     let op = x.i.op;
-    if (x.i.clamp || x.i.omod != 0) && !is_float(op) {
+    if (x.i.clamp || x.i.omod != 0) && !crate::opinfo::float_result(op) {
         let dots = matches!(
             op,
             O::VDot2cF32F16 | O::VDot2cI32I16 | O::VDot4cI32I8 | O::VDot8cI32I4

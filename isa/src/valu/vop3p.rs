@@ -1,7 +1,8 @@
 //! VOP3P: packed 16-bit math, gfx90a packed f32 (`v_pk_fma/mul/add_f32`,
 //! `v_pk_mov_b32`), mixed-precision FMA, dot products and the AGPR moves.
 //!
-//! Operand selection (gfx90a-encoding.md 5.2): for the low result half, source i comes
+//! Operand selection (`op_sel`, `op_sel_hi`, `neg_lo`, `neg_hi` in LLVM's
+//! `llvm/docs/AMDGPUModifierSyntax.rst`): for the low result half, source i comes
 //! from its high half when OP_SEL[i] is set; for the high result half OP_SEL_HI[i]
 //! chooses; NEG_LO/NEG_HI negate the source for the low/high computation. For the
 //! packed-f32 ops the unit is a dword of a 64-bit source. An inline constant gives
@@ -293,7 +294,7 @@ pub(super) fn exec(
     let unsup = |why: &str| unsupported(&Instruction::Vop3p(i.clone()), pc, why);
     let exec = w.exec();
     let fpm = FpMode::new(w.mode);
-    if fpm.round != 0 && i.op.mnemonic().contains("_f") {
+    if fpm.round != 0 && crate::opinfo::vop3p_rounds(i.op) {
         return Err(unsup("MODE.FP_ROUND other than round-to-nearest-even"));
     }
     let Some(d) = i.vdst else {
@@ -301,7 +302,7 @@ pub(super) fn exec(
     };
     let nsrc = i.src.iter().filter(|s| s.is_some()).count();
     let src = |k: usize| i.src[k];
-    let f16_op = i.op.mnemonic().contains("f16");
+    let f16_op = crate::opinfo::vop3p_f16_sources(i.op);
     // Source k as 32-bit dwords (low dword of 64-bit sources).
     let dword = |w: &WaveState, k: usize, dw: usize| match src(k) {
         Some(op) => raw(w, &op, dw, f16_op, ctx),
