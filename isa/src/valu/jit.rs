@@ -876,8 +876,10 @@ pub(crate) fn run_fused(w: &mut WaveState, f: &Fused, lds: &mut [u8], env: &mut 
 
 /// A VEX.256 register-to-register instruction `op dst, src1, src2[, imm]` (opcode
 /// map `map`: 1 = 0F, 2 = 0F38; `pp`: 0 none, 1 = 66), encoded here for the forms
-/// dynasm-rs 3.2 gets wrong: VMOVMSKPS (rejected), VFMADD231PD (assembled as the PS
-/// form), VSHUFPS (sources swapped).
+/// dynasm-rs 3.2.1 gets wrong: VMOVMSKPS (rejected), VFMADD231PD (assembled as the
+/// PS form), VSHUFPS (sources swapped; so are VSHUFPD, VPBLENDD, VBLENDPS and
+/// VBLENDPD, which the JIT does not use). The tests in `jit/tests.rs` decode these
+/// forms and what dynasm-rs makes of them.
 #[allow(clippy::too_many_arguments)] // the fields of the encoding
 fn vex(
     a: &mut Assembler,
@@ -2037,8 +2039,10 @@ fn emit_bpermutes(
 
 /// `vpgatherdd ymm<dst>, [rdi + ymm<index>·4 + disp], ymm<mask>` (dword `index[i]`
 /// of the row at `rdi + disp` into lane i, for the lanes whose mask sign bit is
-/// set; the mask is cleared). The three registers must differ. Encoded here
-/// (VEX.256.66.0F38.W0 90 /r with a VSIB byte): dynasm-rs 3.2 has no VSIB operands.
+/// set; the mask is cleared). The three registers must differ. Encoded here as
+/// VEX.256.66.0F38.W0 90 /r with a VSIB byte and a 32-bit displacement (dynasm-rs
+/// 3.2.1 encodes the same instruction right too, `[rdi + ymm0 * 4 + disp]`, as the
+/// tests in `jit/tests.rs` check).
 fn gather_dd(a: &mut Assembler, dst: u8, index: u8, mask: u8, disp: i32) {
     debug_assert!(dst != index && dst != mask && index != mask);
     let b1 = (u8::from(dst < 8) << 7) | (u8::from(index < 8) << 6) | (1 << 5) | 2;
@@ -2216,7 +2220,7 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
                 // The even lanes' 64-bit products, shifted down 32, hold their high
                 // dwords in the even positions; the odd lanes' (of the sources shifted
                 // down 32), with the low halves cleared, in the odd positions. (Shift
-                // counts from xmm7: dynasm-rs 3.2 encodes the immediate VPSRLQ as
+                // counts from xmm7: dynasm-rs 3.2.1 encodes the immediate VPSRLQ as
                 // 128-bit, and its VPBLENDD with the sources swapped.)
                 Bin::MulHiU | Bin::MulHiI => {
                     dynasm!(a ; .arch x64 ; mov eax, 32 ; vmovd xmm7, eax);
@@ -2740,3 +2744,6 @@ impl Chain {
         parts.chain(accesses).max().unwrap_or(0)
     }
 }
+
+#[cfg(test)]
+mod tests;
