@@ -376,7 +376,7 @@ impl Stream {
             .filter(|s| !s.succeeded());
         let Some(input) = pending else {
             // Everything before completed successfully: copy now.
-            dst.copy_from(&src);
+            dst.copy_from(&src).map_err(host_memory_gone)?;
             drop(held);
             return Ok(());
         };
@@ -393,8 +393,13 @@ impl Stream {
                 output.fail();
                 return;
             }
-            dst.copy_from(&src);
-            output.complete();
+            match dst.copy_from(&src) {
+                Ok(_) => output.complete(),
+                Err(e) => {
+                    log::error!("{}", host_memory_gone(e));
+                    output.fail();
+                }
+            }
         };
         let r = self
             .hsa
@@ -430,7 +435,7 @@ impl Stream {
             // release the buffer before it synchronizes (its firstprivate
             // arguments live in `target()`'s frame; see the lit runner's
             // known LLVM 16 bugs).
-            inter.copy_from(&src);
+            inter.copy_from(&src).map_err(host_memory_gone)?;
         } else {
             self.host_step_locked(&mut st, inter, src, Vec::new())?;
         }
@@ -664,4 +669,12 @@ impl Event {
         }
         Ok(())
     }
+}
+
+/// The error of a host copy whose buffer the program took away (freed or
+/// protected) while the transfer was queued.
+fn host_memory_gone(e: host_copy::Unreachable) -> Error {
+    Error::InvalidArgument(format!(
+        "a host buffer of a pending transfer is gone: {e} (freed before the transfer completed?)"
+    ))
 }

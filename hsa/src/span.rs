@@ -75,12 +75,18 @@ impl HostSpan {
     /// Copies `min(self.len(), src.len())` bytes from `src` to the start of
     /// this span; returns the count. The two must not overlap (distinct
     /// buffers: a user's and a staging block).
-    pub fn copy_from(&self, src: &HostSpan) -> usize {
+    ///
+    /// The copy goes through the kernel ([`host_copy::copy`]): a user's buffer
+    /// that the program freed or protected while the transfer was queued (its
+    /// bug, but one that must not end the process in our code) fails the copy.
+    ///
+    /// # Errors
+    /// [`host_copy::Unreachable`] naming the first byte that could not be read
+    /// or written; the bytes before it may have been copied.
+    pub fn copy_from(&self, src: &HostSpan) -> Result<usize, host_copy::Unreachable> {
         let n = self.len.min(src.len);
-        // SAFETY: both spans' creators vouch for `len` readable (src) and
-        // writable (self) bytes, unshared during the copy (`new`).
-        unsafe { std::ptr::copy_nonoverlapping(src.ptr.as_ptr(), self.ptr.as_ptr(), n) };
-        n
+        host_copy::copy(self.addr() as u64, src.addr() as u64, n)?;
+        Ok(n)
     }
 
     /// Copies `bytes` (at most `self.len()` of them) to the start of the

@@ -12,7 +12,6 @@
 //! submitting it: such copies go through the kernel's checked copy
 //! ([`crate::host_memory::checked`]), so the process is never hit by a signal.
 
-use crate::host_memory::checked;
 use crate::memory::Resolved;
 use crate::signal::{MemoryOrder, Notifier, Signal};
 use parking_lot::Mutex;
@@ -145,16 +144,16 @@ fn take_ready(shared: &Shared) -> Next {
 /// Copies the bytes of `job`. Runtime allocations stay mapped while the job holds
 /// them, so they are copied directly; a locked range is the program's memory,
 /// which it may free or protect while the copy waits, so a copy touching one goes
-/// through [`checked::copy`] and fails instead of faulting.
+/// through [`host_copy::copy`] and fails instead of faulting.
 ///
 /// # Errors
 /// The first byte of a locked range that could not be read or written.
-fn run_copy(job: &CopyJob) -> Result<(), checked::Unreachable> {
+fn run_copy(job: &CopyJob) -> Result<(), host_copy::Unreachable> {
     if job.size == 0 {
         return Ok(());
     }
     if job.regions.iter().any(|r| matches!(r, Resolved::Locked(_))) {
-        return checked::copy(job.dst, job.src, job.size as usize);
+        return host_copy::copy(job.dst, job.src, job.size as usize);
     }
     // SAFETY: at submission both ranges were checked to lie wholly inside runtime
     // allocations, which stay mapped while the job holds them; `copy` tolerates

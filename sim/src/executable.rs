@@ -30,7 +30,7 @@ impl CodeObjectBytes {
     /// `OutOfResources`.
     pub fn copy_from_client(ptr: u64, len: usize) -> SimResult<CodeObjectBytes> {
         let alloc = Allocation::new(len.max(1) as u64, AllocKind::Internal, 0, 0)?;
-        crate::host_memory::checked::copy(alloc.base, ptr, len).map_err(|e| {
+        host_copy::copy(alloc.base, ptr, len).map_err(|e| {
             SimError::arg(format!(
                 "the code object's {len} bytes at {ptr:#x} are not all readable: {e}"
             ))

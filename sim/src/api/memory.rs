@@ -472,7 +472,7 @@ pub unsafe extern "C" fn hsa_amd_memory_fill(
         })?;
         if let Resolved::Locked(_) = keep {
             // The program's memory: it may be gone or protected by now.
-            return crate::host_memory::checked::fill(ptr as u64, value, count)
+            return host_copy::fill(ptr as u64, value, count)
                 .map_err(|e| SimError::InvalidAllocation(format!("hsa_amd_memory_fill: {e}")));
         }
         // SAFETY: the range lies wholly inside an allocation, kept alive by `keep`,
@@ -612,7 +612,7 @@ pub unsafe extern "C" fn hsa_memory_copy(
                 )));
             }
         }
-        crate::host_memory::checked::copy(dst as u64, src as u64, size)
+        host_copy::copy(dst as u64, src as u64, size)
             .map_err(|e| SimError::InvalidAllocation(format!("hsa_memory_copy: {e}")))
     })
 }
