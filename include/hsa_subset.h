@@ -1032,7 +1032,7 @@ typedef enum {
   HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS = 0x202,    /* hsa_agent_t, set only */
   HSA_AMD_SVM_ATTRIB_ACCESS_QUERY = 0x203        /* hsa_agent_t in, get only */
 } hsa_amd_svm_attribute_t;
-typedef struct hsa_amd_svm_attribute_pair_s {
+typedef struct {
   uint64_t attribute; /* hsa_amd_svm_attribute_t */
   uint64_t value;
 } hsa_amd_svm_attribute_pair_t;

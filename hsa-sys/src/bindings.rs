@@ -1588,26 +1588,25 @@ pub const HSA_AMD_SVM_ATTRIB_ACCESS_QUERY: hsa_amd_svm_attribute_t = 515;
 pub type hsa_amd_svm_attribute_t = ::std::os::raw::c_uint;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct hsa_amd_svm_attribute_pair_s {
+pub struct hsa_amd_svm_attribute_pair_t {
     pub attribute: u64,
     pub value: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
-        "Size of hsa_amd_svm_attribute_pair_s",
-    ][::std::mem::size_of::<hsa_amd_svm_attribute_pair_s>() - 16usize];
+        "Size of hsa_amd_svm_attribute_pair_t",
+    ][::std::mem::size_of::<hsa_amd_svm_attribute_pair_t>() - 16usize];
     [
-        "Alignment of hsa_amd_svm_attribute_pair_s",
-    ][::std::mem::align_of::<hsa_amd_svm_attribute_pair_s>() - 8usize];
+        "Alignment of hsa_amd_svm_attribute_pair_t",
+    ][::std::mem::align_of::<hsa_amd_svm_attribute_pair_t>() - 8usize];
     [
-        "Offset of field: hsa_amd_svm_attribute_pair_s::attribute",
-    ][::std::mem::offset_of!(hsa_amd_svm_attribute_pair_s, attribute) - 0usize];
+        "Offset of field: hsa_amd_svm_attribute_pair_t::attribute",
+    ][::std::mem::offset_of!(hsa_amd_svm_attribute_pair_t, attribute) - 0usize];
     [
-        "Offset of field: hsa_amd_svm_attribute_pair_s::value",
-    ][::std::mem::offset_of!(hsa_amd_svm_attribute_pair_s, value) - 8usize];
+        "Offset of field: hsa_amd_svm_attribute_pair_t::value",
+    ][::std::mem::offset_of!(hsa_amd_svm_attribute_pair_t, value) - 8usize];
 };
-pub type hsa_amd_svm_attribute_pair_t = hsa_amd_svm_attribute_pair_s;
 /// Type of `hsa_init` as declared by `include/hsa_subset.h`.
 pub type PFN_hsa_init = unsafe extern "C" fn() -> hsa_status_t;
 /// Type of `hsa_shut_down` as declared by `include/hsa_subset.h`.
