@@ -61,7 +61,10 @@ fn values_and_sizes_follow_the_spec() {
     let agent = hsa_agent_t { handle: 7 };
     assert_eq!(agent, hsa_agent_t { handle: 7 });
     let _: hsa_signal_value_t = i64::MIN;
-    assert_eq!(HSA_FUNCTION_NAMES.len(), 137);
+    // include/hsa_subset.h declares 140 functions (137, then the three
+    // hsa_amd_svm_* of ROCm's hsa_ext_amd.h).
+    assert_eq!(HSA_FUNCTION_NAMES.len(), 140);
+    assert_eq!(std::mem::size_of::<hsa_amd_svm_attribute_pair_t>(), 16);
     assert_eq!(HSA_REQUIRED_FUNCTION_NAMES.len(), 38);
     assert!(HSA_REQUIRED_FUNCTION_NAMES
         .iter()
