@@ -134,7 +134,7 @@ mod tests {
                 HostSpan::new(b.as_mut_ptr(), b.len()).unwrap(),
             )
         };
-        assert_eq!(sb.copy_from(&sa), 3);
+        assert_eq!(sb.copy_from(&sa), Ok(3));
         assert_eq!(sa.prefix(2).len(), 2);
         assert_eq!(sa.prefix(9).len(), 4);
         let mut out = [0u8; 8];
