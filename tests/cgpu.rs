@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{announcement, command, compile_linked, run, sim_dir, texts, Hsa};
+use common::{announcement, command, compile_linked, run, run_llvm_plugin, texts, Hsa};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -57,26 +57,6 @@ fn host(bin: &Path) -> Output {
     cmd.env("OMP_TARGET_OFFLOAD", "DISABLED")
         .env("LD_LIBRARY_PATH", "/usr/lib/llvm-16/lib");
     run(&mut cmd, 600)
-}
-
-/// Through LLVM's C++ plugin (Debian's, found through libLLVM's directory)
-/// on the virtual device; our announcement must be absent.
-fn llvm(bin: &Path) -> Output {
-    let mut cmd = Command::new(bin);
-    cmd.env(
-        "LD_LIBRARY_PATH",
-        format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
-    )
-    .env("OMP_TARGET_OFFLOAD", "MANDATORY")
-    .env("OMPTARGET_AMDGPU_ANNOUNCE", "1")
-    .env("HSA_SIM_GPUS", "1");
-    let out = run(&mut cmd, 600);
-    let (_, stderr) = texts(&out);
-    assert!(
-        !stderr.contains("omptarget-amdgpu"),
-        "our plugin ran: {stderr}"
-    );
-    out
 }
 
 fn sorted_lines(text: &str) -> Vec<&str> {
@@ -216,7 +196,7 @@ fn a_failing_assert_prints_its_message_and_the_region_fails() {
 #[test]
 fn without_our_server_printf_is_minus_one_and_malloc_null() {
     let bin = build("fallback");
-    let out = llvm(&bin);
+    let out = run_llvm_plugin(&bin, 600);
     let (o, e) = texts(&out);
     assert!(out.status.success(), "{e}");
     assert_eq!(o, "printf=-1 puts_nonnegative=0 malloc_null=1\n");

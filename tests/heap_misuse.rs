@@ -19,28 +19,9 @@
 
 mod common;
 
-use common::{announcement, command, compile_linked, run, texts, Hsa};
+use common::{announcement, command, compile_linked, run, stage_dir_with, texts, Hsa};
 use std::path::PathBuf;
 use std::process::Command;
-
-fn stage_dir() -> PathBuf {
-    let dir = std::env::var_os("OMPTARGET_STAGE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/stage"));
-    for f in [
-        "bin/amdgpu-cc",
-        "bin/amdhsa-loader",
-        "device/lib/libcgpu.a",
-        "sim/libhsa-runtime64.so.1",
-    ] {
-        assert!(
-            dir.join(f).exists(),
-            "{} is missing: run `cargo xtask stage` first",
-            dir.join(f).display()
-        );
-    }
-    dir
-}
 
 fn rounds(default: usize) -> usize {
     std::env::var("HEAP_MISUSE_ROUNDS")
@@ -60,7 +41,17 @@ fn reports(stderr: &str) -> usize {
 #[test]
 fn plugin_reports_every_double_free_and_never_aliases() {
     let n = rounds(1000);
-    let l = format!("-L{}", stage_dir().join("device/lib").display());
+    let l = format!(
+        "-L{}",
+        stage_dir_with(&[
+            "bin/amdgpu-cc",
+            "bin/amdhsa-loader",
+            "device/lib/libcgpu.a",
+            "sim/libhsa-runtime64.so.1"
+        ])
+        .join("device/lib")
+        .display()
+    );
     let bin = compile_linked(
         "../heap_programs/double_free_omp.c",
         false,
@@ -83,7 +74,12 @@ fn plugin_reports_every_double_free_and_never_aliases() {
 
 /// Runs the loader program once per victim; returns (status, stderr) per run.
 fn loader_rounds(n: usize, foreign: bool) -> Vec<(Option<i32>, String, String)> {
-    let stage = stage_dir();
+    let stage = stage_dir_with(&[
+        "bin/amdgpu-cc",
+        "bin/amdhsa-loader",
+        "device/lib/libcgpu.a",
+        "sim/libhsa-runtime64.so.1",
+    ]);
     let image = common::scratch_dir("heap").join(if foreign {
         "double_free_loader_foreign.gpu"
     } else {

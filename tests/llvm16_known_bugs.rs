@@ -10,10 +10,9 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::{announcement, command, compile, run, sim_dir, texts, Hsa};
+use common::{announcement, command, compile, run, run_llvm_plugin, texts, Hsa};
 
 /// `name=value` pairs of a line of `llvm16_smart_stack.c`, values as hex.
 fn values(stdout: &str) -> HashMap<String, u32> {
@@ -25,26 +24,6 @@ fn values(stdout: &str) -> HashMap<String, u32> {
             (k.to_string(), v)
         })
         .collect()
-}
-
-/// Through LLVM's C++ plugin (Debian's) on one virtual GPU; our
-/// announcement must be absent.
-fn llvm_plugin(bin: &Path) -> Output {
-    let mut cmd = Command::new(bin);
-    cmd.env(
-        "LD_LIBRARY_PATH",
-        format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
-    )
-    .env("OMP_TARGET_OFFLOAD", "MANDATORY")
-    .env("OMPTARGET_AMDGPU_ANNOUNCE", "1")
-    .env("HSA_SIM_GPUS", "1");
-    let out = run(&mut cmd, 120);
-    let (_, stderr) = texts(&out);
-    assert!(
-        !stderr.contains("omptarget-amdgpu"),
-        "our plugin ran: {stderr}"
-    );
-    out
 }
 
 /// Issue 35 (HeCBench `secp256k1-omp` at -O2 prints a wrong hash on the
@@ -77,7 +56,7 @@ fn llvm16_smart_stack_counter_wraps_at_256_bytes_on_the_device_as_on_hardware() 
 
     for (plugin, out) in [
         ("ours", run(&mut command(&bin, Hsa::Sim(1)), 120)),
-        ("LLVM's", llvm_plugin(&bin)),
+        ("LLVM's", run_llvm_plugin(&bin, 120)),
     ] {
         let (stdout, stderr) = texts(&out);
         assert!(out.status.success(), "{plugin}: {stdout}\n{stderr}");

@@ -11,30 +11,12 @@
 
 mod common;
 
+use common::stage_dir_with;
+
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-/// The staged files the tests use.
-fn stage_dir() -> PathBuf {
-    let dir = std::env::var_os("OMPTARGET_STAGE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/stage"));
-    for f in [
-        "bin/amdgpu-cc",
-        "oracle/llvm-rpc-oracle",
-        "bin/amdhsa-loader",
-        "sim/libhsa-runtime64.so.1",
-    ] {
-        assert!(
-            dir.join(f).exists(),
-            "{} is missing: run `cargo xtask stage` first",
-            dir.join(f).display()
-        );
-    }
-    dir
-}
 
 fn programs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/loader_programs")
@@ -501,4 +483,14 @@ fn images_export_the_symbols_llvm_19_loaders_look_up() {
             assert!(fields.contains(&"8"), "{name}: {line}");
         }
     }
+}
+
+/// The staged files the tests use.
+fn stage_dir() -> PathBuf {
+    stage_dir_with(&[
+        "bin/amdgpu-cc",
+        "oracle/llvm-rpc-oracle",
+        "bin/amdhsa-loader",
+        "sim/libhsa-runtime64.so.1",
+    ])
 }

@@ -17,15 +17,9 @@
 
 mod common;
 
-use common::{announcement, command, compile_linked, run, texts, Hsa};
+use common::{announcement, command, compile_linked, run, stage_dir_with, texts, Hsa};
 use std::path::PathBuf;
 use std::process::Command;
-
-fn stage_dir() -> PathBuf {
-    std::env::var_os("OMPTARGET_STAGE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/stage"))
-}
 
 fn source(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +29,7 @@ fn source(name: &str) -> PathBuf {
 
 #[test]
 fn loader_printf_stores_every_count() {
-    let stage = stage_dir();
+    let stage = stage_dir_with(&[]);
     let dir = common::scratch_dir("printf_count");
     let image = dir.join("count_loader.gpu");
     let built = Command::new(stage.join("bin/amdgpu-cc"))
@@ -71,7 +65,7 @@ fn loader_printf_stores_every_count() {
 
 #[test]
 fn target_region_printf_stores_every_lanes_count() {
-    let l = format!("-L{}", stage_dir().join("device/lib").display());
+    let l = format!("-L{}", stage_dir_with(&[]).join("device/lib").display());
     let bin = compile_linked(
         "../printf_programs/count_omp.c",
         false,

@@ -258,3 +258,40 @@ pub fn texts(out: &Output) -> (String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The staged files' directory (`OMPTARGET_STAGE_DIR`, else `target/stage`),
+/// after checking that each of `needed` (paths below it) is there.
+pub fn stage_dir_with(needed: &[&str]) -> PathBuf {
+    let dir = std::env::var_os("OMPTARGET_STAGE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/stage"));
+    for f in needed {
+        assert!(
+            dir.join(f).exists(),
+            "{} is missing: run `cargo xtask stage` first",
+            dir.join(f).display()
+        );
+    }
+    dir
+}
+
+/// Runs `bin` through LLVM's C++ plugin (Debian's, found through libLLVM's
+/// directory) on one virtual GPU, within `timeout_s`; our plugin's
+/// announcement must be absent.
+pub fn run_llvm_plugin(bin: &Path, timeout_s: u64) -> Output {
+    let mut cmd = Command::new(bin);
+    cmd.env(
+        "LD_LIBRARY_PATH",
+        format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
+    )
+    .env("OMP_TARGET_OFFLOAD", "MANDATORY")
+    .env("OMPTARGET_AMDGPU_ANNOUNCE", "1")
+    .env("HSA_SIM_GPUS", "1");
+    let out = run(&mut cmd, timeout_s);
+    let (_, stderr) = texts(&out);
+    assert!(
+        !stderr.contains("omptarget-amdgpu"),
+        "our plugin ran: {stderr}"
+    );
+    out
+}
