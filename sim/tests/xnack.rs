@@ -501,34 +501,7 @@ fn memory_unmapped_under_a_running_kernel_is_a_fault_not_a_signal() {
 fn code_objects_load_by_their_xnack_setting() {
     let _s = open();
     let gpu = gpus()[0];
-    let status = |image: &[u8]| {
-        let mut r = hsa_code_object_reader_t { handle: 0 };
-        let mut exe = hsa_executable_t { handle: 0 };
-        unsafe {
-            assert_eq!(
-                hsa_code_object_reader_create_from_memory(
-                    image.as_ptr() as *const c_void,
-                    image.len(),
-                    &mut r
-                ),
-                0
-            );
-            assert_eq!(
-                hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe),
-                0
-            );
-            let s = hsa_executable_load_agent_code_object(
-                exe,
-                gpu,
-                r,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            );
-            assert_eq!(hsa_code_object_reader_destroy(r), 0);
-            assert_eq!(hsa_executable_destroy(exe), 0);
-            s
-        }
-    };
+    let status = |image: &[u8]| load_status(gpu, image);
     let plus = assemble_fixture_as(
         "xnack_kernels",
         "xnack_kernels_plus",

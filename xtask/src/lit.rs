@@ -239,22 +239,6 @@ fn lit_dir() -> PathBuf {
     target_dir().join("lit")
 }
 
-/// Whether any APT source list has a `deb-src` entry.
-fn has_deb_src() -> bool {
-    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
-    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
-        files.extend(dir.filter_map(Result::ok).map(|e| e.path()));
-    }
-    files.iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|text| {
-            text.lines().any(|l| {
-                let l = l.trim_start();
-                l.starts_with("deb-src ") || (l.starts_with("Types:") && l.contains("deb-src"))
-            })
-        })
-    })
-}
-
 /// The suite's root (`.../openmp/libomptarget/test`), fetched if needed.
 pub fn ensure_sources() -> Result<PathBuf, String> {
     let src = lit_dir().join("src");
@@ -263,20 +247,7 @@ pub fn ensure_sources() -> Result<PathBuf, String> {
     if done.exists() && suite.join("lit.cfg").exists() {
         return Ok(suite);
     }
-    if !has_deb_src() {
-        eprintln!("lit: adding a deb-src entry for bookworm");
-        let entry = "Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
-        let tmp = lit_dir().join("omptarget-deb-src.sources");
-        std::fs::create_dir_all(lit_dir()).map_err(|e| format!("creating target/lit: {e}"))?;
-        std::fs::write(&tmp, entry).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-        let tmp_s = tmp.display().to_string();
-        crate::cmd::run(&mut crate::setup::privileged(&[
-            "cp",
-            &tmp_s,
-            "/etc/apt/sources.list.d/omptarget-deb-src.sources",
-        ]))?;
-        crate::cmd::run(&mut crate::setup::privileged(&["apt-get", "update", "-q"]))?;
-    }
+    crate::setup::ensure_deb_src()?;
     let download = lit_dir().join("download");
     let _ = std::fs::remove_dir_all(&download);
     std::fs::create_dir_all(&download)

@@ -227,6 +227,38 @@ pub fn scratch_dir(name: &str) -> std::path::PathBuf {
     d
 }
 
+/// Loads `image` for `gpu` through a code object reader into a fresh
+/// executable and returns `hsa_executable_load_agent_code_object`'s status
+/// (the executable and reader are destroyed again).
+pub fn load_status(gpu: hsa_agent_t, image: &[u8]) -> hsa_status_t {
+    let mut r = hsa_code_object_reader_t { handle: 0 };
+    let mut exe = hsa_executable_t { handle: 0 };
+    unsafe {
+        assert_eq!(
+            hsa_code_object_reader_create_from_memory(
+                image.as_ptr() as *const c_void,
+                image.len(),
+                &mut r
+            ),
+            0
+        );
+        assert_eq!(
+            hsa_executable_create_alt(HSA_PROFILE_FULL, 0, std::ptr::null(), &mut exe),
+            0
+        );
+        let s = hsa_executable_load_agent_code_object(
+            exe,
+            gpu,
+            r,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        );
+        assert_eq!(hsa_code_object_reader_destroy(r), 0);
+        assert_eq!(hsa_executable_destroy(exe), 0);
+        s
+    }
+}
+
 /// Loads `image` for `gpu` through a code object reader and freezes the executable.
 pub fn load_executable(gpu: hsa_agent_t, image: &[u8]) -> hsa_executable_t {
     let mut r = hsa_code_object_reader_t { handle: 0 };
