@@ -28,6 +28,38 @@ pub const PAGE: u64 = 4096;
 /// large fragments (fewer TLB misses for random and streaming access alike).
 const HUGE_PAGE: u64 = 2 << 20;
 
+/// Device-memory allocations of at least this many bytes get a fixed place
+/// ([`placement_window`]): the size of the blocks LLVM 16's record/replay
+/// reserves (whole GiB, `RecordReplayTy::preallocateDeviceMemory` in
+/// `openmp/libomptarget/plugins-nextgen/common/PluginInterface/PluginInterface.cpp`).
+pub const PLACED_MIN: u64 = 1 << 30;
+/// First address of GPU 0's placement window: far below the mmap area and
+/// above any heap or executable mapping of an x86-64 process.
+const WINDOW_BASE: u64 = 0x1000_0000_0000;
+/// Address space each GPU's window spans at least.
+const WINDOW_STRIDE: u64 = 1 << 40;
+
+/// The window `[start, end)` where large device-memory allocations of GPU
+/// agent `agent` (its index among all agents) are placed, for a pool of
+/// `pool_size` bytes.
+///
+/// A GPU's virtual address allocator is deterministic: the same program
+/// gets the same device addresses run after run, and LLVM 16's kernel
+/// record/replay relies on it (the recorded memory holds device pointers
+/// into the block it reserved, and the replay reserves the block again,
+/// with no address hint, expecting the same place). Host `mmap` places
+/// memory at random (ASLR), so the virtual device places blocks of at
+/// least [`PLACED_MIN`] bytes itself: first fit in this window, 2 MiB
+/// aligned ([`MemoryMap::first_fit`]).
+pub fn placement_window(agent: usize, pool_size: u64) -> (u64, u64) {
+    let stride = pool_size
+        .div_ceil(WINDOW_STRIDE)
+        .max(1)
+        .saturating_mul(WINDOW_STRIDE);
+    let start = WINDOW_BASE.saturating_add(stride.saturating_mul(agent as u64));
+    (start, start.saturating_add(stride))
+}
+
 /// A memory pool of one agent.
 #[derive(Debug)]
 pub struct Pool {
@@ -78,8 +110,12 @@ pub fn pool_index(handle: u64) -> Option<usize> {
 pub enum AllocKind {
     /// Allocated by a client from pool `0`.
     Pool(usize),
-    /// Runtime-internal memory of an agent (code objects, queue rings, scratch).
+    /// Runtime-internal memory of an agent (queue rings, code object bytes handed
+    /// to the runtime).
     Internal,
+    /// The loaded segments of a code object ([`crate::executable::Executable::load`]):
+    /// waves of the agents allowed to access it may run code from it.
+    Code,
 }
 
 /// One allocation: page-aligned, zero-filled anonymous memory.
@@ -94,7 +130,73 @@ pub struct Allocation {
     pub owner: usize,
     /// Bit i set: agent i may access the memory.
     access: AtomicU64,
-    map: memmap2::MmapRaw,
+    map: Mapping,
+}
+
+/// The host mapping behind an allocation.
+enum Mapping {
+    /// Placed by the kernel (memmap2).
+    Anywhere(memmap2::MmapRaw),
+    /// Placed at an address of our choosing ([`Allocation::new_at`]).
+    Placed(PlacedMap),
+}
+
+/// An anonymous mapping made with `MAP_FIXED_NOREPLACE`, unmapped on drop.
+struct PlacedMap {
+    base: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory owned by this value; who may touch it
+// is ruled by the allocation's users, as for a memmap2 mapping.
+unsafe impl Send for PlacedMap {}
+// SAFETY: as above.
+unsafe impl Sync for PlacedMap {}
+
+impl PlacedMap {
+    /// Maps `len` zeroed bytes (`len` a multiple of [`PAGE`]) at exactly
+    /// `addr`, or returns the OS error (EEXIST when anything is mapped there).
+    fn new(addr: u64, len: usize) -> std::io::Result<PlacedMap> {
+        // SAFETY: MAP_FIXED_NOREPLACE only maps where nothing is mapped (the
+        // kernel refuses with EEXIST otherwise), so no memory of the process
+        // is replaced; the result is checked before use.
+        let p = unsafe {
+            libc::mmap(
+                addr as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let placed = PlacedMap {
+            base: std::ptr::NonNull::new(p.cast()).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::Other, "mmap returned NULL")
+            })?,
+            len,
+        };
+        // Kernels before 4.17 ignore MAP_FIXED_NOREPLACE and treat the
+        // address as a hint: a mapping elsewhere is given back.
+        if p as u64 != addr {
+            return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        Ok(placed)
+    }
+}
+
+impl Drop for PlacedMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made by `PlacedMap::new` with this base and
+        // length and is owned by this value alone.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
 }
 
 impl std::fmt::Debug for Allocation {
@@ -117,27 +219,69 @@ impl Allocation {
         owner: usize,
         access_mask: u64,
     ) -> SimResult<Arc<Allocation>> {
+        Allocation::new_at(size, kind, owner, access_mask, None)
+    }
+
+    /// [`Allocation::new`], at exactly `place` when given and free; anywhere
+    /// (as [`Allocation::new`]) when something is already mapped there.
+    ///
+    /// Errors: `OutOfResources` when the host refuses the mapping.
+    pub fn new_at(
+        size: u64,
+        kind: AllocKind,
+        owner: usize,
+        access_mask: u64,
+        place: Option<u64>,
+    ) -> SimResult<Arc<Allocation>> {
         let rounded = size
             .checked_add(PAGE - 1)
             .map(|s| s & !(PAGE - 1))
             .filter(|&s| s > 0 && s <= isize::MAX as u64)
             .ok_or_else(|| SimError::InvalidAllocation(format!("size {size} does not fit")))?;
-        // MAP_NORESERVE: like VRAM, device memory is address space first; pages
-        // are committed on first touch, so a large, sparsely used allocation fits.
-        let map = memmap2::MmapOptions::new()
-            .len(rounded as usize)
-            .no_reserve_swap()
-            .map_anon()
-            .map_err(|e| SimError::OutOfResources(format!("mapping {rounded} bytes: {e}")))?;
-        let map = memmap2::MmapRaw::from(map);
+        let placed = place.and_then(|addr| match PlacedMap::new(addr, rounded as usize) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                log::debug!("placing {rounded} bytes at {addr:#x}: {e}; placing them anywhere");
+                None
+            }
+        });
+        let map = match placed {
+            Some(m) => Mapping::Placed(m),
+            None => {
+                // MAP_NORESERVE: like VRAM, device memory is address space first; pages
+                // are committed on first touch, so a large, sparsely used allocation fits.
+                let map = memmap2::MmapOptions::new()
+                    .len(rounded as usize)
+                    .no_reserve_swap()
+                    .map_anon()
+                    .map_err(|e| {
+                        SimError::OutOfResources(format!("mapping {rounded} bytes: {e}"))
+                    })?;
+                Mapping::Anywhere(memmap2::MmapRaw::from(map))
+            }
+        };
+        let base = match &map {
+            Mapping::Anywhere(m) => m.as_mut_ptr() as u64,
+            Mapping::Placed(m) => m.base.as_ptr() as u64,
+        };
         if rounded >= HUGE_PAGE {
             // Advisory only: without transparent huge pages the memory works the same.
-            if let Err(e) = map.advise(memmap2::Advice::HugePage) {
+            let advised = match &map {
+                Mapping::Anywhere(m) => m.advise(memmap2::Advice::HugePage),
+                // SAFETY: advice on our own mapping, which stays mapped.
+                Mapping::Placed(m) => match unsafe {
+                    libc::madvise(m.base.as_ptr().cast(), m.len, libc::MADV_HUGEPAGE)
+                } {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                },
+            };
+            if let Err(e) = advised {
                 log::debug!("madvise(MADV_HUGEPAGE) on {rounded} bytes: {e}");
             }
         }
         Ok(Arc::new(Allocation {
-            base: map.as_mut_ptr() as u64,
+            base,
             size: rounded,
             kind,
             owner,
@@ -148,7 +292,10 @@ impl Allocation {
 
     /// Host pointer to the first byte.
     pub fn ptr(&self) -> *mut u8 {
-        self.map.as_mut_ptr()
+        match &self.map {
+            Mapping::Anywhere(m) => m.as_mut_ptr(),
+            Mapping::Placed(m) => m.base.as_ptr(),
+        }
     }
 
     /// Whether agent `agent` may access this allocation.
@@ -265,6 +412,26 @@ impl MemoryMap {
     /// The allocation whose base is exactly `base`.
     pub fn by_base(&self, base: u64) -> Option<Arc<Allocation>> {
         self.allocations.read().get(&base).cloned()
+    }
+
+    /// The lowest `align`-aligned address `a` in `[start, end)` such that
+    /// `[a, a + size)` ends by `end` and overlaps no allocation of the map;
+    /// `None` when no gap is large enough. `align` is a power of two.
+    pub fn first_fit(&self, start: u64, end: u64, size: u64, align: u64) -> Option<u64> {
+        let up = |a: u64| a.checked_add(align - 1).map(|a| a & !(align - 1));
+        let map = self.allocations.read();
+        let mut cursor = up(start)?;
+        // An allocation starting below the window may reach into it.
+        if let Some((_, a)) = map.range(..start).next_back() {
+            cursor = cursor.max(up(a.base + a.size)?);
+        }
+        for (_, a) in map.range(start..end) {
+            if cursor.checked_add(size)? <= a.base {
+                break;
+            }
+            cursor = cursor.max(up(a.base + a.size)?);
+        }
+        (cursor.checked_add(size)? <= end).then_some(cursor)
     }
 
     /// The allocation containing byte `addr`.
@@ -456,6 +623,15 @@ impl isa::GlobalMemory for AgentMemory {
         let (low, high) = self.map.gap_around(addr)?;
         Some(host.region(addr, low, high)?)
     }
+
+    /// A loaded code object ([`AllocKind::Code`]) that this agent may access:
+    /// hardware fetches instructions from any address the agent maps, and the
+    /// virtual device from the code objects loaded for it, so that a jump anywhere
+    /// else is still a clean fault.
+    fn code_region(&self, pc: u64) -> Option<Arc<dyn isa::MemoryRegion>> {
+        let a = self.map.allocation_containing(pc)?;
+        (a.kind == AllocKind::Code && a.accessible_by(self.agent)).then_some(a as _)
+    }
 }
 
 #[cfg(test)]
@@ -496,5 +672,48 @@ mod tests {
         assert!(map.unlock(p));
         assert!(gpu.region(p).is_none());
         assert!(!map.unlock(p));
+    }
+
+    #[test]
+    fn large_blocks_are_placed_first_fit_in_their_window() {
+        let map = MemoryMap::new();
+        // Agent 7's window: away from what other tests of this process place.
+        let (start, end) = placement_window(7, 64 << 30);
+        assert_eq!(end - start, 1 << 40);
+        assert_eq!(map.first_fit(start, end, 3 << 30, 2 << 20), Some(start));
+        let place = |size: u64| {
+            let at = map.first_fit(start, end, size, 2 << 20).unwrap();
+            let a = Allocation::new_at(size, AllocKind::Pool(0), 0, 0, Some(at)).unwrap();
+            assert_eq!(a.base, at, "placed where asked");
+            map.insert(a.clone());
+            a
+        };
+        let a = place(3 << 30);
+        let b = place(1 << 30);
+        assert_eq!(
+            b.base,
+            start + (3 << 30),
+            "the next fit follows the first block"
+        );
+        // A freed block's place is found again: the same sequence, the same addresses.
+        map.remove(a.base);
+        drop(a);
+        assert_eq!(map.first_fit(start, end, 2 << 30, 2 << 20), Some(start));
+        // A 4 GiB block does not fit the 3 GiB hole: it goes after `b`.
+        assert_eq!(
+            map.first_fit(start, end, 4 << 30, 2 << 20),
+            Some(start + (4 << 30))
+        );
+        // The memory is usable, zeroed, and given back on drop.
+        // SAFETY: `b` is a live mapping of at least one page.
+        unsafe {
+            assert_eq!(*b.ptr(), 0);
+            *b.ptr() = 7;
+            assert_eq!(*b.ptr(), 7);
+        }
+        // Something already mapped there: the allocation goes anywhere else.
+        let elsewhere = Allocation::new_at(PAGE, AllocKind::Pool(0), 0, 0, Some(b.base)).unwrap();
+        assert_ne!(elsewhere.base, b.base);
+        assert_eq!(map.first_fit(start, end, 1 << 41, 2 << 20), None);
     }
 }

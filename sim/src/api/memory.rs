@@ -243,7 +243,14 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
                 Err(u) => used = u,
             }
         }
-        let alloc = match Allocation::new(size, AllocKind::Pool(p.index), p.agent, 0) {
+        // Large device memory goes to a fixed place (`memory::placement_window`).
+        let place = (p.is_device_memory() && rounded >= crate::memory::PLACED_MIN)
+            .then(|| {
+                let (start, end) = crate::memory::placement_window(p.agent, p.size);
+                rt.memory.first_fit(start, end, rounded, 2 << 20)
+            })
+            .flatten();
+        let alloc = match Allocation::new_at(size, AllocKind::Pool(p.index), p.agent, 0, place) {
             Ok(a) => a,
             Err(e) => {
                 p.used.fetch_sub(rounded, Ordering::AcqRel);
