@@ -16,6 +16,13 @@ pub enum Error {
     /// A device image could not be parsed or does not fit the device.
     #[error("bad device image: {0}")]
     Image(#[from] crate::image::ImageError),
+    /// A bitcode image could not be compiled (the step and the tool's
+    /// message: [`crate::jit::JitError`]).
+    #[error(transparent)]
+    Jit(#[from] crate::jit::JitError),
+    /// Kernel record or replay failed ([`crate::record::RecordError`]).
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
     /// A memory manager (device memory, staging or kernarg blocks) failed.
     #[error(transparent)]
     Memory(#[from] crate::memory_manager::MemoryManagerError<HsaError>),

@@ -42,8 +42,8 @@ pub enum ImageKind {
     /// A 64-bit ELF whose `e_machine` is `EM_AMDGPU` (224) and whose headers
     /// parse.
     AmdgpuElf,
-    /// LLVM bitcode whose IR symbol table names an `amdgcn` target triple
-    /// (would need JIT compilation: LLVM 16's
+    /// LLVM bitcode of a module whose target triple's architecture is
+    /// `amdgcn`, compiled at load by [`crate::jit`] (LLVM 16's
     /// `plugins-nextgen/common/PluginInterface/JIT.cpp`).
     AmdgcnBitcode,
     /// Anything else (foreign ELF, NVPTX, malformed, other bitcode...).
@@ -100,11 +100,14 @@ fn malformed(why: String) -> ImageError {
 /// `plugins-nextgen/common/PluginInterface/PluginInterface.cpp`):
 /// [`ImageKind::AmdgpuElf`] for a parsable
 /// 64-bit ELF with `e_machine == EM_AMDGPU`, [`ImageKind::AmdgcnBitcode`] for
-/// bitcode whose IR symbol table's target triple has arch `amdgcn`, else
-/// [`ImageKind::Other`]. Cheap, side-effect free, never panics.
+/// bitcode whose module's target triple has arch `amdgcn` (read by libLLVM,
+/// [`crate::jit::is_amdgcn_bitcode`]; only images that begin with the
+/// bitcode magic get that far, so an ELF image costs no LLVM work), else
+/// [`ImageKind::Other`]. Side-effect free, never panics.
 ///
-/// Differences from LLVM: 32-bit ELFs (R600) are `Other`; bitcode without an
-/// IR symbol table (LLVM would parse the whole module) is `Other`.
+/// Differences from LLVM: 32-bit ELFs (R600) are `Other`; LLVM reads the
+/// triple from the module's IR symbol table, we from the module itself, so
+/// bitcode without a symbol table is classified too.
 pub fn classify(bytes: &[u8]) -> ImageKind {
     if bytes.starts_with(b"\x7fELF") {
         let is_amdgpu = with_elf(bytes, |file| {
@@ -116,9 +119,10 @@ pub fn classify(bytes: &[u8]) -> ImageKind {
             ImageKind::Other
         };
     }
-    match bitcode::target_triple(bytes) {
-        Some(triple) if triple.split('-').next() == Some("amdgcn") => ImageKind::AmdgcnBitcode,
-        _ => ImageKind::Other,
+    if crate::jit::is_amdgcn_bitcode(bytes) {
+        ImageKind::AmdgcnBitcode
+    } else {
+        ImageKind::Other
     }
 }
 
@@ -386,166 +390,6 @@ pub fn kernel_exec_mode(bytes: &[u8], kernel: &str) -> Result<ExecMode, ImageErr
 /// msgpack map with an `amdhsa.kernels` array of maps each having `.name`.
 pub fn kernel_metadata(bytes: &[u8]) -> Result<Vec<KernelInfo>, ImageError> {
     Ok(code_object::kernel_metadata(bytes)?)
-}
-
-// ---------------------------------------------------------------------------
-// Bitcode
-
-/// Just enough of LLVM's bitstream format to read the target triple from a
-/// module's IR symbol table (`SYMTAB_BLOCK` + `STRTAB_BLOCK`), which is what
-/// LLVM's `readIRSymtab` consults.
-mod bitcode {
-    /// `0x0B17C0DE` wrapper magic (little endian).
-    const WRAPPER_MAGIC: [u8; 4] = [0xde, 0xc0, 0x17, 0x0b];
-    /// Raw bitcode magic `BC 0xC0DE`.
-    const RAW_MAGIC: [u8; 4] = [b'B', b'C', 0xc0, 0xde];
-    /// Top-level block ids.
-    const STRTAB_BLOCK_ID: u64 = 23;
-    const SYMTAB_BLOCK_ID: u64 = 25;
-    /// Offset of `Header::TargetTriple` (a `{offset, size}` pair of u32)
-    /// in the irsymtab blob: Version (4) + Producer (8) + 4 ranges (8 each).
-    const TRIPLE_FIELD: usize = 44;
-
-    struct Bits<'a> {
-        data: &'a [u8],
-        pos: usize,
-    }
-
-    impl<'a> Bits<'a> {
-        fn read(&mut self, n: u32) -> Option<u64> {
-            let mut v = 0u64;
-            for i in 0..n {
-                let bit = self.pos;
-                let byte = *self.data.get(bit / 8)?;
-                v |= u64::from((byte >> (bit % 8)) & 1) << i;
-                self.pos += 1;
-            }
-            Some(v)
-        }
-        fn vbr(&mut self, n: u32) -> Option<u64> {
-            let hi = 1u64 << (n - 1);
-            let mut v = 0u64;
-            let mut shift = 0;
-            loop {
-                let piece = self.read(n)?;
-                if shift >= 64 {
-                    return None;
-                }
-                v |= (piece & (hi - 1)) << shift;
-                if piece & hi == 0 {
-                    return Some(v);
-                }
-                shift += n - 1;
-            }
-        }
-        fn align32(&mut self) {
-            self.pos = self.pos.div_ceil(32) * 32;
-        }
-        fn bytes(&mut self, len: usize) -> Option<&'a [u8]> {
-            let start = self.pos / 8;
-            let out = self.data.get(start..start.checked_add(len)?)?;
-            self.pos = (start + len) * 8;
-            Some(out)
-        }
-    }
-
-    /// Reads the single blob record of a SYMTAB/STRTAB block body, as LLVM
-    /// writes it: a DEFINE_ABBREV `[literal, blob]` then one record with it.
-    fn block_blob(body: &[u8], abbrev_width: u32) -> Option<&[u8]> {
-        let mut b = Bits { data: body, pos: 0 };
-        // (is_blob) per operand of the one abbreviation we accept.
-        let mut ops: Vec<Option<u8>> = Vec::new();
-        loop {
-            match b.read(abbrev_width)? {
-                2 => {
-                    // DEFINE_ABBREV: numops vbr5, then operands.
-                    ops.clear();
-                    let numops = b.vbr(5)?;
-                    if numops > 8 {
-                        return None;
-                    }
-                    for _ in 0..numops {
-                        if b.read(1)? == 1 {
-                            b.vbr(8)?;
-                            ops.push(None); // literal
-                        } else {
-                            let enc = b.read(3)?;
-                            match enc {
-                                1 | 2 => {
-                                    b.vbr(5)?;
-                                    ops.push(Some(enc as u8));
-                                }
-                                5 => ops.push(Some(5)),
-                                _ => return None,
-                            }
-                        }
-                    }
-                }
-                4 => {
-                    for op in &ops {
-                        match op {
-                            None => {}
-                            Some(5) => {
-                                let len = usize::try_from(b.vbr(6)?).ok()?;
-                                b.align32();
-                                return b.bytes(len);
-                            }
-                            Some(_) => return None,
-                        }
-                    }
-                    return None;
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// The target triple recorded in the IR symbol table, if the bytes are
-    /// bitcode that has one.
-    pub(super) fn target_triple(bytes: &[u8]) -> Option<String> {
-        let mut data = bytes;
-        if data.starts_with(&WRAPPER_MAGIC) {
-            let word = |i: usize| -> Option<usize> {
-                let w = data.get(i..i + 4)?;
-                usize::try_from(u32::from_le_bytes([w[0], w[1], w[2], w[3]])).ok()
-            };
-            let offset = word(8)?;
-            let size = word(12)?;
-            data = data.get(offset..offset.checked_add(size)?)?;
-        }
-        if !data.starts_with(&RAW_MAGIC) {
-            return None;
-        }
-        let mut b = Bits { data, pos: 32 };
-        let (mut symtab, mut strtab) = (None, None);
-        // Top level: abbrev width 2, only ENTER_SUBBLOCK (1) expected.
-        while b.pos + 32 <= data.len() * 8 {
-            if b.read(2)? != 1 {
-                break;
-            }
-            let id = b.vbr(8)?;
-            let width = u32::try_from(b.vbr(4)?).ok()?;
-            b.align32();
-            let words = usize::try_from(b.read(32)?).ok()?;
-            let body = b.bytes(words.checked_mul(4)?)?;
-            if !(1..=32).contains(&width) {
-                return None;
-            }
-            match id {
-                SYMTAB_BLOCK_ID => symtab = block_blob(body, width),
-                STRTAB_BLOCK_ID => strtab = block_blob(body, width),
-                _ => {}
-            }
-        }
-        let (symtab, strtab) = (symtab?, strtab?);
-        let field = symtab.get(TRIPLE_FIELD..TRIPLE_FIELD + 8)?;
-        let off =
-            usize::try_from(u32::from_le_bytes([field[0], field[1], field[2], field[3]])).ok()?;
-        let len =
-            usize::try_from(u32::from_le_bytes([field[4], field[5], field[6], field[7]])).ok()?;
-        let triple = strtab.get(off..off.checked_add(len)?)?;
-        String::from_utf8(triple.to_vec()).ok()
-    }
 }
 
 #[cfg(test)]

@@ -372,15 +372,17 @@ impl ImageTable {
     }
 }
 
-/// Refuses what this plugin cannot load: AMDGPU bitcode (no JIT) and
-/// anything that is not an AMDGPU ELF.
+/// Refuses what cannot be loaded as it is: AMDGPU bitcode (which
+/// `load_binary` compiles first, [`crate::jit`]) and anything that is not an
+/// AMDGPU ELF.
 ///
 /// Errors: [`Error::InvalidArgument`], or the ELF check's error.
 fn check_kind(bytes: &[u8]) -> Result<()> {
     match image::classify(bytes) {
         ImageKind::AmdgpuElf => Ok(()),
         ImageKind::AmdgcnBitcode => Err(Error::InvalidArgument(
-            "the image is AMDGPU LLVM bitcode, which this plugin does not JIT-compile".into(),
+            "the image is AMDGPU LLVM bitcode, to be compiled (crate::jit) before it is loaded"
+                .into(),
         )),
         ImageKind::Other => {
             image::check_amdgpu_elf(bytes)?;

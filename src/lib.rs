@@ -37,7 +37,9 @@
 //! Device-free helpers: [`abi`] (the C structs), [`handles`] (the
 //! generation-counted tables behind event and stream handles, shared with
 //! the virtual device), [`memory_manager`] (the size-class cache),
-//! [`launch`] (teams and threads), [`image`] (code object inspection).
+//! [`launch`] (teams and threads), [`image`] (code object inspection),
+//! [`jit`] (LLVM bitcode images compiled at load through libLLVM 16 and
+//! lld, with a disk cache).
 
 pub mod abi;
 pub mod allocator;
@@ -49,6 +51,7 @@ pub mod host_device;
 pub mod image;
 pub mod images;
 pub mod info;
+pub mod jit;
 pub mod kernel;
 pub mod launch;
 pub mod logging;
@@ -57,6 +60,7 @@ pub mod memory_manager;
 pub mod pinned;
 pub mod plugin;
 pub mod queue;
+pub mod record;
 pub mod rpc_host;
 pub mod rtl;
 pub mod signal;

@@ -22,7 +22,7 @@
 
 use crate::abi::{
     AsyncInfo, BinDesc, DeviceImage, DeviceInfo, ImageInfo, KernelArgs, OffloadEntry, TargetTable,
-    OFFLOAD_FAIL, OFFLOAD_SUCCESS, OMP_REQ_UNIFIED_SHARED_MEMORY,
+    OFFLOAD_FAIL, OFFLOAD_SUCCESS, OMP_INFOTYPE_PLUGIN_KERNEL, OMP_REQ_UNIFIED_SHARED_MEMORY,
 };
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -182,14 +182,26 @@ unsafe fn image_bytes<'a>(img: *const DeviceImage) -> Result<&'a [u8]> {
 /// `arch` when libomptarget gives one
 /// (compared as LLVM does, exact string first), else the one its ELF header
 /// declares.
+///
+/// Bitcode for `amdgcn` is valid as in LLVM's `__tgt_rtl_is_valid_binary`
+/// (`JITEngine::checkBitcodeImage`): it is compiled for each agent at load,
+/// so only `arch`, when given, is compared with the agents.
 fn check_image(bytes: &[u8], arch: Option<&str>) -> Result<bool> {
-    if image::classify(bytes) != ImageKind::AmdgpuElf {
+    let kind = image::classify(bytes);
+    if kind == ImageKind::Other {
         return Ok(false);
     }
     let p = plugin()?;
     let Some(rt) = p.runtime.as_ref() else {
         return Ok(false);
     };
+    if kind == ImageKind::AmdgcnBitcode {
+        let fits = |agent: &String| match arch {
+            Some(a) => !agent.is_empty() && image::target_ids_compatible(a, agent),
+            None => true,
+        };
+        return Ok(!rt.target_ids.is_empty() && rt.target_ids.iter().all(fits));
+    }
     let elf_id = image::elf_target_id(bytes).ok();
     let fits = |agent: &String| -> bool {
         if agent.is_empty() {
@@ -399,9 +411,19 @@ pub unsafe extern "C" fn __tgt_rtl_load_binary(
         let entries = unsafe { read_entries(img.entries_begin, img.entries_end)? };
         let p = plugin()?;
         p.check_requires(id)?;
-        let dev = p.rt()?.device(id)?;
+        let rt = p.rt()?;
+        let dev = rt.device(id)?;
         let usm = p.requires.load(Ordering::Relaxed) & OMP_REQ_UNIFIED_SHARED_MEMORY != 0;
-        dev.images().load(bytes, &entries, usm)
+        // A bitcode image is compiled for this device's agent first
+        // (`JITEngine::process` in LLVM 16's `GenericDeviceTy::loadBinary`).
+        let jitted = if crate::jit::has_bitcode_magic(bytes) {
+            let info = p.info_flags.load(Ordering::Relaxed) & OMP_INFOTYPE_PLUGIN_KERNEL != 0;
+            Some(crate::jit::process(bytes, id, rt.target_id(id)?, info)?)
+        } else {
+            None
+        };
+        dev.images()
+            .load(jitted.as_deref().unwrap_or(bytes), &entries, usm)
     })
 }
 
