@@ -27,6 +27,7 @@ use crate::launch::{GridValues, LaunchEnv};
 use crate::memory::{MemoryPool, PoolAllocator, PoolManager};
 use crate::memory_manager::{self, MemoryManager};
 use crate::queue::QueueSet;
+use crate::record::{RecordConfig, RecordReplay};
 use crate::signal::SignalPool;
 use crate::stream::Stream;
 use crate::streams::StreamPool;
@@ -96,6 +97,7 @@ pub struct Device {
     memory: DeviceAllocator,
     transfers: Arc<Transfers>,
     images: ImageTable,
+    record: Option<RecordReplay>,
 }
 
 impl Device {
@@ -120,6 +122,12 @@ impl Device {
             .cloned()
             .ok_or(Error::MissingPool("coarse-grained device"))?;
         let (grid, limits) = agent_limits(hsa, agent, &pools)?;
+        // Record/replay reserves its block first, as LLVM 16's
+        // `GenericDeviceTy::init` does at the end of the device's set-up
+        // (no device memory is allocated in between).
+        let record = RecordConfig::from_env()
+            .map(|c| RecordReplay::reserve(hsa, coarse_pool.raw, c))
+            .transpose()?;
 
         let threshold = PoolManager::threshold_from_env(memory_manager::DEFAULT_THRESHOLD);
         let memory = Arc::new(MemoryManager::new(
@@ -182,7 +190,15 @@ impl Device {
             memory: DeviceAllocator::new(coarse_pool, memory, host),
             transfers,
             images,
+            record,
         })
+    }
+
+    /// The record/replay state, when `LIBOMPTARGET_RECORD` or
+    /// `LIBOMPTARGET_REPLAY` is on ([`crate::record`]).
+    #[inline]
+    pub fn record_replay(&self) -> Option<&RecordReplay> {
+        self.record.as_ref()
     }
 
     /// The device's streams and the async infos they are lent to.
@@ -245,6 +261,9 @@ impl Device {
         self.events.clear();
         self.images.teardown();
         self.memory.release_all(self.id);
+        if let Some(r) = &self.record {
+            r.release();
+        }
         true
     }
 }

@@ -422,8 +422,14 @@ pub unsafe extern "C" fn __tgt_rtl_load_binary(
         } else {
             None
         };
-        dev.images()
-            .load(jitted.as_deref().unwrap_or(bytes), &entries, usm)
+        let table = dev
+            .images()
+            .load(jitted.as_deref().unwrap_or(bytes), &entries, usm)?;
+        if let Some(rr) = dev.record_replay() {
+            let kernels = entries.iter().filter(|e| e.raw.size == 0);
+            rr.note_image(bytes, kernels.map(|e| e.name.as_str()));
+        }
+        Ok(table)
     })
 }
 
@@ -530,7 +536,13 @@ pub extern "C" fn __tgt_rtl_data_alloc(
     kind: i32,
 ) -> *mut c_void {
     entry("data_alloc", std::ptr::null_mut(), || {
-        let addr = plugin()?.rt()?.device(id)?.memory().alloc(size, kind)?;
+        let dev = plugin()?.rt()?.device(id)?;
+        // Recording or replaying, every kind comes from the reserved block
+        // (LLVM 16's `GenericDeviceTy::dataAlloc`).
+        let addr = match dev.record_replay() {
+            Some(rr) => rr.alloc(size)?,
+            None => dev.memory().alloc(size, kind)?,
+        };
         Ok(addr as *mut c_void)
     })
 }
@@ -541,7 +553,12 @@ pub extern "C" fn __tgt_rtl_data_delete(id: i32, ptr: *mut c_void, kind: i32) ->
         if ptr.is_null() {
             return Ok(());
         }
-        plugin()?.rt()?.device(id)?.memory().free(ptr as u64, kind)
+        let dev = plugin()?.rt()?.device(id)?;
+        // Recording or replaying, nothing is freed (`dataDelete`).
+        if dev.record_replay().is_some() {
+            return Ok(());
+        }
+        dev.memory().free(ptr as u64, kind)
     })
 }
 
@@ -814,6 +831,14 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
         let flags = p.info();
         p.rt()?.with_device(id, |dev| {
             dev.images().with_kernel(kernel as usize, |kern| {
+                if let Some(rr) = dev.record_replay() {
+                    // SAFETY: `args` and `offsets` hold `n` elements each
+                    // (checked non-NULL above when `n > 0`).
+                    let (args, offsets) = unsafe { launch_arrays(args, offsets, n) };
+                    // SAFETY: `info` NULL or valid, per this function's contract.
+                    let info = unsafe { info.as_mut() };
+                    return launch_recorded(dev, kern, rr, args, offsets, k, info, flags);
+                }
                 if info.is_null() {
                     dev.streams()
                         .run_sync(|i| kern.launch(&dev.launch_target(), values, k, i, flags))
@@ -825,6 +850,77 @@ pub unsafe extern "C" fn __tgt_rtl_launch_kernel(
             })?
         })
     })
+}
+
+/// The argument and offset arrays of a launch, copied (record/replay only:
+/// the launch path reads them in place).
+///
+/// # Safety
+/// When `n > 0`, `args` and `offsets` point to `n` readable elements each.
+unsafe fn launch_arrays(
+    args: *mut *mut c_void,
+    offsets: *mut isize,
+    n: usize,
+) -> (Vec<u64>, Vec<i64>) {
+    if n == 0 {
+        return (Vec::new(), Vec::new());
+    }
+    // SAFETY: per this function's contract.
+    let (a, o) = unsafe {
+        (
+            std::slice::from_raw_parts(args, n),
+            std::slice::from_raw_parts(offsets, n),
+        )
+    };
+    (
+        a.iter().map(|&p| p as u64).collect(),
+        o.iter().map(|&x| x as i64).collect(),
+    )
+}
+
+/// A launch while recording or replaying (LLVM 16's
+/// `GenericDeviceTy::launchKernel`): recording, the launch and the memory
+/// before it are saved first; with `LIBOMPTARGET_RR_SAVE_OUTPUT`, the
+/// memory after it. Each snapshot first waits for the work queued on
+/// `info` (the copies the kernel reads, then the kernel), so the files hold
+/// what the kernel read and wrote ([`crate::record`]).
+#[allow(clippy::too_many_arguments)]
+fn launch_recorded(
+    dev: &Device,
+    kern: &crate::kernel::Kernel,
+    rr: &crate::record::RecordReplay,
+    args: Vec<u64>,
+    offsets: Vec<i64>,
+    k: &KernelArgs,
+    info: Option<&mut AsyncInfo>,
+    flags: u32,
+) -> Result<()> {
+    let values: Vec<u64> = args
+        .iter()
+        .zip(&offsets)
+        .map(|(&a, &o)| a.wrapping_add(o as u64))
+        .collect();
+    let mut info = info;
+    let settle = |info: &mut Option<&mut AsyncInfo>| match info {
+        Some(i) if !i.queue.is_null() => dev.streams().synchronize(i),
+        _ => Ok(()),
+    };
+    if rr.recording() {
+        settle(&mut info)?;
+        let launch = crate::record::LaunchRecord::new(&kern.name, args, offsets, k);
+        rr.save_inputs(dev.transfers(), dev.id, launch)?;
+    }
+    match info.as_deref_mut() {
+        Some(i) => kern.launch(&dev.launch_target(), values.into_iter(), k, i, flags)?,
+        None => dev
+            .streams()
+            .run_sync(|i| kern.launch(&dev.launch_target(), values.into_iter(), k, i, flags))?,
+    }
+    if rr.save_output() {
+        settle(&mut info)?;
+        rr.save_output_of(dev.transfers(), &kern.name)?;
+    }
+    Ok(())
 }
 
 /// Waits for everything queued on `info`, then sets `info.Queue = NULL`.

@@ -391,6 +391,25 @@ impl Hsa {
         Ok(ptr)
     }
 
+    /// [`Hsa::pool_allocate`] of `size` bytes of device memory, as the
+    /// [`DeviceRange`] agents copy to and from; valid until freed with
+    /// [`Hsa::pool_free`] (the caller keeps it until every copy through the
+    /// range completed).
+    ///
+    /// Errors: as [`Hsa::pool_allocate`].
+    pub fn pool_allocate_range(
+        &self,
+        pool: hsa_amd_memory_pool_t,
+        size: usize,
+    ) -> HsaResult<DeviceRange> {
+        let ptr = self.pool_allocate(pool, size)?;
+        DeviceRange::checked(ptr as u64, size).ok_or_else(|| HsaError {
+            call: "hsa_amd_memory_pool_allocate",
+            status: HSA_STATUS_ERROR_INVALID_ALLOCATION,
+            text: format!("the runtime returned a block at {ptr:p} of {size} bytes that wraps"),
+        })
+    }
+
     /// `pool` as a [`HostPool`] when its memory is the host's own: a
     /// global-segment pool the runtime allocates from, listed by `agent`,
     /// a CPU agent (`HSA_AGENT_INFO_DEVICE` is CPU); `None` otherwise.
