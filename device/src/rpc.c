@@ -26,12 +26,21 @@ _Static_assert(sizeof(gpu_rpc_header_t) == 16, "header size of LLVM 19");
 
 static gpu_rpc_client_t gpu_client;
 
+/* How the two symbols below are kept through LTO. clang-16's builds mark
+ * them `used`; the LLVM 19 OpenMP library (device/omp19/) defines
+ * GPU_RPC_KEEP as protected visibility alone, as LLVM 19 libc's
+ * rpc_client.cpp does, because clang-linker-wrapper 19 fails a program's
+ * device link ("invalid llvm.compiler.used member") when an archive member
+ * it did not need carries `used` globals. */
+#ifndef GPU_RPC_KEEP
+#define GPU_RPC_KEEP __attribute__((visibility("protected"), used))
+#endif
+
 /* The host finds the client through this pointer and overwrites *it. */
-__attribute__((visibility("protected"), used)) const void
-    *__llvm_libc_rpc_client = &gpu_client;
+GPU_RPC_KEEP const void *__llvm_libc_rpc_client = &gpu_client;
 
 /* Fixed clock frequency in Hz, written by the loader when present. */
-__attribute__((visibility("protected"), used)) uint64_t __llvm_libc_clock_freq;
+GPU_RPC_KEEP uint64_t __llvm_libc_clock_freq;
 
 uint32_t gpu_lane_id(void) {
   return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
