@@ -279,6 +279,11 @@ pub fn stage_dir_with(needed: &[&str]) -> PathBuf {
 /// directory) on one virtual GPU, within `timeout_s`; our plugin's
 /// announcement must be absent.
 pub fn run_llvm_plugin(bin: &Path, timeout_s: u64) -> Output {
+    run_llvm_plugin_with(bin, &[], timeout_s)
+}
+
+/// [`run_llvm_plugin`] with more environment variables `env`.
+pub fn run_llvm_plugin_with(bin: &Path, env: &[(&str, &str)], timeout_s: u64) -> Output {
     let mut cmd = Command::new(bin);
     cmd.env(
         "LD_LIBRARY_PATH",
@@ -287,6 +292,9 @@ pub fn run_llvm_plugin(bin: &Path, timeout_s: u64) -> Output {
     .env("OMP_TARGET_OFFLOAD", "MANDATORY")
     .env("OMPTARGET_AMDGPU_ANNOUNCE", "1")
     .env("HSA_SIM_GPUS", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let out = run(&mut cmd, timeout_s);
     let (_, stderr) = texts(&out);
     assert!(
