@@ -78,114 +78,9 @@ impl WaveState {
                     write(self, a)
                 }
             }
-            O::SNotB32 => {
-                let r = u64::from(!a32);
-                write(self, r);
-                self.scc = r != 0;
-            }
-            O::SNotB64 => {
-                write(self, !a);
-                self.scc = !a != 0;
-            }
-            O::SBrevB32 => write(self, u64::from(a32.reverse_bits())),
-            O::SBrevB64 => write(self, a.reverse_bits()),
-            O::SBcnt0I32B32 | O::SBcnt0I32B64 | O::SBcnt1I32B32 | O::SBcnt1I32B64 => {
-                let v = match i.op {
-                    O::SBcnt0I32B32 => a32.count_zeros(),
-                    O::SBcnt0I32B64 => a.count_zeros(),
-                    O::SBcnt1I32B32 => a32.count_ones(),
-                    _ => a.count_ones(),
-                };
-                write(self, u64::from(v));
-                self.scc = v != 0;
-            }
-            O::SFf0I32B32 => write(self, first_bit(u64::from(!a32) & 0xFFFF_FFFF)),
-            O::SFf0I32B64 => write(self, first_bit(!a)),
-            O::SFf1I32B32 => write(self, first_bit(u64::from(a32))),
-            O::SFf1I32B64 => write(self, first_bit(a)),
-            O::SFlbitI32B32 => write(
-                self,
-                if a32 == 0 {
-                    0xFFFF_FFFF
-                } else {
-                    u64::from(a32.leading_zeros())
-                },
-            ),
-            O::SFlbitI32B64 => write(
-                self,
-                if a == 0 {
-                    0xFFFF_FFFF
-                } else {
-                    u64::from(a.leading_zeros())
-                },
-            ),
-            O::SFlbitI32 => {
-                let s = a32 as i32;
-                let v = if s == 0 || s == -1 {
-                    0xFFFF_FFFF
-                } else if s < 0 {
-                    (!a32).leading_zeros()
-                } else {
-                    a32.leading_zeros()
-                };
-                write(self, u64::from(v));
-            }
-            O::SFlbitI32I64 => {
-                let s = a as i64;
-                let v = if s == 0 || s == -1 {
-                    0xFFFF_FFFF
-                } else if s < 0 {
-                    (!a).leading_zeros()
-                } else {
-                    a.leading_zeros()
-                };
-                write(self, u64::from(v));
-            }
-            O::SBitreplicateB64B32 => {
-                let mut r = 0u64;
-                for b in 0..32 {
-                    if (a32 >> b) & 1 == 1 {
-                        r |= 3 << (2 * b);
-                    }
-                }
-                write(self, r);
-            }
             O::SMovrelsB32 | O::SMovrelsB64 | O::SMovreldB32 | O::SMovreldB64 => {
-                // The SGPR index of the source (movrels) or destination (movreld) is
-                // offset by M0; an index past the SGPRs reads 0 / writes nothing.
-                let m0 = self.sgpr[usize::from(crate::operand::code::M0)];
-                let n = if matches!(i.op, O::SMovrelsB64 | O::SMovreldB64) {
-                    2
-                } else {
-                    1
-                };
-                let relative = |op: Option<&Operand>| -> Option<u8> {
-                    match op {
-                        Some(Operand::Sreg { code, .. }) => {
-                            let c = u32::from(*code).checked_add(m0)?;
-                            (c + n <= 102).then_some(c as u8)
-                        }
-                        _ => None,
-                    }
-                };
-                if matches!(i.op, O::SMovrelsB32 | O::SMovrelsB64) {
-                    let v = match relative(i.ssrc0.as_ref()) {
-                        Some(c) => self.read_scalar(
-                            &Operand::Sreg {
-                                code: c,
-                                count: n as u8,
-                            },
-                            ctx,
-                        ),
-                        None => 0,
-                    };
-                    write(self, v);
-                } else if let Some(c) = relative(dst.as_ref()) {
-                    self.write_sreg(c, n as u8, a);
-                }
+                self.exec_movrel(i, a, ctx)
             }
-            O::SSextI32I8 => write(self, u64::from(a32 as u8 as i8 as i32 as u32)),
-            O::SSextI32I16 => write(self, u64::from(a32 as u16 as i16 as i32 as u32)),
             O::SBitset0B32 | O::SBitset1B32 | O::SBitset0B64 | O::SBitset1B64 => {
                 let Some(d) = dst else { return Ok(Flow::Next) };
                 let old = self.read_scalar(&d, ctx);
@@ -235,42 +130,61 @@ impl WaveState {
                 write(self, new);
                 self.scc = new != 0;
             }
-            O::SAbsI32 => {
-                let r = u64::from((a32 as i32).unsigned_abs());
-                write(self, r);
-                self.scc = r != 0;
-            }
-            O::SQuadmaskB32 | O::SQuadmaskB64 => {
-                let n = if i.op == O::SQuadmaskB32 { 8 } else { 16 };
-                let mut r = 0u64;
-                for q in 0..n {
-                    if (a >> (4 * q)) & 0xF != 0 {
-                        r |= 1 << q;
-                    }
-                }
-                write(self, r);
-                self.scc = r != 0;
-            }
-            O::SWqmB32 | O::SWqmB64 => {
-                let n = if i.op == O::SWqmB32 { 8 } else { 16 };
-                let mut r = 0u64;
-                for q in 0..n {
-                    if (a >> (4 * q)) & 0xF != 0 {
-                        r |= 0xF << (4 * q);
-                    }
-                }
-                write(self, r);
-                self.scc = r != 0;
-            }
             _ => {
-                return Err(unsupported(
-                    &Instruction::Sop1(i.clone()),
-                    pc,
-                    "this SOP1 instruction is not executed yet",
-                ))
+                let Some((r, scc)) = sop1_result(i.op, a) else {
+                    return Err(unsupported(
+                        &Instruction::Sop1(i.clone()),
+                        pc,
+                        "this SOP1 instruction is not executed yet",
+                    ));
+                };
+                write(self, r);
+                if let Some(s) = scc {
+                    self.scc = s;
+                }
             }
         }
         Ok(Flow::Next)
+    }
+
+    /// Executes `s_movrels_b32/b64` and `s_movreld_b32/b64` (`a`: the source's value):
+    /// the SGPR index of the source (movrels) or destination (movreld) offset by M0.
+    #[inline]
+    fn exec_movrel(&mut self, i: &Sop1, a: u64, ctx: &WaveContext<'_>) {
+        use Sop1Op as O;
+        // An index past the SGPRs reads 0 / writes nothing.
+        let m0 = self.sgpr[usize::from(crate::operand::code::M0)];
+        let n = if matches!(i.op, O::SMovrelsB64 | O::SMovreldB64) {
+            2
+        } else {
+            1
+        };
+        let relative = |op: Option<&Operand>| -> Option<u8> {
+            match op {
+                Some(Operand::Sreg { code, .. }) => {
+                    let c = u32::from(*code).checked_add(m0)?;
+                    (c + n <= 102).then_some(c as u8)
+                }
+                _ => None,
+            }
+        };
+        if matches!(i.op, O::SMovrelsB32 | O::SMovrelsB64) {
+            let v = match relative(i.ssrc0.as_ref()) {
+                Some(c) => self.read_scalar(
+                    &Operand::Sreg {
+                        code: c,
+                        count: n as u8,
+                    },
+                    ctx,
+                ),
+                None => 0,
+            };
+            if let Some(d) = i.sdst.as_ref() {
+                self.write_scalar(d, v);
+            }
+        } else if let Some(c) = relative(i.sdst.as_ref()) {
+            self.write_sreg(c, n as u8, a);
+        }
     }
 
     pub(crate) fn exec_sopc(
@@ -814,6 +728,101 @@ pub(crate) fn sopc_result(op: SopcOp, a: u64, b: u64) -> Option<bool> {
         O::SBitcmp1B64 => (a >> (b32 & 63)) & 1 == 1,
         O::SCmpEqU64 => a == b,
         O::SCmpLgU64 => a != b,
+        _ => return None,
+    })
+}
+
+/// The result of the SOP1 bit and value opcodes (not, brev, bcnt, ff0/ff1, flbit,
+/// bitreplicate, sext, abs, quadmask, wqm) on the source value `a` (32-bit forms use
+/// its low dword): the value to write to SDST and the new SCC (`None` keeps it);
+/// `None` for the other opcodes.
+#[inline(always)]
+fn sop1_result(op: Sop1Op, a: u64) -> Option<(u64, Option<bool>)> {
+    use Sop1Op as O;
+    let a32 = a as u32;
+    Some(match op {
+        O::SNotB32 => nz(u64::from(!a32)),
+        O::SNotB64 => nz(!a),
+        O::SBrevB32 => (u64::from(a32.reverse_bits()), None),
+        O::SBrevB64 => (a.reverse_bits(), None),
+        O::SBcnt0I32B32 => nz(u64::from(a32.count_zeros())),
+        O::SBcnt0I32B64 => nz(u64::from(a.count_zeros())),
+        O::SBcnt1I32B32 => nz(u64::from(a32.count_ones())),
+        O::SBcnt1I32B64 => nz(u64::from(a.count_ones())),
+        O::SFf0I32B32 => (first_bit(u64::from(!a32) & 0xFFFF_FFFF), None),
+        O::SFf0I32B64 => (first_bit(!a), None),
+        O::SFf1I32B32 => (first_bit(u64::from(a32)), None),
+        O::SFf1I32B64 => (first_bit(a), None),
+        O::SFlbitI32B32 => {
+            let v = if a32 == 0 {
+                0xFFFF_FFFF
+            } else {
+                u64::from(a32.leading_zeros())
+            };
+            (v, None)
+        }
+        O::SFlbitI32B64 => {
+            let v = if a == 0 {
+                0xFFFF_FFFF
+            } else {
+                u64::from(a.leading_zeros())
+            };
+            (v, None)
+        }
+        O::SFlbitI32 => {
+            let s = a32 as i32;
+            let v = if s == 0 || s == -1 {
+                0xFFFF_FFFF
+            } else if s < 0 {
+                (!a32).leading_zeros()
+            } else {
+                a32.leading_zeros()
+            };
+            (u64::from(v), None)
+        }
+        O::SFlbitI32I64 => {
+            let s = a as i64;
+            let v = if s == 0 || s == -1 {
+                0xFFFF_FFFF
+            } else if s < 0 {
+                (!a).leading_zeros()
+            } else {
+                a.leading_zeros()
+            };
+            (u64::from(v), None)
+        }
+        O::SBitreplicateB64B32 => {
+            let mut r = 0u64;
+            for b in 0..32 {
+                if (a32 >> b) & 1 == 1 {
+                    r |= 3 << (2 * b);
+                }
+            }
+            (r, None)
+        }
+        O::SSextI32I8 => (u64::from(a32 as u8 as i8 as i32 as u32), None),
+        O::SSextI32I16 => (u64::from(a32 as u16 as i16 as i32 as u32), None),
+        O::SAbsI32 => nz(u64::from((a32 as i32).unsigned_abs())),
+        O::SQuadmaskB32 | O::SQuadmaskB64 => {
+            let n = if op == O::SQuadmaskB32 { 8 } else { 16 };
+            let mut r = 0u64;
+            for q in 0..n {
+                if (a >> (4 * q)) & 0xF != 0 {
+                    r |= 1 << q;
+                }
+            }
+            nz(r)
+        }
+        O::SWqmB32 | O::SWqmB64 => {
+            let n = if op == O::SWqmB32 { 8 } else { 16 };
+            let mut r = 0u64;
+            for q in 0..n {
+                if (a >> (4 * q)) & 0xF != 0 {
+                    r |= 0xF << (4 * q);
+                }
+            }
+            nz(r)
+        }
         _ => return None,
     })
 }
