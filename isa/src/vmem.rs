@@ -434,6 +434,86 @@ fn mubuf_access(op: MubufOp) -> Option<Access> {
     })
 }
 
+/// The plain DS loads and stores (`ds_read_*`, `ds_write_*`, the d16 forms) of one
+/// address per lane: their access; `None` for the other DS opcodes.
+#[inline]
+fn ds_access(op: DsOp) -> Option<Access> {
+    use DsOp as O;
+    Some(match op {
+        O::DsWriteB8 => Access::Store {
+            bytes: 1,
+            hi16: false,
+        },
+        O::DsWriteB16 => Access::Store {
+            bytes: 2,
+            hi16: false,
+        },
+        O::DsWriteB8D16Hi => Access::Store {
+            bytes: 1,
+            hi16: true,
+        },
+        O::DsWriteB16D16Hi => Access::Store {
+            bytes: 2,
+            hi16: true,
+        },
+        O::DsWriteB32 => Access::Store {
+            bytes: 4,
+            hi16: false,
+        },
+        O::DsWriteB64 => Access::Store {
+            bytes: 8,
+            hi16: false,
+        },
+        O::DsWriteB96 => Access::Store {
+            bytes: 12,
+            hi16: false,
+        },
+        O::DsWriteB128 => Access::Store {
+            bytes: 16,
+            hi16: false,
+        },
+        O::DsReadI8 => Access::Load {
+            bytes: 1,
+            signed: true,
+        },
+        O::DsReadU8 => Access::Load {
+            bytes: 1,
+            signed: false,
+        },
+        O::DsReadI16 => Access::Load {
+            bytes: 2,
+            signed: true,
+        },
+        O::DsReadU16 => Access::Load {
+            bytes: 2,
+            signed: false,
+        },
+        O::DsReadB32 => Access::Load {
+            bytes: 4,
+            signed: false,
+        },
+        O::DsReadB64 => Access::Load {
+            bytes: 8,
+            signed: false,
+        },
+        O::DsReadB96 => Access::Load {
+            bytes: 12,
+            signed: false,
+        },
+        O::DsReadB128 => Access::Load {
+            bytes: 16,
+            signed: false,
+        },
+        O::DsReadU8D16 => d16(1, false, false),
+        O::DsReadU8D16Hi => d16(1, false, true),
+        O::DsReadI8D16 => d16(1, true, false),
+        O::DsReadI8D16Hi => d16(1, true, true),
+        O::DsReadU16D16 => d16(2, false, false),
+        O::DsReadU16D16Hi => d16(2, false, true),
+        _ => return None,
+    })
+}
+
 fn ds_rmw(op: DsOp) -> Option<(Rmw, u32, bool)> {
     use DsOp as O;
     Some(match op {
@@ -2217,80 +2297,7 @@ impl WaveState {
         let single = |l: usize| -> Option<Target> {
             ((exec >> l) & 1 == 1).then(|| Target::Lds(u64::from(addr[l]) + off))
         };
-        let simple = match i.op {
-            O::DsWriteB8 => Some(Access::Store {
-                bytes: 1,
-                hi16: false,
-            }),
-            O::DsWriteB16 => Some(Access::Store {
-                bytes: 2,
-                hi16: false,
-            }),
-            O::DsWriteB8D16Hi => Some(Access::Store {
-                bytes: 1,
-                hi16: true,
-            }),
-            O::DsWriteB16D16Hi => Some(Access::Store {
-                bytes: 2,
-                hi16: true,
-            }),
-            O::DsWriteB32 => Some(Access::Store {
-                bytes: 4,
-                hi16: false,
-            }),
-            O::DsWriteB64 => Some(Access::Store {
-                bytes: 8,
-                hi16: false,
-            }),
-            O::DsWriteB96 => Some(Access::Store {
-                bytes: 12,
-                hi16: false,
-            }),
-            O::DsWriteB128 => Some(Access::Store {
-                bytes: 16,
-                hi16: false,
-            }),
-            O::DsReadI8 => Some(Access::Load {
-                bytes: 1,
-                signed: true,
-            }),
-            O::DsReadU8 => Some(Access::Load {
-                bytes: 1,
-                signed: false,
-            }),
-            O::DsReadI16 => Some(Access::Load {
-                bytes: 2,
-                signed: true,
-            }),
-            O::DsReadU16 => Some(Access::Load {
-                bytes: 2,
-                signed: false,
-            }),
-            O::DsReadB32 => Some(Access::Load {
-                bytes: 4,
-                signed: false,
-            }),
-            O::DsReadB64 => Some(Access::Load {
-                bytes: 8,
-                signed: false,
-            }),
-            O::DsReadB96 => Some(Access::Load {
-                bytes: 12,
-                signed: false,
-            }),
-            O::DsReadB128 => Some(Access::Load {
-                bytes: 16,
-                signed: false,
-            }),
-            O::DsReadU8D16 => Some(d16(1, false, false)),
-            O::DsReadU8D16Hi => Some(d16(1, false, true)),
-            O::DsReadI8D16 => Some(d16(1, true, false)),
-            O::DsReadI8D16Hi => Some(d16(1, true, true)),
-            O::DsReadU16D16 => Some(d16(2, false, false)),
-            O::DsReadU16D16Hi => Some(d16(2, false, true)),
-            _ => None,
-        };
-        if let Some(access) = simple {
+        if let Some(access) = ds_access(i.op) {
             let targets: [Option<Target>; WAVE_SIZE] = std::array::from_fn(single);
             let n = match access {
                 Access::Store { bytes, .. } => (bytes as usize).div_ceil(4),
@@ -2335,117 +2342,11 @@ impl WaveState {
             | O::DsRead2B32
             | O::DsRead2st64B32
             | O::DsRead2B64
-            | O::DsRead2st64B64 => {
-                let bytes: u64 = if matches!(
-                    i.op,
-                    O::DsWrite2B64 | O::DsWrite2st64B64 | O::DsRead2B64 | O::DsRead2st64B64
-                ) {
-                    8
-                } else {
-                    4
-                };
-                let unit = if matches!(
-                    i.op,
-                    O::DsWrite2st64B32 | O::DsWrite2st64B64 | O::DsRead2st64B32 | O::DsRead2st64B64
-                ) {
-                    bytes * 64
-                } else {
-                    bytes
-                };
-                let nd = (bytes / 4) as usize;
-                let t0: [Option<Target>; WAVE_SIZE] = std::array::from_fn(|l| {
-                    ((exec >> l) & 1 == 1)
-                        .then(|| Target::Lds(u64::from(addr[l]) + u64::from(i.offset0) * unit))
-                });
-                let t1: [Option<Target>; WAVE_SIZE] = std::array::from_fn(|l| {
-                    ((exec >> l) & 1 == 1)
-                        .then(|| Target::Lds(u64::from(addr[l]) + u64::from(i.offset1) * unit))
-                });
-                if matches!(
-                    i.op,
-                    O::DsWrite2B32 | O::DsWrite2st64B32 | O::DsWrite2B64 | O::DsWrite2st64B64
-                ) {
-                    let d0 = self.read_regs(i.data0.as_ref(), nd, ctx);
-                    let d1 = self.read_regs(i.data1.as_ref(), nd, ctx);
-                    let acc = Access::Store {
-                        bytes: bytes as u32,
-                        hi16: false,
-                    };
-                    self.run_access(ctx, acc, &t0, &d0[..nd], None, false, pc)?;
-                    self.run_access(ctx, acc, &t1, &d1[..nd], None, false, pc)
-                } else {
-                    let (lo, hi) = match i.vdst {
-                        Some(Operand::Vgpr { index, count }) => (
-                            Operand::Vgpr {
-                                index,
-                                count: count / 2,
-                            },
-                            Operand::Vgpr {
-                                index: index + count / 2,
-                                count: count / 2,
-                            },
-                        ),
-                        Some(Operand::Agpr { index, count }) => (
-                            Operand::Agpr {
-                                index,
-                                count: count / 2,
-                            },
-                            Operand::Agpr {
-                                index: index + count / 2,
-                                count: count / 2,
-                            },
-                        ),
-                        _ => return Err(unsup("missing destination")),
-                    };
-                    let acc = Access::Load {
-                        bytes: bytes as u32,
-                        signed: false,
-                    };
-                    self.run_access(ctx, acc, &t0, &[], Some(lo), false, pc)?;
-                    self.run_access(ctx, acc, &t1, &[], Some(hi), false, pc)
-                }
-            }
+            | O::DsRead2st64B64 => self.exec_ds_read2_write2(i, exec, &addr, pc, ctx),
             O::DsWrxchg2RtnB32
             | O::DsWrxchg2st64RtnB32
             | O::DsWrxchg2RtnB64
-            | O::DsWrxchg2st64RtnB64 => {
-                // Two exchanges: DATA0 at ADDR + OFFSET0·unit and DATA1 at
-                // ADDR + OFFSET1·unit; the old values land in VDST (first, then second).
-                let bytes: u32 = if matches!(i.op, O::DsWrxchg2RtnB64 | O::DsWrxchg2st64RtnB64) {
-                    8
-                } else {
-                    4
-                };
-                let st64 = matches!(i.op, O::DsWrxchg2st64RtnB32 | O::DsWrxchg2st64RtnB64);
-                let unit = u64::from(bytes) * if st64 { 64 } else { 1 };
-                let nd = (bytes / 4) as usize;
-                let d0 = self.read_regs(i.data0.as_ref(), nd, ctx);
-                let d1 = self.read_regs(i.data1.as_ref(), nd, ctx);
-                let Some(dst) = i.vdst else {
-                    return Err(unsup("missing destination"));
-                };
-                let mut out = [[0u32; WAVE_SIZE]; 4];
-                let out = &mut out[..2 * nd];
-                for l in 0..WAVE_SIZE {
-                    if (exec >> l) & 1 == 0 {
-                        continue;
-                    }
-                    for (half, (d, o)) in [(&d0, i.offset0), (&d1, i.offset1)].iter().enumerate() {
-                        let t = Target::Lds(u64::from(addr[l]) + u64::from(*o) * unit);
-                        let w = lane_dwords(&d[..nd], l);
-                        let v = u64::from(w[0]) | u64::from(w[1]) << 32;
-                        let old = self.atomic_target(ctx, t, Rmw::Swap, bytes, v, 0, pc)?;
-                        out[half * nd][l] = old as u32;
-                        if nd == 2 {
-                            out[half * nd + 1][l] = (old >> 32) as u32;
-                        }
-                    }
-                }
-                for (k, o) in out.iter().enumerate() {
-                    self.vwrite(&dst, k, o, exec);
-                }
-                Ok(())
-            }
+            | O::DsWrxchg2st64RtnB64 => self.exec_ds_wrxchg2(i, exec, &addr, pc, ctx),
             O::DsSwizzleB32 => {
                 let pattern = i.offset();
                 if pattern >= 0xE000 {
@@ -2486,6 +2387,148 @@ impl WaveState {
             }
             _ => Err(unsup("this DS instruction is not executed yet")),
         }
+    }
+
+    /// Executes `ds_read2*` / `ds_write2*` (b32, b64, and the st64 forms): two
+    /// accesses per lane, at ADDR + OFFSET0·unit and ADDR + OFFSET1·unit.
+    #[inline]
+    fn exec_ds_read2_write2(
+        &mut self,
+        i: &Ds,
+        exec: u64,
+        addr: &[u32; WAVE_SIZE],
+        pc: u64,
+        ctx: &mut WaveContext<'_>,
+    ) -> Result<(), Fault> {
+        use DsOp as O;
+        let bytes: u64 = if matches!(
+            i.op,
+            O::DsWrite2B64 | O::DsWrite2st64B64 | O::DsRead2B64 | O::DsRead2st64B64
+        ) {
+            8
+        } else {
+            4
+        };
+        let unit = if matches!(
+            i.op,
+            O::DsWrite2st64B32 | O::DsWrite2st64B64 | O::DsRead2st64B32 | O::DsRead2st64B64
+        ) {
+            bytes * 64
+        } else {
+            bytes
+        };
+        let nd = (bytes / 4) as usize;
+        let t0: [Option<Target>; WAVE_SIZE] = std::array::from_fn(|l| {
+            ((exec >> l) & 1 == 1)
+                .then(|| Target::Lds(u64::from(addr[l]) + u64::from(i.offset0) * unit))
+        });
+        let t1: [Option<Target>; WAVE_SIZE] = std::array::from_fn(|l| {
+            ((exec >> l) & 1 == 1)
+                .then(|| Target::Lds(u64::from(addr[l]) + u64::from(i.offset1) * unit))
+        });
+        if matches!(
+            i.op,
+            O::DsWrite2B32 | O::DsWrite2st64B32 | O::DsWrite2B64 | O::DsWrite2st64B64
+        ) {
+            let d0 = self.read_regs(i.data0.as_ref(), nd, ctx);
+            let d1 = self.read_regs(i.data1.as_ref(), nd, ctx);
+            let acc = Access::Store {
+                bytes: bytes as u32,
+                hi16: false,
+            };
+            self.run_access(ctx, acc, &t0, &d0[..nd], None, false, pc)?;
+            self.run_access(ctx, acc, &t1, &d1[..nd], None, false, pc)
+        } else {
+            let (lo, hi) = match i.vdst {
+                Some(Operand::Vgpr { index, count }) => (
+                    Operand::Vgpr {
+                        index,
+                        count: count / 2,
+                    },
+                    Operand::Vgpr {
+                        index: index + count / 2,
+                        count: count / 2,
+                    },
+                ),
+                Some(Operand::Agpr { index, count }) => (
+                    Operand::Agpr {
+                        index,
+                        count: count / 2,
+                    },
+                    Operand::Agpr {
+                        index: index + count / 2,
+                        count: count / 2,
+                    },
+                ),
+                _ => {
+                    return Err(unsupported(
+                        &Instruction::Ds(i.clone()),
+                        pc,
+                        "missing destination",
+                    ))
+                }
+            };
+            let acc = Access::Load {
+                bytes: bytes as u32,
+                signed: false,
+            };
+            self.run_access(ctx, acc, &t0, &[], Some(lo), false, pc)?;
+            self.run_access(ctx, acc, &t1, &[], Some(hi), false, pc)
+        }
+    }
+
+    /// Executes `ds_wrxchg2_rtn_b32/b64` and their st64 forms: two exchanges per lane,
+    /// the old values returned.
+    #[inline]
+    fn exec_ds_wrxchg2(
+        &mut self,
+        i: &Ds,
+        exec: u64,
+        addr: &[u32; WAVE_SIZE],
+        pc: u64,
+        ctx: &mut WaveContext<'_>,
+    ) -> Result<(), Fault> {
+        use DsOp as O;
+        // Two exchanges: DATA0 at ADDR + OFFSET0·unit and DATA1 at
+        // ADDR + OFFSET1·unit; the old values land in VDST (first, then second).
+        let bytes: u32 = if matches!(i.op, O::DsWrxchg2RtnB64 | O::DsWrxchg2st64RtnB64) {
+            8
+        } else {
+            4
+        };
+        let st64 = matches!(i.op, O::DsWrxchg2st64RtnB32 | O::DsWrxchg2st64RtnB64);
+        let unit = u64::from(bytes) * if st64 { 64 } else { 1 };
+        let nd = (bytes / 4) as usize;
+        let d0 = self.read_regs(i.data0.as_ref(), nd, ctx);
+        let d1 = self.read_regs(i.data1.as_ref(), nd, ctx);
+        let Some(dst) = i.vdst else {
+            return Err(unsupported(
+                &Instruction::Ds(i.clone()),
+                pc,
+                "missing destination",
+            ));
+        };
+        let mut out = [[0u32; WAVE_SIZE]; 4];
+        let out = &mut out[..2 * nd];
+        for l in 0..WAVE_SIZE {
+            if (exec >> l) & 1 == 0 {
+                continue;
+            }
+            for (half, (d, o)) in [(&d0, i.offset0), (&d1, i.offset1)].iter().enumerate() {
+                let t = Target::Lds(u64::from(addr[l]) + u64::from(*o) * unit);
+                let w = lane_dwords(&d[..nd], l);
+                let v = u64::from(w[0]) | u64::from(w[1]) << 32;
+                let old = self.atomic_target(ctx, t, Rmw::Swap, bytes, v, 0, pc)?;
+                out[half * nd][l] = old as u32;
+                if nd == 2 {
+                    out[half * nd + 1][l] = (old >> 32) as u32;
+                }
+            }
+        }
+        for (k, o) in out.iter().enumerate() {
+            self.vwrite(&dst, k, o, exec);
+        }
+        Ok(())
     }
 }
 
