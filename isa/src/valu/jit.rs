@@ -1705,14 +1705,24 @@ fn emit_part(a: &mut Assembler, b: &Builder, done: usize) {
 /// cannot run. Between parts: no frame, ymm registers free. Uses rax, rcx, rdx, r9,
 /// r11, ymm0..ymm5 and the red zone (16 bytes below rsp; the code calls nothing).
 fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
+    let stop = a.new_dynamic_label();
+    let done = a.new_dynamic_label();
+    emit_flat_range(a, f, stop);
+    emit_flat_window(a, f, stop);
+    emit_flat_data(a, f);
+    emit_flat_stride(a, f, done);
+    emit_stop_exit(a, stop, done, stop_code);
+}
+
+/// Emits a FLAT or GLOBAL access's address checks (every lane active, the lanes'
+/// addresses consecutive elements, the range neither wrapping nor, for FLAT, in an
+/// aperture); leaves rax = the base, rcx = the end of the range.
+fn emit_flat_range(a: &mut Assembler, f: &FlatFusion, stop: DynamicLabel) {
     let s = i32::from(f.bytes);
     let lo = i32::from(f.vaddr) * ROW;
     let hi = lo + ROW;
-    let data = i32::from(f.reg) * ROW;
     let span = 63 * s;
     let size = 64 * s;
-    let stop = a.new_dynamic_label();
-    let done = a.new_dynamic_label();
     let exec = 4 * i32::from(EXEC_LO);
     // Every lane active; the low dwords lane 0's + l·s without a carry out of lane
     // 0's (lane 1's first: a scattered access stops at once), the high dwords lane
@@ -1779,6 +1789,12 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
             );
         }
     }
+}
+
+/// Emits the lookup of the window holding a FLAT or GLOBAL access's range [rax, rcx):
+/// rdx = the host address of the base, the window's bounds in the red zone.
+fn emit_flat_window(a: &mut Assembler, f: &FlatFusion, stop: DynamicLabel) {
+    let s = i32::from(f.bytes);
     // The window holding [rax, rcx): rdx = its host address of the base; its bounds
     // kept in the red zone for the stride's next range. (The table: its count, then
     // three qwords per window.)
@@ -1812,6 +1828,13 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
         ; test edx, s - 1
         ; jnz =>stop
     );
+}
+
+/// Emits a FLAT or GLOBAL access's copy between the vector file and the host
+/// memory at rdx (loads and stores, dwords and qwords).
+fn emit_flat_data(a: &mut Assembler, f: &FlatFusion) {
+    let s = i32::from(f.bytes);
+    let data = i32::from(f.reg) * ROW;
     // The data: dwords in lane order, or qwords split into (interleaved from) the
     // planes of the low and high dwords.
     for g in 0..8 {
@@ -1858,6 +1881,12 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
             ),
         }
     }
+}
+
+/// Emits a FLAT or GLOBAL access's stride bookkeeping (the plan's slot of the stride
+/// table) and the prefetch of the next range when the stride is confirmed.
+fn emit_flat_stride(a: &mut Assembler, f: &FlatFusion, done: DynamicLabel) {
+    let size = 64 * i32::from(f.bytes);
     // The stride table (`StrideTable::observe`'s rule): r9 = the plan's slot, found
     // by its key or, new, taking the slot `next` names.
     let key = f.key as i64;
@@ -1935,7 +1964,6 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
             dynasm!(a ; .arch x64 ; prefetchw [rdx + at]);
         }
     }
-    emit_stop_exit(a, stop, done, stop_code);
 }
 
 /// Whether bpermute `q`, the access right after bpermute `p` in a run (no op
@@ -2189,129 +2217,8 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
             a: x,
             b: y,
             aux,
-        } => {
-            load(a, 0, x);
-            load(a, 1, y);
-            let aux = 32 * aux as i32;
-            match op {
-                Bin::And => dynasm!(a ; .arch x64 ; vpand ymm2, ymm0, ymm1),
-                Bin::Or => dynasm!(a ; .arch x64 ; vpor ymm2, ymm0, ymm1),
-                Bin::Xor => dynasm!(a ; .arch x64 ; vpxor ymm2, ymm0, ymm1),
-                Bin::Lshlrev => {
-                    dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsllvd ymm2, ymm1, ymm0)
-                }
-                Bin::Lshrrev => {
-                    dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsrlvd ymm2, ymm1, ymm0)
-                }
-                Bin::Ashrrev => {
-                    dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsravd ymm2, ymm1, ymm0)
-                }
-                Bin::MinI => dynasm!(a ; .arch x64 ; vpminsd ymm2, ymm0, ymm1),
-                Bin::MaxI => dynasm!(a ; .arch x64 ; vpmaxsd ymm2, ymm0, ymm1),
-                Bin::MinU => dynasm!(a ; .arch x64 ; vpminud ymm2, ymm0, ymm1),
-                Bin::MaxU => dynasm!(a ; .arch x64 ; vpmaxud ymm2, ymm0, ymm1),
-                Bin::MulLo => dynasm!(a ; .arch x64 ; vpmulld ymm2, ymm0, ymm1),
-                Bin::MulU24 => dynasm!(a
-                    ; .arch x64
-                    ; vpand ymm0, ymm0, [rsp + aux]
-                    ; vpand ymm1, ymm1, [rsp + aux]
-                    ; vpmulld ymm2, ymm0, ymm1
-                ),
-                // The even lanes' 64-bit products, shifted down 32, hold their high
-                // dwords in the even positions; the odd lanes' (of the sources shifted
-                // down 32), with the low halves cleared, in the odd positions. (Shift
-                // counts from xmm7: dynasm-rs 3.2.1 encodes the immediate VPSRLQ as
-                // 128-bit, and its VPBLENDD with the sources swapped.)
-                Bin::MulHiU | Bin::MulHiI => {
-                    dynasm!(a ; .arch x64 ; mov eax, 32 ; vmovd xmm7, eax);
-                    dynasm!(a
-                        ; .arch x64
-                        ; vpsrlq ymm3, ymm0, xmm7
-                        ; vpsrlq ymm4, ymm1, xmm7
-                    );
-                    if op == Bin::MulHiU {
-                        dynasm!(a
-                            ; .arch x64
-                            ; vpmuludq ymm2, ymm0, ymm1
-                            ; vpmuludq ymm3, ymm3, ymm4
-                        );
-                    } else {
-                        dynasm!(a
-                            ; .arch x64
-                            ; vpmuldq ymm2, ymm0, ymm1
-                            ; vpmuldq ymm3, ymm3, ymm4
-                        );
-                    }
-                    dynasm!(a
-                        ; .arch x64
-                        ; vpsrlq ymm2, ymm2, xmm7
-                        ; vpsrlq ymm3, ymm3, xmm7
-                        ; vpsllq ymm3, ymm3, xmm7
-                        ; vpor ymm2, ymm2, ymm3
-                    );
-                }
-                // Not lowered (`Builder::lower`).
-                Bin::Bcnt => {}
-            }
-            store(a, d, 2);
-        }
-        Op::Tri { op, d, src, aux } => {
-            load(a, 0, src[0]);
-            load(a, 1, src[1]);
-            load(a, 2, src[2]);
-            let aux = 32 * aux as i32;
-            match op {
-                Tri::Add3 => {
-                    dynasm!(a ; .arch x64 ; vpaddd ymm3, ymm0, ymm1 ; vpaddd ymm3, ymm3, ymm2)
-                }
-                Tri::LshlAdd => dynasm!(a
-                    ; .arch x64
-                    ; vpand ymm1, ymm1, [rsp + aux]
-                    ; vpsllvd ymm3, ymm0, ymm1
-                    ; vpaddd ymm3, ymm3, ymm2
-                ),
-                Tri::AddLshl => dynasm!(a
-                    ; .arch x64
-                    ; vpaddd ymm3, ymm0, ymm1
-                    ; vpand ymm2, ymm2, [rsp + aux]
-                    ; vpsllvd ymm3, ymm3, ymm2
-                ),
-                Tri::LshlOr => dynasm!(a
-                    ; .arch x64
-                    ; vpand ymm1, ymm1, [rsp + aux]
-                    ; vpsllvd ymm3, ymm0, ymm1
-                    ; vpor ymm3, ymm3, ymm2
-                ),
-                Tri::AndOr => {
-                    dynasm!(a ; .arch x64 ; vpand ymm3, ymm0, ymm1 ; vpor ymm3, ymm3, ymm2)
-                }
-                Tri::Or3 => dynasm!(a ; .arch x64 ; vpor ymm3, ymm0, ymm1 ; vpor ymm3, ymm3, ymm2),
-                Tri::Xad => {
-                    dynasm!(a ; .arch x64 ; vpxor ymm3, ymm0, ymm1 ; vpaddd ymm3, ymm3, ymm2)
-                }
-                Tri::Bfi => dynasm!(a
-                    ; .arch x64
-                    ; vpand ymm3, ymm0, ymm1
-                    ; vpandn ymm4, ymm0, ymm2
-                    ; vpor ymm3, ymm3, ymm4
-                ),
-                Tri::Min3U => {
-                    dynasm!(a ; .arch x64 ; vpminud ymm3, ymm0, ymm1 ; vpminud ymm3, ymm3, ymm2)
-                }
-                Tri::Max3U => {
-                    dynasm!(a ; .arch x64 ; vpmaxud ymm3, ymm0, ymm1 ; vpmaxud ymm3, ymm3, ymm2)
-                }
-                Tri::Min3I => {
-                    dynasm!(a ; .arch x64 ; vpminsd ymm3, ymm0, ymm1 ; vpminsd ymm3, ymm3, ymm2)
-                }
-                Tri::Max3I => {
-                    dynasm!(a ; .arch x64 ; vpmaxsd ymm3, ymm0, ymm1 ; vpmaxsd ymm3, ymm3, ymm2)
-                }
-                // Not lowered (`Builder::lower`).
-                _ => {}
-            }
-            store(a, d, 3);
-        }
+        } => emit_bin(a, op, d, x, y, aux),
+        Op::Tri { op, d, src, aux } => emit_tri(a, op, d, src, aux),
         Op::Carry {
             sub,
             d,
@@ -2391,164 +2298,307 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
             if !live {
                 return;
             }
-            // ymm0/1: a's low/high dwords, ymm2/3: b's; the low dwords compare
-            // unsigned, the high ones as the op's signedness.
-            load(a, 0, x[0]);
-            load(a, 1, x[1]);
-            load(a, 2, y[0]);
-            load(a, 3, y[1]);
-            bias(a, 0, 0);
-            bias(a, 2, 2);
-            if !signed {
-                bias(a, 1, 1);
-                bias(a, 3, 3);
-            }
-            let r = MASK_BASE + out as u8;
-            dynasm!(a ; .arch x64 ; vpcmpeqd ymm4, ymm1, ymm3);
-            match cond {
-                // a < b: high below, or high equal and low below.
-                1 | 6 => dynasm!(a
-                    ; .arch x64
-                    ; vpcmpgtd ymm5, ymm3, ymm1
-                    ; vpcmpgtd ymm6, ymm2, ymm0
-                    ; vpand ymm6, ymm6, ymm4
-                    ; vpor Ry(r), ymm5, ymm6
-                ),
-                // a > b.
-                3 | 4 => dynasm!(a
-                    ; .arch x64
-                    ; vpcmpgtd ymm5, ymm1, ymm3
-                    ; vpcmpgtd ymm6, ymm0, ymm2
-                    ; vpand ymm6, ymm6, ymm4
-                    ; vpor Ry(r), ymm5, ymm6
-                ),
-                2 | 5 => {
-                    dynasm!(a ; .arch x64 ; vpcmpeqd ymm6, ymm0, ymm2 ; vpand Ry(r), ymm4, ymm6)
-                }
-                0 => dynasm!(a ; .arch x64 ; vpxor Ry(r), Ry(r), Ry(r)),
-                _ => dynasm!(a ; .arch x64 ; vpcmpeqd Ry(r), Ry(r), Ry(r)),
-            }
-            if negated(cond) {
-                not(a, r);
-            }
+            emit_cmp64(a, signed, cond, x, y, out);
         }
-        Op::F64 { op, d, src } => {
-            // Each source's low and high dwords (ymm0/1 a, ymm2/3 b, ymm4/5 c) joined
-            // into f64 lanes 0, 1, 4, 5 (unpack low) and 2, 3, 6, 7 (unpack high):
-            // ymm6/ymm0 a, ymm7/ymm2 b, ymm12/ymm4 c.
-            let n = if op == F64Op::Fma { 3 } else { 2 };
-            for (k, s) in src.iter().take(n).enumerate() {
-                let k = 2 * k as u8;
-                load(a, k, s[0]);
-                load(a, k + 1, s[1]);
-            }
-            let halves: [(u8, u8, u8); 2] = [(6, 7, 12), (0, 2, 4)];
-            dynasm!(a
-                ; .arch x64
-                ; vpunpckldq ymm6, ymm0, ymm1
-                ; vpunpckhdq ymm0, ymm0, ymm1
-                ; vpunpckldq ymm7, ymm2, ymm3
-                ; vpunpckhdq ymm2, ymm2, ymm3
-            );
-            if n == 3 {
-                dynasm!(a
-                    ; .arch x64
-                    ; vpunpckldq ymm12, ymm4, ymm5
-                    ; vpunpckhdq ymm4, ymm4, ymm5
-                );
-            }
-            // Results: ymm13 (lanes 0, 1, 4, 5), ymm1 (lanes 2, 3, 6, 7).
-            for ((x, y, z), r) in halves.into_iter().zip([13u8, 1]) {
-                match op {
-                    F64Op::Add => dynasm!(a ; .arch x64 ; vaddpd Ry(r), Ry(x), Ry(y)),
-                    F64Op::Mul => dynasm!(a ; .arch x64 ; vmulpd Ry(r), Ry(x), Ry(y)),
-                    F64Op::Fma => {
-                        dynasm!(a ; .arch x64 ; vmovapd Ry(r), Ry(z));
-                        fma_pd(a, r, x, y);
-                    }
-                }
-            }
-            // A NaN result is the first NaN source quieted, else the default NaN
-            // (`fp::nan_of`); the host's NaN differs, so NaN lanes are replaced.
-            let done = a.new_dynamic_label();
-            dynasm!(a
-                ; .arch x64
-                ; vcmppd ymm15, ymm13, ymm13, 3
-                ; vcmppd ymm3, ymm1, ymm1, 3
-                ; vorpd ymm15, ymm15, ymm3
-                ; vptest ymm15, ymm15
-                ; jz =>done
-            );
-            for ((x, y, z), r) in halves.into_iter().zip([13u8, 1]) {
-                // ymm5: the replacement, from the last source to the first so that
-                // the first NaN source wins; ymm3: a source's NaN lanes; ymm15 the
-                // source quieted.
-                splat64(a, 5, 0x7FF8_0000_0000_0000);
-                let srcs = [x, y, z];
-                for &s in srcs[..n].iter().rev() {
-                    splat64(a, 15, 0x0008_0000_0000_0000);
-                    dynasm!(a
-                        ; .arch x64
-                        ; vcmppd ymm3, Ry(s), Ry(s), 3
-                        ; vorpd ymm15, ymm15, Ry(s)
-                        ; vblendvpd ymm5, ymm5, ymm15, ymm3
-                    );
-                }
-                dynasm!(a
-                    ; .arch x64
-                    ; vcmppd ymm3, Ry(r), Ry(r), 3
-                    ; vblendvpd Ry(r), Ry(r), ymm5, ymm3
-                );
-            }
-            dynasm!(a ; .arch x64 ; =>done);
-            // Back to low and high dwords in lane order.
-            shufps(a, 3, 13, 1, 0x88);
-            shufps(a, 5, 13, 1, 0xDD);
-            store(a, d, 3);
-            store(a, d + 1, 5);
-        }
-        Op::Shift64 { k, n, d, lo, hi } => {
-            load(a, 0, lo);
-            load(a, 1, hi);
-            // ymm2/3: the result's low/high dwords (as `plan::shift64_by`).
-            let n8 = n as i8;
-            let rn = (32 - n as i32) as i8;
-            let m8 = (n as i32 - 32) as i8;
-            match (k, n) {
-                (_, 0) => dynasm!(a ; .arch x64 ; vmovdqa ymm2, ymm0 ; vmovdqa ymm3, ymm1),
-                (0, 1..=31) => dynasm!(a
-                    ; .arch x64
-                    ; vpslld ymm2, ymm0, n8
-                    ; vpslld ymm3, ymm1, n8
-                    ; vpsrld ymm4, ymm0, rn
-                    ; vpor ymm3, ymm3, ymm4
-                ),
-                (0, _) => dynasm!(a ; .arch x64 ; vpxor ymm2, ymm2, ymm2 ; vpslld ymm3, ymm0, m8),
-                (1, 1..=31) => dynasm!(a
-                    ; .arch x64
-                    ; vpsrld ymm2, ymm0, n8
-                    ; vpslld ymm4, ymm1, rn
-                    ; vpor ymm2, ymm2, ymm4
-                    ; vpsrld ymm3, ymm1, n8
-                ),
-                (1, _) => dynasm!(a ; .arch x64 ; vpsrld ymm2, ymm1, m8 ; vpxor ymm3, ymm3, ymm3),
-                (_, 1..=31) => dynasm!(a
-                    ; .arch x64
-                    ; vpsrld ymm2, ymm0, n8
-                    ; vpslld ymm4, ymm1, rn
-                    ; vpor ymm2, ymm2, ymm4
-                    ; vpsrad ymm3, ymm1, n8
-                ),
-                (_, _) => dynasm!(a ; .arch x64 ; vpsrad ymm2, ymm1, m8 ; vpsrad ymm3, ymm1, 31),
-            }
-            store(a, d, 2);
-            store(a, d + 1, 3);
-        }
+        Op::F64 { op, d, src } => emit_f64(a, op, d, src),
+        Op::Shift64 { k, n, d, lo, hi } => emit_shift64(a, k, n, d, lo, hi),
         Op::LdsStore { data, at } => {
             load(a, 0, data);
             dynasm!(a ; .arch x64 ; mov rax, [rbp + at] ; vmovdqu [rax + rdx], ymm0);
         }
     }
+}
+
+/// Emits a two-source integer op ([`Op::Bin`]): bitwise, shifts (counts masked by
+/// frame row `aux`), min/max and the multiplies.
+fn emit_bin(a: &mut Assembler, op: Bin, d: u16, x: Val, y: Val, aux: usize) {
+    load(a, 0, x);
+    load(a, 1, y);
+    let aux = 32 * aux as i32;
+    match op {
+        Bin::And => dynasm!(a ; .arch x64 ; vpand ymm2, ymm0, ymm1),
+        Bin::Or => dynasm!(a ; .arch x64 ; vpor ymm2, ymm0, ymm1),
+        Bin::Xor => dynasm!(a ; .arch x64 ; vpxor ymm2, ymm0, ymm1),
+        Bin::Lshlrev => {
+            dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsllvd ymm2, ymm1, ymm0)
+        }
+        Bin::Lshrrev => {
+            dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsrlvd ymm2, ymm1, ymm0)
+        }
+        Bin::Ashrrev => {
+            dynasm!(a ; .arch x64 ; vpand ymm0, ymm0, [rsp + aux] ; vpsravd ymm2, ymm1, ymm0)
+        }
+        Bin::MinI => dynasm!(a ; .arch x64 ; vpminsd ymm2, ymm0, ymm1),
+        Bin::MaxI => dynasm!(a ; .arch x64 ; vpmaxsd ymm2, ymm0, ymm1),
+        Bin::MinU => dynasm!(a ; .arch x64 ; vpminud ymm2, ymm0, ymm1),
+        Bin::MaxU => dynasm!(a ; .arch x64 ; vpmaxud ymm2, ymm0, ymm1),
+        Bin::MulLo => dynasm!(a ; .arch x64 ; vpmulld ymm2, ymm0, ymm1),
+        Bin::MulU24 => dynasm!(a
+            ; .arch x64
+            ; vpand ymm0, ymm0, [rsp + aux]
+            ; vpand ymm1, ymm1, [rsp + aux]
+            ; vpmulld ymm2, ymm0, ymm1
+        ),
+        // The even lanes' 64-bit products, shifted down 32, hold their high
+        // dwords in the even positions; the odd lanes' (of the sources shifted
+        // down 32), with the low halves cleared, in the odd positions. (Shift
+        // counts from xmm7: dynasm-rs 3.2.1 encodes the immediate VPSRLQ as
+        // 128-bit, and its VPBLENDD with the sources swapped.)
+        Bin::MulHiU | Bin::MulHiI => {
+            dynasm!(a ; .arch x64 ; mov eax, 32 ; vmovd xmm7, eax);
+            dynasm!(a
+                ; .arch x64
+                ; vpsrlq ymm3, ymm0, xmm7
+                ; vpsrlq ymm4, ymm1, xmm7
+            );
+            if op == Bin::MulHiU {
+                dynasm!(a
+                    ; .arch x64
+                    ; vpmuludq ymm2, ymm0, ymm1
+                    ; vpmuludq ymm3, ymm3, ymm4
+                );
+            } else {
+                dynasm!(a
+                    ; .arch x64
+                    ; vpmuldq ymm2, ymm0, ymm1
+                    ; vpmuldq ymm3, ymm3, ymm4
+                );
+            }
+            dynasm!(a
+                ; .arch x64
+                ; vpsrlq ymm2, ymm2, xmm7
+                ; vpsrlq ymm3, ymm3, xmm7
+                ; vpsllq ymm3, ymm3, xmm7
+                ; vpor ymm2, ymm2, ymm3
+            );
+        }
+        // Not lowered (`Builder::lower`).
+        Bin::Bcnt => {}
+    }
+    store(a, d, 2);
+}
+
+/// Emits a three-source integer op ([`Op::Tri`]): add3, the shift-and-add/or forms
+/// (counts masked by frame row `aux`), and-or, or3, xad, bfi, min3/max3.
+fn emit_tri(a: &mut Assembler, op: Tri, d: u16, src: [Val; 3], aux: usize) {
+    load(a, 0, src[0]);
+    load(a, 1, src[1]);
+    load(a, 2, src[2]);
+    let aux = 32 * aux as i32;
+    match op {
+        Tri::Add3 => {
+            dynasm!(a ; .arch x64 ; vpaddd ymm3, ymm0, ymm1 ; vpaddd ymm3, ymm3, ymm2)
+        }
+        Tri::LshlAdd => dynasm!(a
+            ; .arch x64
+            ; vpand ymm1, ymm1, [rsp + aux]
+            ; vpsllvd ymm3, ymm0, ymm1
+            ; vpaddd ymm3, ymm3, ymm2
+        ),
+        Tri::AddLshl => dynasm!(a
+            ; .arch x64
+            ; vpaddd ymm3, ymm0, ymm1
+            ; vpand ymm2, ymm2, [rsp + aux]
+            ; vpsllvd ymm3, ymm3, ymm2
+        ),
+        Tri::LshlOr => dynasm!(a
+            ; .arch x64
+            ; vpand ymm1, ymm1, [rsp + aux]
+            ; vpsllvd ymm3, ymm0, ymm1
+            ; vpor ymm3, ymm3, ymm2
+        ),
+        Tri::AndOr => {
+            dynasm!(a ; .arch x64 ; vpand ymm3, ymm0, ymm1 ; vpor ymm3, ymm3, ymm2)
+        }
+        Tri::Or3 => dynasm!(a ; .arch x64 ; vpor ymm3, ymm0, ymm1 ; vpor ymm3, ymm3, ymm2),
+        Tri::Xad => {
+            dynasm!(a ; .arch x64 ; vpxor ymm3, ymm0, ymm1 ; vpaddd ymm3, ymm3, ymm2)
+        }
+        Tri::Bfi => dynasm!(a
+            ; .arch x64
+            ; vpand ymm3, ymm0, ymm1
+            ; vpandn ymm4, ymm0, ymm2
+            ; vpor ymm3, ymm3, ymm4
+        ),
+        Tri::Min3U => {
+            dynasm!(a ; .arch x64 ; vpminud ymm3, ymm0, ymm1 ; vpminud ymm3, ymm3, ymm2)
+        }
+        Tri::Max3U => {
+            dynasm!(a ; .arch x64 ; vpmaxud ymm3, ymm0, ymm1 ; vpmaxud ymm3, ymm3, ymm2)
+        }
+        Tri::Min3I => {
+            dynasm!(a ; .arch x64 ; vpminsd ymm3, ymm0, ymm1 ; vpminsd ymm3, ymm3, ymm2)
+        }
+        Tri::Max3I => {
+            dynasm!(a ; .arch x64 ; vpmaxsd ymm3, ymm0, ymm1 ; vpmaxsd ymm3, ymm3, ymm2)
+        }
+        // Not lowered (`Builder::lower`).
+        _ => {}
+    }
+    store(a, d, 3);
+}
+
+/// Emits a 64-bit integer compare ([`Op::Cmp64`]) of the sources' (low, high) dwords
+/// into mask register `out`.
+fn emit_cmp64(a: &mut Assembler, signed: bool, cond: u8, x: [Val; 2], y: [Val; 2], out: usize) {
+    // ymm0/1: a's low/high dwords, ymm2/3: b's; the low dwords compare
+    // unsigned, the high ones as the op's signedness.
+    load(a, 0, x[0]);
+    load(a, 1, x[1]);
+    load(a, 2, y[0]);
+    load(a, 3, y[1]);
+    bias(a, 0, 0);
+    bias(a, 2, 2);
+    if !signed {
+        bias(a, 1, 1);
+        bias(a, 3, 3);
+    }
+    let r = MASK_BASE + out as u8;
+    dynasm!(a ; .arch x64 ; vpcmpeqd ymm4, ymm1, ymm3);
+    match cond {
+        // a < b: high below, or high equal and low below.
+        1 | 6 => dynasm!(a
+            ; .arch x64
+            ; vpcmpgtd ymm5, ymm3, ymm1
+            ; vpcmpgtd ymm6, ymm2, ymm0
+            ; vpand ymm6, ymm6, ymm4
+            ; vpor Ry(r), ymm5, ymm6
+        ),
+        // a > b.
+        3 | 4 => dynasm!(a
+            ; .arch x64
+            ; vpcmpgtd ymm5, ymm1, ymm3
+            ; vpcmpgtd ymm6, ymm0, ymm2
+            ; vpand ymm6, ymm6, ymm4
+            ; vpor Ry(r), ymm5, ymm6
+        ),
+        2 | 5 => {
+            dynasm!(a ; .arch x64 ; vpcmpeqd ymm6, ymm0, ymm2 ; vpand Ry(r), ymm4, ymm6)
+        }
+        0 => dynasm!(a ; .arch x64 ; vpxor Ry(r), Ry(r), Ry(r)),
+        _ => dynasm!(a ; .arch x64 ; vpcmpeqd Ry(r), Ry(r), Ry(r)),
+    }
+    if negated(cond) {
+        not(a, r);
+    }
+}
+
+/// Emits an f64 add, multiply or fused multiply-add ([`Op::F64`]) on the sources'
+/// (low, high) dwords, NaN results as the VALU's.
+fn emit_f64(a: &mut Assembler, op: F64Op, d: u16, src: [[Val; 2]; 3]) {
+    // Each source's low and high dwords (ymm0/1 a, ymm2/3 b, ymm4/5 c) joined
+    // into f64 lanes 0, 1, 4, 5 (unpack low) and 2, 3, 6, 7 (unpack high):
+    // ymm6/ymm0 a, ymm7/ymm2 b, ymm12/ymm4 c.
+    let n = if op == F64Op::Fma { 3 } else { 2 };
+    for (k, s) in src.iter().take(n).enumerate() {
+        let k = 2 * k as u8;
+        load(a, k, s[0]);
+        load(a, k + 1, s[1]);
+    }
+    let halves: [(u8, u8, u8); 2] = [(6, 7, 12), (0, 2, 4)];
+    dynasm!(a
+        ; .arch x64
+        ; vpunpckldq ymm6, ymm0, ymm1
+        ; vpunpckhdq ymm0, ymm0, ymm1
+        ; vpunpckldq ymm7, ymm2, ymm3
+        ; vpunpckhdq ymm2, ymm2, ymm3
+    );
+    if n == 3 {
+        dynasm!(a
+            ; .arch x64
+            ; vpunpckldq ymm12, ymm4, ymm5
+            ; vpunpckhdq ymm4, ymm4, ymm5
+        );
+    }
+    // Results: ymm13 (lanes 0, 1, 4, 5), ymm1 (lanes 2, 3, 6, 7).
+    for ((x, y, z), r) in halves.into_iter().zip([13u8, 1]) {
+        match op {
+            F64Op::Add => dynasm!(a ; .arch x64 ; vaddpd Ry(r), Ry(x), Ry(y)),
+            F64Op::Mul => dynasm!(a ; .arch x64 ; vmulpd Ry(r), Ry(x), Ry(y)),
+            F64Op::Fma => {
+                dynasm!(a ; .arch x64 ; vmovapd Ry(r), Ry(z));
+                fma_pd(a, r, x, y);
+            }
+        }
+    }
+    // A NaN result is the first NaN source quieted, else the default NaN
+    // (`fp::nan_of`); the host's NaN differs, so NaN lanes are replaced.
+    let done = a.new_dynamic_label();
+    dynasm!(a
+        ; .arch x64
+        ; vcmppd ymm15, ymm13, ymm13, 3
+        ; vcmppd ymm3, ymm1, ymm1, 3
+        ; vorpd ymm15, ymm15, ymm3
+        ; vptest ymm15, ymm15
+        ; jz =>done
+    );
+    for ((x, y, z), r) in halves.into_iter().zip([13u8, 1]) {
+        // ymm5: the replacement, from the last source to the first so that
+        // the first NaN source wins; ymm3: a source's NaN lanes; ymm15 the
+        // source quieted.
+        splat64(a, 5, 0x7FF8_0000_0000_0000);
+        let srcs = [x, y, z];
+        for &s in srcs[..n].iter().rev() {
+            splat64(a, 15, 0x0008_0000_0000_0000);
+            dynasm!(a
+                ; .arch x64
+                ; vcmppd ymm3, Ry(s), Ry(s), 3
+                ; vorpd ymm15, ymm15, Ry(s)
+                ; vblendvpd ymm5, ymm5, ymm15, ymm3
+            );
+        }
+        dynasm!(a
+            ; .arch x64
+            ; vcmppd ymm3, Ry(r), Ry(r), 3
+            ; vblendvpd Ry(r), Ry(r), ymm5, ymm3
+        );
+    }
+    dynasm!(a ; .arch x64 ; =>done);
+    // Back to low and high dwords in lane order.
+    shufps(a, 3, 13, 1, 0x88);
+    shufps(a, 5, 13, 1, 0xDD);
+    store(a, d, 3);
+    store(a, d + 1, 5);
+}
+
+/// Emits a 64-bit shift by a constant ([`Op::Shift64`]): `v_lshlrev_b64` (`k` 0),
+/// `v_lshrrev_b64` (1) or `v_ashrrev_i64` (2).
+fn emit_shift64(a: &mut Assembler, k: u8, n: u32, d: u16, lo: Val, hi: Val) {
+    load(a, 0, lo);
+    load(a, 1, hi);
+    // ymm2/3: the result's low/high dwords (as `plan::shift64_by`).
+    let n8 = n as i8;
+    let rn = (32 - n as i32) as i8;
+    let m8 = (n as i32 - 32) as i8;
+    match (k, n) {
+        (_, 0) => dynasm!(a ; .arch x64 ; vmovdqa ymm2, ymm0 ; vmovdqa ymm3, ymm1),
+        (0, 1..=31) => dynasm!(a
+            ; .arch x64
+            ; vpslld ymm2, ymm0, n8
+            ; vpslld ymm3, ymm1, n8
+            ; vpsrld ymm4, ymm0, rn
+            ; vpor ymm3, ymm3, ymm4
+        ),
+        (0, _) => dynasm!(a ; .arch x64 ; vpxor ymm2, ymm2, ymm2 ; vpslld ymm3, ymm0, m8),
+        (1, 1..=31) => dynasm!(a
+            ; .arch x64
+            ; vpsrld ymm2, ymm0, n8
+            ; vpslld ymm4, ymm1, rn
+            ; vpor ymm2, ymm2, ymm4
+            ; vpsrld ymm3, ymm1, n8
+        ),
+        (1, _) => dynasm!(a ; .arch x64 ; vpsrld ymm2, ymm1, m8 ; vpxor ymm3, ymm3, ymm3),
+        (_, 1..=31) => dynasm!(a
+            ; .arch x64
+            ; vpsrld ymm2, ymm0, n8
+            ; vpslld ymm4, ymm1, rn
+            ; vpor ymm2, ymm2, ymm4
+            ; vpsrad ymm3, ymm1, n8
+        ),
+        (_, _) => dynasm!(a ; .arch x64 ; vpsrad ymm2, ymm1, m8 ; vpsrad ymm3, ymm1, 31),
+    }
+    store(a, d, 2);
+    store(a, d + 1, 3);
 }
 
 /// What a block entry is to [`find_runs`].
