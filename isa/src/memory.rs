@@ -44,6 +44,16 @@ pub unsafe trait MemoryRegion: Send + Sync {
 pub trait GlobalMemory: Send + Sync {
     /// The region containing device address `addr`, if the agent may access it.
     fn region(&self, addr: u64) -> Option<std::sync::Arc<dyn MemoryRegion>>;
+
+    /// The loaded code object containing device address `pc`, if the agent may run
+    /// code from it: where a wave goes on when a call or jump leaves the code object
+    /// its kernel started in (a function of another executable reached through a
+    /// pointer, as LLVM's `offload/test/offloading/shared_lib_fp_mapping.c` does).
+    /// The default knows no code objects: such a jump is a bad PC.
+    fn code_region(&self, pc: u64) -> Option<std::sync::Arc<dyn MemoryRegion>> {
+        let _ = pc;
+        None
+    }
 }
 
 /// A region remembered by a wave: its bounds and host address, read once, and the

@@ -52,7 +52,8 @@ pub struct WaveContext<'a> {
     /// Instruction budget of the wave (counts all instructions it ever executed).
     pub max_instructions: u64,
     /// After this many instructions in one `run` call, the wave yields at its next
-    /// backward branch (fair scheduling of spinning waves); `u64::MAX` = never, for a
+    /// taken branch, forward or backward (fair scheduling of spinning waves, and
+    /// short turns for waves that must progress together); `u64::MAX` = never, for a
     /// wave that runs alone (it then never defers a gather either, see
     /// [`WaveExit::Yield`]).
     pub yield_after: u64,
@@ -65,7 +66,7 @@ pub enum WaveExit {
     Ended,
     /// `s_barrier`: resume the wave once every non-ended wave of the workgroup arrived.
     Barrier,
-    /// `s_sleep`, a backward branch after `yield_after` instructions, or a deferred
+    /// `s_sleep`, a taken branch after `yield_after` instructions, or a deferred
     /// gather (a planned load of scattered lanes that asked the host for its cache
     /// lines and did not run yet; PC is at it, and it runs when the wave resumes):
     /// the wave lets the other waves of its workgroup run; resume it later (PC is

@@ -18,13 +18,14 @@
 //! of `Wave::step`; `step` itself only dispatches, every format out of line.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::arch::AGPR_BASE;
 use crate::error::Fault;
 use crate::generated::opcodes::SoppOp;
 use crate::inst::Instruction;
 use crate::operand::Operand;
-use crate::program::{BlockCache, Program, Run};
+use crate::program::{Block, BlockCache, Program, Run};
 use crate::state::sopp_falls_through;
 use crate::state::unsupported;
 use crate::state::Flow;
@@ -35,6 +36,18 @@ use crate::state::WaveExit;
 use crate::state::WaveState;
 #[cfg(target_arch = "x86_64")]
 use crate::valu::Ran;
+
+/// The code objects a wave may reach besides the one its kernel started in: on
+/// hardware a wave fetches from any address its agent maps, so a call through a
+/// pointer into another loaded code object (a shared library's device image, as in
+/// LLVM's `offload/test/offloading/shared_lib_fp_mapping.c`) runs there. The run
+/// loop asks only when the PC leaves its program; the kernel's own code is reached
+/// through the block cache as before.
+pub trait CodeObjects: Sync {
+    /// The program of the loaded code object containing `pc`, if there is one the
+    /// wave may run (else the PC is a bad one, [`Fault::BadPc`]).
+    fn program_at(&self, pc: u64) -> Option<Arc<Program>>;
+}
 
 /// A wavefront: its [`WaveState`] (registers and the executors' caches, reached
 /// through `Deref`) and the blocks it entered when it runs with its own cache.
@@ -79,7 +92,7 @@ impl Wave {
         // through the stack, its copy read back the small stores that wrote it, a
         // store-forwarding stall at every exit, a barrier included.)
         let mut blocks = self.blocks.take().unwrap_or_default();
-        let exit = self.run_blocks(program, ctx, &mut blocks);
+        let exit = self.run_blocks(program, ctx, &mut blocks, None);
         self.blocks = Some(blocks);
         match exit {
             Ok(x) => Ok(x),
@@ -96,6 +109,8 @@ impl Wave {
     }
 
     /// [`run`](Self::run), entering blocks through `blocks` rather than the wave's own
+    /// cache, and running code of the other code objects `others` gives when the PC
+    /// leaves `program` (see [`CodeObjects`]; `None`: such a PC is a bad one). The
     /// cache: the cache of the thread that runs the wave, shared by the waves it runs
     /// one after another (a workgroup's waves take turns at every barrier and every
     /// deferred gather). One cache, its lines touched by every wave, stays in the
@@ -110,8 +125,9 @@ impl Wave {
         program: &Program,
         ctx: &mut WaveContext<'_>,
         blocks: &mut BlockCache,
+        others: Option<&dyn CodeObjects>,
     ) -> Result<WaveExit, Fault> {
-        match self.run_blocks(program, ctx, blocks) {
+        match self.run_blocks(program, ctx, blocks, others) {
             Ok(x) => Ok(x),
             Err(f) => Err(*f),
         }
@@ -123,14 +139,23 @@ impl Wave {
         program: &Program,
         ctx: &mut WaveContext<'_>,
         blocks: &mut BlockCache,
+        others: Option<&dyn CodeObjects>,
     ) -> Result<WaveExit, Box<Fault>> {
         let yield_at = self.instructions.saturating_add(ctx.yield_after);
         let trace = tracing();
         #[cfg(target_arch = "x86_64")]
         let mut env = crate::valu::RunEnv::of(ctx);
+        // The other code object the wave last ran in (see `CodeObjects`).
+        let mut foreign: Option<Arc<Program>> = None;
         'blocks: loop {
             let start = self.pc;
-            let block = blocks.get(program, start).map_err(Box::new)?;
+            let block = match blocks.get(program, start) {
+                Ok(b) => b,
+                Err(f) => match foreign_block(program, others, &mut foreign, start) {
+                    Some(b) => b,
+                    None => return Err(Box::new(f)),
+                },
+            };
             // The counter is written only when the wave leaves the block or traces:
             // entry k is instruction `before + k + 1`. When the whole block fits in the
             // budget, no entry compares it.
@@ -222,9 +247,12 @@ impl Wave {
                                     return Err(Box::new(Fault::Aborted { pc: e.pc }));
                                 }
                             }
-                            if count >= yield_at {
-                                return Ok(WaveExit::Yield);
-                            }
+                        }
+                        // The slice ends at the first jump past it, forward or back
+                        // (a loop, or the branches of straight code: a workgroup's
+                        // waves taking short turns then progress together).
+                        if count >= yield_at {
+                            return Ok(WaveExit::Yield);
                         }
                         continue 'blocks;
                     }
@@ -255,6 +283,27 @@ impl Wave {
         };
         Planned::of(ran)
     }
+}
+
+/// The block at `pc` of another code object than `program` (the one in `foreign`,
+/// or the one `others` finds, kept in `foreign` for the next block); `None` when `pc`
+/// lies in `program` (its fault stands) or in no code object.
+#[cold]
+#[inline(never)]
+fn foreign_block<'f>(
+    program: &Program,
+    others: Option<&dyn CodeObjects>,
+    foreign: &'f mut Option<Arc<Program>>,
+    pc: u64,
+) -> Option<&'f Block> {
+    if program.contains(pc) {
+        return None;
+    }
+    if !foreign.as_ref().is_some_and(|p| p.contains(pc)) {
+        *foreign = others?.program_at(pc);
+    }
+    let p: &'f Program = foreign.as_ref()?;
+    p.block_hinted(pc, &mut None).ok().map(|b| &**b)
 }
 
 impl WaveState {
@@ -749,9 +798,9 @@ pub(crate) mod block_tests {
                                 return Err(Fault::Aborted { pc });
                             }
                         }
-                        if w.instructions >= yield_at {
-                            return Ok(WaveExit::Yield);
-                        }
+                    }
+                    if w.instructions >= yield_at {
+                        return Ok(WaveExit::Yield);
                     }
                 }
                 Flow::Exit(e) => {

@@ -144,6 +144,7 @@ impl Kernels {
             grid_size: [grid, 1, 1],
             dimensions: 1,
             private_segment_size: private,
+            queue_scratch_per_lane: 0,
             group_segment_size: group,
             kernel_object: kd,
             kernarg_address: self.kernarg as u64,

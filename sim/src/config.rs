@@ -9,6 +9,7 @@
 //! | `HSA_SIM_MAX_WAVE_INSTRUCTIONS` | instructions a wave may execute before it is stopped as runaway | 10^10 |
 //! | `HSA_SIM_TRACE` | `all`, or a comma-separated list of linear workgroup ids whose instructions are printed | off |
 //! | `HSA_XNACK` | `1`: XNACK on (ROCr's variable): the agents report `xnack+` and kernels may reach any host memory the process maps ([`crate::host_memory`]); anything else: off | off |
+//! | `HSA_SCRATCH_MEM` | scratch bytes per lane of a queue created with `private_segment_size` UINT32_MAX (ROCr's variable, read by `GpuAgent` in its `src/core/runtime/amd_gpu_agent.cpp`): the least slot each wave of its dispatches gets ([`crate::dispatch`]'s scratch layout) | 2048 (ROCr's `DEFAULT_SCRATCH_BYTES_PER_THREAD`) |
 //! | `HSA_SIM_FUSION` | false (`0`, `off`, `no`, `false`; read by [`knobs::parse_bool`], as the plugin reads its knobs): interpret every instruction (no run of integer VALU and scalar instructions compiled to host code) | on |
 //!
 //! The last three configure the runtime's dispatcher
@@ -32,9 +33,16 @@ pub struct Config {
     /// Whether XNACK is on: the agents report `xnack+`, load only code objects
     /// that accept it, and reach every host page the process maps.
     pub xnack: bool,
+    /// Scratch bytes per lane of a queue created without a size
+    /// (`HSA_SCRATCH_MEM`, as ROCr reads it).
+    pub queue_scratch_per_lane: u32,
     /// Instruction budget and trace filter of the dispatcher.
     pub dispatch: DispatchSettings,
 }
+
+/// ROCr's scratch bytes per lane of a queue created without a size
+/// (`DEFAULT_SCRATCH_BYTES_PER_THREAD`, `src/core/runtime/amd_gpu_agent.cpp`).
+pub const DEFAULT_QUEUE_SCRATCH_PER_LANE: u32 = 2048;
 
 /// Parses a byte size such as `64G`, `512M`, `4096`.
 pub fn parse_size(text: &str) -> Option<u64> {
@@ -89,6 +97,10 @@ impl Config {
                 .unwrap_or(host_cores),
             // ROCr enables XNACK for HSA_XNACK=1 only.
             xnack: std::env::var("HSA_XNACK").is_ok_and(|v| v.trim() == "1"),
+            // ROCr takes 0 (or no number) as unset.
+            queue_scratch_per_lane: env_parse::<u32>("HSA_SCRATCH_MEM")
+                .filter(|&n| n > 0 && n <= 262_128)
+                .unwrap_or(DEFAULT_QUEUE_SCRATCH_PER_LANE),
             dispatch: DispatchSettings {
                 max_wave_instructions: env_parse::<u64>("HSA_SIM_MAX_WAVE_INSTRUCTIONS")
                     .filter(|&n| n > 0)

@@ -174,7 +174,7 @@ impl Executable {
             )));
         }
         let (first_vaddr, span) = code.load_span();
-        let allocation = Allocation::new(span.max(1), AllocKind::Internal, agent, 0)?;
+        let allocation = Allocation::new(span.max(1), AllocKind::Code, agent, 0)?;
         {
             // SAFETY: the allocation is fresh, `span` bytes long, zero-filled and not
             // yet visible to anyone else, so this is the only reference to it.

@@ -32,7 +32,7 @@ use crate::signal::{MemoryOrder, Notifier, Signal};
 use hsa_sys::*;
 use parking_lot::Mutex;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
@@ -86,6 +86,8 @@ pub struct Queue {
     /// The cancel flag of the dispatch running now, if one runs.
     running: Mutex<Option<Arc<AtomicBool>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Scratch bytes per lane of each wave's slot (see [`Queue::scratch_slot`]).
+    scratch_per_lane: AtomicU32,
 }
 
 impl std::fmt::Debug for Queue {
@@ -142,6 +144,9 @@ pub struct QueueSetup {
     pub compute_units: u32,
     /// Global memory as the agent's kernels see it.
     pub memory: Arc<dyn isa::GlobalMemory>,
+    /// Scratch bytes per lane of each wave's slot before any dispatch grows it
+    /// ([`Queue::scratch_slot`]).
+    pub scratch_per_lane: u32,
 }
 
 impl Queue {
@@ -156,6 +161,7 @@ impl Queue {
             callback_data,
             compute_units,
             memory,
+            scratch_per_lane,
         } = setup;
         let block = Allocation::new(4096, AllocKind::Internal, agent, 1)?;
         let ring = Allocation::new(u64::from(size) * 64, AllocKind::Internal, agent, 1)?;
@@ -222,6 +228,7 @@ impl Queue {
             inactive: AtomicBool::new(false),
             running: Mutex::new(None),
             thread: Mutex::new(None),
+            scratch_per_lane: AtomicU32::new(scratch_per_lane),
         });
         doorbell.add_observer(&queue.notifier);
         let weak_host = Arc::downgrade(host);
@@ -235,6 +242,18 @@ impl Queue {
             .map_err(|e| SimError::OutOfResources(format!("starting the packet processor: {e}")))?;
         *queue.thread.lock() = Some(handle);
         Ok(queue)
+    }
+
+    /// Scratch bytes per lane of each wave's slot for a dispatch whose packet
+    /// asks for `private_segment_size`: the queue's, grown for good to the
+    /// packet's rounded up to 16 when that is more, as ROCr's
+    /// `AqlQueue::DynamicScratchHandler` grows a queue's scratch when the
+    /// command processor finds it too small (`src/core/runtime/amd_aql_queue.cpp`).
+    pub fn scratch_slot(&self, private_segment_size: u32) -> u32 {
+        let need = private_segment_size.div_ceil(16).saturating_mul(16);
+        self.scratch_per_lane
+            .fetch_max(need, Ordering::Relaxed)
+            .max(need)
     }
 
     /// Address of the client-visible `hsa_queue_t` (= the `amd_queue_t`).
@@ -323,7 +342,6 @@ impl Queue {
 
     fn report(&self, status: hsa_status_t, what: &str) {
         self.inactive.store(true, Ordering::Release);
-        log::error!("virtual gfx90a queue {}: {what}", self.id);
         match self.callback {
             Some(cb) => {
                 // SAFETY: the client gave this callback and data to hsa_queue_create;
@@ -406,6 +424,9 @@ fn processor_loop(q: &Arc<Queue>, host: &Weak<dyn QueueHost>, memory: &Arc<dyn i
             }
             Outcome::Stopped => return,
             Outcome::Failed(status, what, fault) => {
+                // Logged before the event: a handler may end the process (LLVM's
+                // plugins abort on a memory fault), and the reason must be seen.
+                log::error!("virtual gfx90a queue {}: {what}", q.id);
                 if let Some((address, reason)) = fault {
                     rt.raise_event(&memory_fault_event(q.agent, address, reason));
                 }
@@ -504,7 +525,8 @@ fn run_kernel(
     packet_address: u64,
     index: u64,
 ) -> Outcome {
-    let req = DispatchRequest::from_packet(packet, packet_address, q.address(), index);
+    let mut req = DispatchRequest::from_packet(packet, packet_address, q.address(), index);
+    req.queue_scratch_per_lane = q.scratch_slot(req.private_segment_size);
     let profiling = q.profiling.load(Ordering::Acquire);
     let start = timestamp_ns();
     std::sync::atomic::fence(Ordering::Acquire);

@@ -274,6 +274,16 @@ impl Runtime {
             .fold(0, |m, a| m | (1u64 << a.index))
     }
 
+    /// The name of the kernel whose descriptor is at `kernel_object` (its
+    /// symbol's name without `.kd`), if a live executable defines it.
+    pub fn kernel_name(&self, kernel_object: u64) -> Option<String> {
+        self.symbols.entries().into_iter().find_map(|(_, s)| {
+            let kernel = matches!(s.info, crate::executable::SymbolInfo::Kernel(_));
+            (kernel && s.address == kernel_object)
+                .then(|| s.name.strip_suffix(".kd").unwrap_or(&s.name).to_string())
+        })
+    }
+
     /// Calls every system event handler with `event`, on the calling thread
     /// (a runtime thread). ROCr aborts when no handler returns SUCCESS; the
     /// virtual device only logs, so that the device never brings the host down.
@@ -313,6 +323,7 @@ impl Runtime {
         size: u32,
         callback: Option<crate::queue::QueueCallback>,
         callback_data: usize,
+        private_segment_size: u32,
     ) -> SimResult<Arc<Queue>> {
         let memory: Arc<dyn isa::GlobalMemory> = Arc::new(crate::memory::AgentMemory {
             map: self.memory.clone(),
@@ -334,6 +345,11 @@ impl Runtime {
                 callback_data,
                 compute_units: self.config.compute_units,
                 memory,
+                // UINT32_MAX: the default (`GpuAgent::QueueCreate`).
+                scratch_per_lane: match private_segment_size {
+                    u32::MAX => self.config.queue_scratch_per_lane,
+                    n => n,
+                },
             },
         )
     }
@@ -437,5 +453,6 @@ impl QueueHost for Runtime {
         self.dispatcher
             .dispatch_cancellable(req, memory, self.config.workers, cancel)
             .map(|_| ())
+            .map_err(|e| e.with_kernel(|| self.kernel_name(req.kernel_object)))
     }
 }

@@ -169,6 +169,7 @@ fn request(
         grid_size: [grid, 1, 1],
         dimensions: 1,
         private_segment_size: 0,
+        queue_scratch_per_lane: 0,
         group_segment_size: lds,
         kernel_object: kd,
         kernarg_address: ka.device_base(),

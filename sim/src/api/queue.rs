@@ -21,10 +21,16 @@ check_signature!(
     hsa_amd_profiling_async_copy_enable,
 );
 
+/// The most scratch bytes per lane a queue may be created with (ROCr's
+/// `GpuAgent::QueueCreate` refuses more with `HSA_STATUS_ERROR_OUT_OF_RESOURCES`).
+const MAX_SCRATCH_PER_LANE: u32 = 262_128;
+
 /// `hsa_queue_create`: an AQL queue of `size` packets (a power of two in
 /// 64..=131072) on a GPU agent, with its packet processor running. The
-/// private and group segment size hints are ignored: every dispatch gets the
-/// scratch and LDS its packet asks for.
+/// private segment size is the scratch bytes per lane of each wave's slot
+/// (UINT32_MAX: `HSA_SCRATCH_MEM`, else 2048, as ROCr's `GpuAgent::QueueCreate`),
+/// grown by dispatches that ask for more; the group segment size hint is
+/// ignored (every dispatch gets the LDS its packet asks for).
 ///
 /// # Safety
 /// `queue` must be writable; `callback` must be callable with `data` from another thread.
@@ -35,7 +41,7 @@ pub unsafe extern "C" fn hsa_queue_create(
     type_: hsa_queue_type32_t,
     callback: Option<QueueCallback>,
     data: *mut c_void,
-    _private_segment_size: u32,
+    private_segment_size: u32,
     _group_segment_size: u32,
     queue: *mut *mut hsa_queue_t,
 ) -> hsa_status_t {
@@ -59,12 +65,17 @@ pub unsafe extern "C" fn hsa_queue_create(
                 "queue size {size} exceeds 131072 packets"
             )));
         }
+        if private_segment_size != u32::MAX && private_segment_size > MAX_SCRATCH_PER_LANE {
+            return Err(SimError::OutOfResources(format!(
+                "private segment size {private_segment_size} exceeds {MAX_SCRATCH_PER_LANE} bytes per lane"
+            )));
+        }
         if size < 64 {
             return Err(SimError::arg(format!(
                 "queue size {size} is below the minimum of 64 packets"
             )));
         }
-        let q = rt.create_queue(a.index, size, callback, data as usize)?;
+        let q = rt.create_queue(a.index, size, callback, data as usize, private_segment_size)?;
         rt.queues.write().insert(q.address(), q.clone());
         // SAFETY: checked non-null; writable by the caller's contract.
         unsafe { *queue = q.address() as *mut hsa_queue_t };

@@ -38,6 +38,28 @@ pub enum DispatchError {
         /// Where it happened.
         site: FaultSite,
     },
+    /// A wave's scratch access fell past its slot of the queue's scratch buffer
+    /// (see `wave_setup::ScratchLayout`): the kernel used more private memory
+    /// per lane than its packet declared, more than the slot absorbs. On
+    /// hardware it would read or write another wave's scratch; here it stops
+    /// the dispatch as a memory fault at the address.
+    #[error("{}workgroup ({}, {}, {}) wave {}: private segment overflow: {declared} bytes per lane declared, lane {lane} accessed offset {offset} (the wave's scratch slot holds {slot} bytes per lane; {fault})", kernel.as_ref().map(|k| format!("kernel `{k}`: ")).unwrap_or_default(), site.workgroup[0], site.workgroup[1], site.workgroup[2], site.wave)]
+    PrivateOverflow {
+        /// The kernel's name, when the runtime knows it.
+        kernel: Option<String>,
+        /// Bytes per lane the packet declared (`private_segment_size`).
+        declared: u32,
+        /// Bytes per lane of the wave's scratch slot.
+        slot: u64,
+        /// The lane whose access overflowed.
+        lane: u32,
+        /// Its byte offset in the lane's private segment.
+        offset: u64,
+        /// The memory fault it raised.
+        fault: Fault,
+        /// Where it happened.
+        site: FaultSite,
+    },
     /// The kernel object is not a readable kernel descriptor, or its entry point is
     /// not in memory.
     #[error("invalid kernel object at {address:#x}: {reason}")]
@@ -85,6 +107,7 @@ impl DispatchError {
                 Fault::Trap { .. } => HSA_STATUS_ERROR_EXCEPTION,
                 Fault::InstructionLimit { .. } | Fault::Aborted { .. } => HSA_STATUS_ERROR,
             },
+            DispatchError::PrivateOverflow { .. } => HSA_STATUS_ERROR_MEMORY_FAULT,
             DispatchError::InvalidKernelObject { .. } => HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
             DispatchError::InvalidRequest(_) => HSA_STATUS_ERROR_INVALID_ARGUMENT,
             DispatchError::OutOfResources(_) => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
@@ -96,13 +119,15 @@ impl DispatchError {
     /// LDS faults).
     pub fn fault_address(&self) -> Option<u64> {
         match self {
-            DispatchError::Fault { fault, .. } => match fault {
-                Fault::Memory { address, .. } | Fault::MisalignedAtomic { address, .. } => {
-                    Some(*address)
+            DispatchError::Fault { fault, .. } | DispatchError::PrivateOverflow { fault, .. } => {
+                match fault {
+                    Fault::Memory { address, .. } | Fault::MisalignedAtomic { address, .. } => {
+                        Some(*address)
+                    }
+                    Fault::LdsOutOfRange { offset, .. } => Some(*offset),
+                    _ => None,
                 }
-                Fault::LdsOutOfRange { offset, .. } => Some(*offset),
-                _ => None,
-            },
+            }
             _ => None,
         }
     }
@@ -110,8 +135,34 @@ impl DispatchError {
     /// The fault and its site, for wave faults.
     pub fn fault(&self) -> Option<(&Fault, &FaultSite)> {
         match self {
-            DispatchError::Fault { fault, site } => Some((fault, site)),
+            DispatchError::Fault { fault, site }
+            | DispatchError::PrivateOverflow { fault, site, .. } => Some((fault, site)),
             _ => None,
+        }
+    }
+
+    /// This error naming the kernel `name` where it can (a private segment
+    /// overflow); others are returned as they are.
+    pub fn with_kernel(self, name: impl FnOnce() -> Option<String>) -> DispatchError {
+        match self {
+            DispatchError::PrivateOverflow {
+                kernel: None,
+                declared,
+                slot,
+                lane,
+                offset,
+                fault,
+                site,
+            } => DispatchError::PrivateOverflow {
+                kernel: name(),
+                declared,
+                slot,
+                lane,
+                offset,
+                fault,
+                site,
+            },
+            other => other,
         }
     }
 

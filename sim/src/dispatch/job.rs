@@ -16,7 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use isa::memory::{read_dwords, HostRegion, MemoryRegion, SubRegion};
-use isa::{Apertures, BlockCache, Fault, GlobalMemory, Program, Wave, WaveContext, WaveExit};
+use isa::{
+    wave::CodeObjects, Apertures, BlockCache, Fault, GlobalMemory, Program, Wave, WaveContext,
+    WaveExit,
+};
 
 use super::crew::Crew;
 use super::programs::ProgramCache;
@@ -27,8 +30,29 @@ use crate::host_guard::Scope;
 use crate::loader::KernelDescriptor;
 
 /// Instructions a wave may run before it yields to the other waves of its
-/// workgroup at a backward branch (fair scheduling of spin loops).
+/// workgroup at a taken branch (fair scheduling of spin loops).
 const YIELD_SLICE: u64 = 20_000;
+/// The short turn of a wave while the waves of its workgroup start together: from
+/// the workgroup's start and from each barrier that releases them, for their
+/// first [`START_PHASE`] instructions, while more than one of them can run.
+///
+/// On a GPU the waves of a workgroup are resident at once and issue in turn, so
+/// a read that every wave makes early after a barrier happens in all of them
+/// before any wave's store a few dozen instructions later, behind a memory
+/// access, lands. Runtime code relies on it without saying so: LLVM 19's
+/// `pushDST` (`offload/DeviceRTL/src/Workshare.cpp`) tests a shared pointer,
+/// lets one thread allocate and set it, then meets the others at a barrier that
+/// only the threads that saw it unset reach; run one wave at a time until its
+/// barrier, the others see it set, skip that barrier and the workgroup hangs
+/// (`offload/test/offloading/dynamic-schedule-non-spmd.cpp`). Turns of 32
+/// instructions, ended at the first taken branch after them, interleave such
+/// code as a GPU does.
+const START_SLICE: u64 = 32;
+/// Instructions of a wave, counted from its workgroup's start or the barrier
+/// that last released it, that run in short turns ([`START_SLICE`]); past them
+/// the wave runs [`YIELD_SLICE`] at a time, so that long loops keep their
+/// registers and cache lines to themselves between turns.
+const START_PHASE: u64 = 1024;
 /// Dwords of a kernel descriptor (64 bytes).
 const DESCRIPTOR_DWORDS: usize = 16;
 
@@ -127,6 +151,10 @@ pub(super) struct Job {
     /// Keeps the code region alive for the whole dispatch.
     _code: Arc<dyn MemoryRegion>,
     program: Arc<Program>,
+    /// The decoded programs of the agent's code objects, for code reached outside
+    /// the kernel's own ([`CodeObjects`]), and whether new ones fuse runs.
+    programs: Arc<ProgramCache>,
+    fusion: bool,
     launch: KernelLaunch,
     grid_wgs: [u32; 3],
     claims: WorkgroupClaims,
@@ -152,7 +180,7 @@ impl Job {
     pub(super) fn prepare(
         req: &DispatchRequest,
         memory: &Arc<dyn GlobalMemory>,
-        programs: &ProgramCache,
+        programs: &Arc<ProgramCache>,
         settings: &DispatchSettings,
         states: Arc<WorkerStates>,
         workers: usize,
@@ -185,6 +213,8 @@ impl Job {
             memory: memory.clone(),
             _code: region,
             program,
+            programs: programs.clone(),
+            fusion: settings.fusion,
             launch: KernelLaunch::new(kd, entry),
             grid_wgs,
             claims: WorkgroupClaims::new(total_workgroups, workers),
@@ -315,7 +345,7 @@ impl Job {
             &mut st.waves[..wg.waves],
             &mut st.lds,
             &mut st.blocks,
-            wg.id,
+            (wg.id, &scratch),
             holes,
         );
         if trace {
@@ -326,14 +356,14 @@ impl Job {
         r
     }
 
-    /// The scratch layout of workgroup `wg` and its backing (one slice of
-    /// round_up(private, 4) × 64 bytes per wave), grown in `st` when too small.
+    /// The scratch layout of workgroup `wg` and its backing (one slot per wave, see
+    /// [`ScratchLayout`]), grown in `st` when too small.
     fn scratch(
         req: &DispatchRequest,
         wg: &WorkgroupShape,
         st: &mut WorkerState,
     ) -> (ScratchLayout, Option<Arc<dyn MemoryRegion>>) {
-        let mut layout = ScratchLayout::new(req.private_segment_size);
+        let mut layout = ScratchLayout::new(req.private_segment_size, req.queue_scratch_per_lane);
         let need = layout.per_wave * wg.waves as u64;
         if need == 0 {
             return (layout, None);
@@ -388,6 +418,26 @@ impl Job {
             })
     }
 
+    /// The error of a wave's `fault` at `site`: a memory fault past the wave's
+    /// scratch slot is a private segment overflow (see [`ScratchLayout`]).
+    #[cold]
+    fn wave_fault(&self, fault: Fault, site: FaultSite, scratch: &ScratchLayout) -> DispatchError {
+        if let Fault::Memory { address, .. } = fault {
+            if let Some((lane, offset)) = scratch.overflow_at(site.wave as usize, address) {
+                return DispatchError::PrivateOverflow {
+                    kernel: None,
+                    declared: self.req.private_segment_size,
+                    slot: scratch.per_wave / isa::WAVE_SIZE as u64,
+                    lane,
+                    offset,
+                    fault,
+                    site,
+                };
+            }
+        }
+        DispatchError::Fault { fault, site }
+    }
+
     /// Runs the waves of one workgroup cooperatively until all ended, meeting at
     /// barriers.
     fn run_waves(
@@ -395,7 +445,7 @@ impl Job {
         waves: &mut [Wave],
         lds: &mut [u8],
         blocks: &mut BlockCache,
-        id: [u32; 3],
+        (id, scratch): ([u32; 3], &ScratchLayout),
         holes: Option<&Scope<'_>>,
     ) -> Result<(), DispatchError> {
         // Each wave's state: ready to run, or waiting at the barrier; ended waves
@@ -414,6 +464,9 @@ impl Job {
         let (mut waiting, mut ended) = (WaveSet::default(), WaveSet::default());
         let (mut arrived, mut live) = (0, n);
         let yield_after = if n > 1 { YIELD_SLICE } else { u64::MAX };
+        // The instruction count of each wave when its workgroup started or the last
+        // barrier released it (see START_SLICE).
+        let mut phase = [0u64; WaveSet::CAPACITY];
         let mut ctx = WaveContext {
             memory: self.memory.as_ref(),
             lds,
@@ -423,11 +476,19 @@ impl Job {
             yield_after,
         };
         loop {
+            // More than one wave can run: those starting together take short turns.
+            let together = live - arrived > 1;
             for (w, wave) in waves.iter_mut().enumerate() {
                 if waiting.has(w) || ended.has(w) {
                     continue;
                 }
-                let exit = wave.run_cached(&self.program, &mut ctx, blocks);
+                let since = wave.instructions - phase.get(w).copied().unwrap_or(0);
+                ctx.yield_after = if together && since < START_PHASE {
+                    START_SLICE
+                } else {
+                    yield_after
+                };
+                let exit = wave.run_cached(&self.program, &mut ctx, blocks, Some(self));
                 if let Some(hole) = holes.and_then(Scope::take_fault) {
                     // Host memory the wave held was unmapped under it: its access
                     // finished against a zero page and the wave stopped at its next
@@ -458,15 +519,12 @@ impl Job {
                     }
                     Ok(WaveExit::Yield) => {}
                     Err(fault) => {
-                        let lane = fault.lane();
-                        return Err(DispatchError::Fault {
-                            fault,
-                            site: FaultSite {
-                                workgroup: id,
-                                wave: w as u32,
-                                lane,
-                            },
-                        });
+                        let site = FaultSite {
+                            workgroup: id,
+                            wave: w as u32,
+                            lane: fault.lane(),
+                        };
+                        return Err(self.wave_fault(fault, site, scratch));
                     }
                 }
             }
@@ -474,9 +532,12 @@ impl Job {
                 return Ok(());
             }
             if arrived == live {
-                // Every live wave reached the barrier.
+                // Every live wave reached the barrier: they start together again.
                 waiting = WaveSet::default();
                 arrived = 0;
+                for (p, w) in phase.iter_mut().zip(waves.iter()) {
+                    *p = w.instructions;
+                }
             }
             if self.stop.load(Ordering::Relaxed) {
                 let pc = waves.first().map_or(0, |w| w.pc);
@@ -490,6 +551,17 @@ impl Job {
                 });
             }
         }
+    }
+}
+
+/// Code of the agent's other code objects, reached by a call or jump out of the
+/// kernel's own (a function of another executable called through a pointer): the
+/// code object [`GlobalMemory::code_region`] finds, decoded once in the
+/// dispatcher's program cache.
+impl CodeObjects for Job {
+    fn program_at(&self, pc: u64) -> Option<Arc<Program>> {
+        let region = self.memory.code_region(pc)?;
+        Some(self.programs.program_for(&region, self.fusion))
     }
 }
 
@@ -546,7 +618,7 @@ mod tests {
                 assert_eq!((s.device_base(), s.len()), (at, per_wave), "slice {w}");
             }
         };
-        let small = ScratchLayout::new(4); // 256 bytes per wave
+        let small = ScratchLayout::new(4, 0); // 256 bytes per wave
         let a: Arc<dyn MemoryRegion> = Arc::new(HostRegion::zeroed(4 * 256));
         Job::cut_slices(&a, &small, 2, &mut st).unwrap();
         check(&st, &a, 256, 2);
@@ -556,7 +628,7 @@ mod tests {
         check(&st, &a, 256, 4);
         assert!(Arc::ptr_eq(&kept, &st.slices[1]));
         // Another layout of the same backing, then another backing.
-        let large = ScratchLayout::new(8); // 512 bytes per wave
+        let large = ScratchLayout::new(8, 0); // 512 bytes per wave
         Job::cut_slices(&a, &large, 2, &mut st).unwrap();
         check(&st, &a, 512, 2);
         let b: Arc<dyn MemoryRegion> = Arc::new(HostRegion::zeroed(2 * 512));

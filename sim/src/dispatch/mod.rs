@@ -55,7 +55,7 @@ use programs::ProgramCache;
 #[derive(Default)]
 pub struct Dispatcher {
     settings: DispatchSettings,
-    programs: ProgramCache,
+    programs: Arc<ProgramCache>,
     states: Arc<WorkerStates>,
     pool: WorkerPool,
 }

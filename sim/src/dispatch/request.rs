@@ -14,6 +14,11 @@ pub struct DispatchRequest {
     pub dimensions: u32,
     /// Scratch bytes per work-item.
     pub private_segment_size: u32,
+    /// Scratch bytes per work-item that the queue's scratch slot of each wave
+    /// holds ([`crate::queue::Queue::scratch_slot`]: at least the packet's, as
+    /// ROCr sizes it); 0 gives each wave just the packet's
+    /// ([`super::wave_setup::ScratchLayout`]).
+    pub queue_scratch_per_lane: u32,
     /// LDS bytes per workgroup (static + dynamic).
     pub group_segment_size: u32,
     /// Device address of the kernel descriptor.
@@ -30,7 +35,8 @@ pub struct DispatchRequest {
 
 impl DispatchRequest {
     /// The request of kernel-dispatch `packet`, which sits at `packet_address`
-    /// in the ring of the queue at `queue_address` with index `dispatch_id`.
+    /// in the ring of the queue at `queue_address` with index `dispatch_id`
+    /// (with no queue scratch slot: the queue sets `queue_scratch_per_lane`).
     pub fn from_packet(
         packet: &KernelDispatch,
         packet_address: u64,
@@ -43,6 +49,7 @@ impl DispatchRequest {
             grid_size: g.grid_size,
             dimensions: g.dimensions,
             private_segment_size: packet.private_segment_size,
+            queue_scratch_per_lane: 0,
             group_segment_size: g.group_segment_size,
             kernel_object: packet.kernel_object,
             kernarg_address: packet.kernarg_address,

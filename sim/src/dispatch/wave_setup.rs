@@ -226,10 +226,27 @@ impl WorkgroupShape {
 /// The scratch of one workgroup: a slice of `per_wave` bytes per wave in one
 /// backing region at `base` of `len` bytes (AMDGPUUsage "Flat Scratch" and
 /// "Private Segment Buffer").
+///
+/// A wave's slice is its slot of the queue's scratch buffer as ROCr lays it out
+/// (`src/core/runtime/amd_aql_queue.cpp`, `AqlQueue::InitScratchSRD`): each wave
+/// gets `COMPUTE_TMPRING_SIZE.WAVESIZE` KiB, the queue's bytes per lane times 64
+/// rounded up to 1 KiB, and the queue's bytes per lane are at least the packet's
+/// rounded up to 16 (`AqlQueue::DynamicScratchHandler` grows them to that) but
+/// may be more: a queue created with `private_segment_size` UINT32_MAX, as
+/// LLVM's plugins create theirs, starts at `HSA_SCRATCH_MEM` or 2048 bytes per
+/// lane (`GpuAgent::QueueCreate`, `DEFAULT_SCRATCH_BYTES_PER_THREAD` in
+/// `src/core/runtime/amd_gpu_agent.cpp`). Scratch past the packet's size but
+/// inside the slot is then the wave's own on hardware: a kernel whose compiler
+/// under-declared its private segment (LLVM 19 at -O3 on
+/// `offload/test/offloading/thread_state_1.c`: 96 bytes declared, a spill at 120)
+/// runs correctly there, and does here. Past the slot, hardware writes the next
+/// wave's scratch; here the access faults and the dispatch reports a private
+/// segment overflow ([`super::DispatchError::PrivateOverflow`]).
 pub(super) struct ScratchLayout {
-    /// Bytes per work-item, rounded up to 4.
+    /// Bytes per work-item the packet declares, rounded up to 4 (the Private
+    /// Segment Size SGPR).
     pub(super) per_lane: u64,
-    /// Bytes per wave (`per_lane` × 64).
+    /// Bytes of each wave's slot (0: the packet asks for no scratch).
     pub(super) per_wave: u64,
     /// Device address of the backing (0: no scratch).
     pub(super) base: u64,
@@ -239,14 +256,52 @@ pub(super) struct ScratchLayout {
 
 impl ScratchLayout {
     /// The per-lane and per-wave sizes for `private_segment_size` bytes per
-    /// work-item; no backing yet.
-    pub(super) fn new(private_segment_size: u32) -> ScratchLayout {
-        let per_lane = u64::from(private_segment_size.div_ceil(4) * 4);
+    /// work-item on a queue whose slots hold `queue_per_lane` bytes per lane (0:
+    /// the packet's alone, each wave's slice exactly `private_segment_size`
+    /// rounded up to 4, times 64); no backing yet. A packet without scratch gets
+    /// no slot.
+    pub(super) fn new(private_segment_size: u32, queue_per_lane: u32) -> ScratchLayout {
+        let per_lane = u64::from(private_segment_size).div_ceil(4) * 4;
+        let lanes = WAVE_SIZE as u64;
+        let per_wave = if private_segment_size == 0 {
+            0
+        } else if queue_per_lane == 0 {
+            per_lane * lanes
+        } else {
+            let slot_lane = u64::from(private_segment_size)
+                .div_ceil(16)
+                .saturating_mul(16)
+                .max(u64::from(queue_per_lane));
+            (slot_lane * lanes).div_ceil(1024).saturating_mul(1024)
+        };
         ScratchLayout {
             per_lane,
-            per_wave: per_lane * WAVE_SIZE as u64,
+            per_wave,
             base: 0,
             len: 0,
         }
+    }
+
+    /// Where byte `address` lies for wave `w` when it is past the wave's slot: the
+    /// lane and the per-lane offset a swizzled private access (4-byte elements,
+    /// index stride 64, as `SCRATCH_RSRC_WORD3` says and the private aperture
+    /// maps) reaches there. `None` for an address before the slot, inside it, or
+    /// farther than the largest private segment a wave may have (262,128 bytes
+    /// per lane, `GpuAgent::QueueCreate`'s limit, here rounded up to 256 KiB).
+    pub(super) fn overflow_at(&self, w: usize, address: u64) -> Option<(u32, u64)> {
+        const MOST_PER_LANE: u64 = 256 * 1024;
+        if self.per_wave == 0 {
+            return None;
+        }
+        let slot = self
+            .base
+            .checked_add((w as u64).checked_mul(self.per_wave)?)?;
+        let rel = address.checked_sub(slot)?;
+        if rel < self.per_wave || rel >= MOST_PER_LANE * WAVE_SIZE as u64 {
+            return None;
+        }
+        let row = 4 * WAVE_SIZE as u64;
+        let lane = ((rel % row) / 4) as u32;
+        Some((lane, rel / row * 4 + rel % 4))
     }
 }
