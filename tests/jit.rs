@@ -113,7 +113,8 @@ fn fresh_dir(name: &str) -> PathBuf {
 }
 
 /// Runs `bin` through our plugin on one virtual GPU with the JIT cache in
-/// `cache` (`None`: no cache-directory knob), `LIBOMPTARGET_INFO=16`, and
+/// `cache` (`None`: no cache-directory knob, and `XDG_CACHE_HOME` in the
+/// test's scratch space unless `env` sets it), `LIBOMPTARGET_INFO=16`, and
 /// `env`; the run must prove it was ours.
 fn ours(bin: &Path, cache: Option<&Path>, env: &[(&str, &str)]) -> Output {
     let mut cmd = command(bin, Hsa::Sim(1));
@@ -131,9 +132,11 @@ fn ours(bin: &Path, cache: Option<&Path>, env: &[(&str, &str)]) -> Output {
     ] {
         cmd.env_remove(k);
     }
-    if let Some(c) = cache {
-        cmd.env("OMPTARGET_AMDGPU_JIT_CACHE_DIR", c);
-    }
+    match cache {
+        Some(c) => cmd.env("OMPTARGET_AMDGPU_JIT_CACHE_DIR", c),
+        // Never the user's own cache directory.
+        None => cmd.env("XDG_CACHE_HOME", scratch_dir("jit-xdg-default")),
+    };
     for (k, v) in env {
         cmd.env(k, v);
     }
