@@ -275,6 +275,21 @@ pub fn stage_dir_with(needed: &[&str]) -> PathBuf {
     dir
 }
 
+/// A command for `bin` through LLVM's C++ plugin (Debian's, found through
+/// libLLVM's directory) on one virtual GPU, offload mandatory; our plugin
+/// is not on the path (it would announce itself).
+pub fn llvm_plugin_command(bin: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env(
+        "LD_LIBRARY_PATH",
+        format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
+    )
+    .env("OMP_TARGET_OFFLOAD", "MANDATORY")
+    .env("OMPTARGET_AMDGPU_ANNOUNCE", "1")
+    .env("HSA_SIM_GPUS", "1");
+    cmd
+}
+
 /// Runs `bin` through LLVM's C++ plugin (Debian's, found through libLLVM's
 /// directory) on one virtual GPU, within `timeout_s`; our plugin's
 /// announcement must be absent.
@@ -284,14 +299,7 @@ pub fn run_llvm_plugin(bin: &Path, timeout_s: u64) -> Output {
 
 /// [`run_llvm_plugin`] with more environment variables `env`.
 pub fn run_llvm_plugin_with(bin: &Path, env: &[(&str, &str)], timeout_s: u64) -> Output {
-    let mut cmd = Command::new(bin);
-    cmd.env(
-        "LD_LIBRARY_PATH",
-        format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
-    )
-    .env("OMP_TARGET_OFFLOAD", "MANDATORY")
-    .env("OMPTARGET_AMDGPU_ANNOUNCE", "1")
-    .env("HSA_SIM_GPUS", "1");
+    let mut cmd = llvm_plugin_command(bin);
     for (k, v) in env {
         cmd.env(k, v);
     }
