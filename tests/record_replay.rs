@@ -65,13 +65,17 @@ fn host_output(bin: &Path) -> String {
 /// Records `bin` through our plugin in `dir`, saving outputs; checks it
 /// ran through our plugin and printed the host's output.
 fn record_ours(bin: &Path, dir: &Path, host: &str) {
-    let out = run(
-        command(bin, Hsa::Sim(1))
-            .current_dir(dir)
-            .env("LIBOMPTARGET_RECORD", "1")
-            .env("LIBOMPTARGET_RR_SAVE_OUTPUT", "1"),
-        300,
-    );
+    record_ours_with(bin, dir, host, &[]);
+}
+
+/// [`record_ours`] with more environment variables `env`.
+fn record_ours_with(bin: &Path, dir: &Path, host: &str, env: &[(&str, &str)]) {
+    let mut cmd = command(bin, Hsa::Sim(1));
+    cmd.current_dir(dir)
+        .env("LIBOMPTARGET_RECORD", "1")
+        .env("LIBOMPTARGET_RR_SAVE_OUTPUT", "1")
+        .envs(env.iter().copied());
+    let out = run(&mut cmd, 300);
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(
@@ -139,6 +143,7 @@ fn replay(args: &[&str]) -> Output {
             format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
         )
         .env("OMPTARGET_AMDGPU_ANNOUNCE", "1")
+        .env("OMPTARGET_AMDGPU_JIT_CACHE", "0")
         .env("HSA_SIM_GPUS", "1")
         .env_remove("LIBOMPTARGET_RECORD")
         .env_remove("LIBOMPTARGET_INFO");
@@ -207,6 +212,23 @@ fn our_recordings_replay_and_verify() {
         // The outputs are not the inputs: the verification compares what
         // the kernels wrote.
         assert!(changed > 0, "{example}: no kernel changed its memory");
+    }
+}
+
+#[test]
+fn jit_program_recording_holds_bitcode_and_replays() {
+    // A `-fopenmp-target-jit` program: the image saved is the bitcode
+    // libomptarget passed (as LLVM's `saveImage`), compiled again at replay.
+    let bin = compile("spmd_loops.c", true, &["-fopenmp-target-jit"]);
+    let host = host_output(&bin);
+    let dir = fresh_dir("jit");
+    record_ours_with(&bin, &dir, &host, &[("OMPTARGET_AMDGPU_JIT_CACHE", "0")]);
+    for k in kernels(&dir) {
+        assert!(
+            read(&file(&dir, &k, "image")).starts_with(b"BC\xc0\xde"),
+            "{k}"
+        );
+        replay_verified(&dir, &k, &[]);
     }
 }
 
