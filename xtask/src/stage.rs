@@ -4,7 +4,8 @@
 //! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and
 //!   `libomptarget.rtl.amdgpu.so` (the two names libomptarget 16 tries);
 //! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`;
-//! - `target/stage/bin/amdhsa-loader` (the standalone loader);
+//! - `target/stage/bin/amdhsa-loader` (the standalone loader) and
+//!   `amdgpu-kernel-replay` (the kernel replay tool, `replay/`);
 //! - the device side of the loader (`bin/amdgpu-cc`, `device/`, `oracle/`),
 //!   see `device.rs`.
 
@@ -65,6 +66,8 @@ pub fn stage() -> Result<Staged, String> {
             "sim",
             "-p",
             "amdhsa-loader",
+            "-p",
+            "amdgpu-kernel-replay",
         ])
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -90,10 +93,9 @@ pub fn stage() -> Result<Staged, String> {
     for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
         copy(&sim, &sim_dir.join(name))?;
     }
-    copy(
-        &release.join("amdhsa-loader"),
-        &bin_dir.join("amdhsa-loader"),
-    )?;
+    for tool in ["amdhsa-loader", "amdgpu-kernel-replay"] {
+        copy(&release.join(tool), &bin_dir.join(tool))?;
+    }
     crate::device::stage_device(&stage, &sim_dir)?;
     Ok(Staged {
         plugin_dir,
@@ -110,6 +112,9 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let staged = stage()?;
     eprintln!("stage: plugin in {}", staged.plugin_dir.display());
     eprintln!("stage: virtual device in {}", staged.sim_dir.display());
-    eprintln!("stage: loader in {}", staged.bin_dir.display());
+    eprintln!(
+        "stage: loader and replay tool in {}",
+        staged.bin_dir.display()
+    );
     Ok(())
 }
