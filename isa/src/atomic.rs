@@ -3,6 +3,8 @@
 //! ([`Rmw`]), for 32- and 64-bit locations. The executors (`vmem`, `salu`) decide
 //! which `Rmw` an opcode is and perform the atomic update with it.
 
+use crate::fp;
+
 /// Read-modify-write operations shared by DS, FLAT/GLOBAL, MUBUF and SMEM atomics.
 /// Each takes the old memory value, DATA and (for the two-operand ones) a second value
 /// `cmp`: the compare value of the compare-swaps, DATA2 of `Mskor` and `Wrap`.
@@ -160,73 +162,10 @@ impl Rmw {
     }
 }
 
-/// IEEE binary16 → binary32 (exact).
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h >> 15) << 31;
-    let exp = u32::from((h >> 10) & 0x1F);
-    let man = u32::from(h & 0x3FF);
-    let bits = match (exp, man) {
-        (0, 0) => sign,
-        // Subnormal: value = man · 2^-24, exactly representable in f32.
-        (0, m) => {
-            let v = m as f32 * f32::powi(2.0, -24);
-            return if sign != 0 { -v } else { v };
-        }
-        (0x1F, 0) => sign | 0x7F80_0000,
-        (0x1F, m) => sign | 0x7FC0_0000 | (m << 13),
-        (e, m) => sign | ((e + 112) << 23) | (m << 13),
-    };
-    f32::from_bits(bits)
-}
-
-/// binary32 → binary16, rounding to nearest even (overflow to infinity, NaN quiet).
-fn f32_to_f16(f: f32) -> u16 {
-    let b = f.to_bits();
-    let sign = ((b >> 16) & 0x8000) as u16;
-    let exp = ((b >> 23) & 0xFF) as i32;
-    let man = b & 0x7F_FFFF;
-    if exp == 0xFF {
-        return sign
-            | 0x7C00
-            | if man != 0 {
-                0x200 | (man >> 13) as u16
-            } else {
-                0
-            };
-    }
-    // Unbiased exponent, and the significand with its implicit bit (24 bits).
-    let e = exp - 127;
-    if e > 15 {
-        return sign | 0x7C00;
-    }
-    let sig = if exp == 0 { man } else { man | 0x80_0000 };
-    // Bits to drop so the result has the f16 layout: normal (e >= -14) keeps 11
-    // significant bits; subnormal keeps fewer.
-    let shift = if e >= -14 { 13 } else { 13 + (-14 - e) } as u32;
-    if shift >= 32 {
-        return sign;
-    }
-    let kept = sig >> shift;
-    let rest = sig & ((1u32 << shift) - 1);
-    let half = 1u32 << (shift - 1);
-    let rounded = kept + u32::from(rest > half || (rest == half && kept & 1 == 1));
-    let bits = if e >= -14 {
-        // rounded includes the implicit bit at 1 << 10; a carry to 1 << 11 bumps the
-        // exponent, which adding the fields does naturally.
-        (((e + 14) as u32) << 10) + rounded
-    } else {
-        rounded
-    };
-    if bits >= 0x7C00 {
-        return sign | 0x7C00;
-    }
-    sign | bits as u16
-}
-
-/// f16 + f16 rounded once (f32 holds the exact sum of two f16 up to the rounding
-/// point: 24 ≥ 2·11 + 2 bits, so rounding through f32 is innocuous).
+/// f16 + f16 as the VALU adds them ([`fp::f16_binary`]: exact in f64, one rounding
+/// to nearest even, a NaN operand's quieted NaN).
 fn f16_add(a: u16, b: u16) -> u16 {
-    f32_to_f16(f16_to_f32(a) + f16_to_f32(b))
+    fp::f16_binary(a, b, |x, y| x + y)
 }
 
 #[cfg(test)]
@@ -244,7 +183,7 @@ mod tests {
         // 65504 + 32 overflows to +inf; the smallest subnormal survives.
         assert_eq!(f16_add(0x7BFF, 0x5000), 0x7C00);
         assert_eq!(f16_add(0x0001, 0x0000), 0x0001);
-        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
-        assert_eq!(f32_to_f16(-0.0), 0x8000);
+        assert_eq!(fp::h2f(0x0001), 2f32.powi(-24));
+        assert_eq!(fp::f2h(-0.0, false), 0x8000);
     }
 }

@@ -397,6 +397,14 @@ pub(crate) fn d2h(x: f64, rtz: bool) -> u16 {
     sign | (((e + 15) as u16) << 10) | m
 }
 
+/// f16 binary arithmetic through exact f64 and one rounding to nearest even; a NaN
+/// result is the first NaN operand quieted ([`nan_of`]).
+#[inline]
+pub(crate) fn f16_binary(a: u16, b: u16, f: impl Fn(f64, f64) -> f64) -> u16 {
+    let (x, y) = (h2d(a), h2d(b));
+    d2h(nan_of(f(x, y), &[x, y]), false)
+}
+
 /// f32 → f16 bits (single rounding).
 #[inline]
 pub(crate) fn f2h(x: f32, rtz: bool) -> u16 {

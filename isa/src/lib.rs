@@ -30,6 +30,7 @@ pub mod operand;
 mod opinfo;
 pub mod program;
 mod salu;
+mod sem;
 mod simd;
 pub mod state;
 mod stride;

@@ -12,7 +12,11 @@ use crate::error::Fault;
 use crate::generated::opcodes::VopOp as O;
 
 use super::exe::{lanes, map2, Exe, F32s, H16s, V64};
-use crate::fp::{self, d2h, f2h, fmax, fmed3, fmin, h2d, h2f, nan_of, Fl, QNAN32};
+use crate::fp::{self, d2h, f16_binary, f2h, fmax, fmed3, fmin, h2d, h2f, nan_of, Fl, QNAN32};
+use crate::sem::{
+    self, below, fma16, frexp, hfn, hsel, mad16, mad32, perm_b32, sad_bytes, sat_i16, sat_u16,
+    sext24, sincos_rev, snorm16, to_i32, to_u32, unorm16, Bin, Shift64, Tri,
+};
 use crate::simd;
 use crate::state::Src;
 
@@ -39,16 +43,13 @@ fn u3(x: &mut Exe, f: impl Fn(u32, u32, u32) -> u32) {
 }
 
 /// A 64-bit shift (`rev`: amount in src0) in every lane, as low and high dwords.
-fn shift64(x: &mut Exe, f: impl Fn(u64, u32) -> u64) {
+fn shift64(x: &mut Exe, k: Shift64) {
     let s = x.src(0, 0);
     let (lo, hi) = x.src64(1, false);
     let mut rl = [0u32; WAVE_SIZE];
     let mut rh = [0u32; WAVE_SIZE];
     for l in 0..WAVE_SIZE {
-        let v = f(
-            u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32,
-            s.at(l) & 63,
-        );
+        let v = k.apply(u64::from(lo.at(l)) | u64::from(hi.at(l)) << 32, s.at(l));
         rl[l] = v as u32;
         rh[l] = (v >> 32) as u32;
     }
@@ -118,194 +119,6 @@ fn i3(x: &mut Exe, preserve: bool, f: impl Fn(u16, u16, u16) -> u16) {
     x.out16(&r, preserve);
 }
 
-/// f16 binary arithmetic through exact f64 and one rounding.
-fn hop(a: u16, b: u16, f: impl Fn(f64, f64) -> f64) -> u16 {
-    let (x, y) = (h2d(a), h2d(b));
-    d2h(nan_of(f(x, y), &[x, y]), false)
-}
-
-/// Unary f16 function through f64 (special values pass through `f`).
-fn hfn(a: u16, f: impl Fn(f64) -> f64) -> u16 {
-    let x = h2d(a);
-    d2h(nan_of(f(x), &[x]), false)
-}
-
-/// f16 min/max/med3 through f32 (exact), keeping NaN rules.
-fn hsel(a: u16, b: u16, f: impl Fn(f32, f32) -> f32) -> u16 {
-    f2h(f(h2f(a), h2f(b)), false)
-}
-
-/// `v_mbcnt_*` thread mask: lanes below `l` within the low (or high) 32 lanes.
-fn below(l: usize, hi: bool) -> u32 {
-    let n = if hi { l.saturating_sub(32) } else { l.min(32) };
-    if n >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << n) - 1
-    }
-}
-
-fn sext24(v: u32) -> i64 {
-    i64::from(((v << 8) as i32) >> 8)
-}
-
-/// Bit-field extract as `v_bfe_*`: `width` bits of `v` from bit `off`
-/// (both already masked to 5 bits), sign-extended when `signed`.
-#[inline(always)]
-pub(super) fn bfe32(v: u32, off: u32, width: u32, signed: bool) -> u32 {
-    if width == 0 {
-        return 0;
-    }
-    if off + width < 32 {
-        let field = (v >> off) & ((1u32 << width) - 1);
-        if signed {
-            (((field << (32 - width)) as i32) >> (32 - width)) as u32
-        } else {
-            field
-        }
-    } else if signed {
-        ((v as i32) >> off) as u32
-    } else {
-        v >> off
-    }
-}
-
-/// `v_perm_b32`: each selector byte picks a byte of {src0, src1} (src1 = bytes 0–3),
-/// a sign byte (8–11), 0x00 (12) or 0xFF (13+).
-fn perm_b32(a: u32, b: u32, sel: u32) -> u32 {
-    let bytes = (u64::from(a) << 32) | u64::from(b);
-    let mut out = 0u32;
-    for k in 0..4 {
-        let s = (sel >> (8 * k)) & 0xFF;
-        let byte = match s {
-            0..=7 => ((bytes >> (8 * s)) & 0xFF) as u32,
-            8..=11 => {
-                let src = 2 * (s - 8) + 1;
-                if (bytes >> (8 * src + 7)) & 1 == 1 {
-                    0xFF
-                } else {
-                    0
-                }
-            }
-            12 => 0,
-            _ => 0xFF,
-        };
-        out |= byte << (8 * k);
-    }
-    out
-}
-
-/// Sum of absolute byte differences, skipping (masked) bytes where `b`'s byte is 0.
-fn sad_bytes(a: u32, b: u32, masked: bool) -> u32 {
-    (0..4)
-        .map(|k| {
-            let (x, y) = ((a >> (8 * k)) & 0xFF, (b >> (8 * k)) & 0xFF);
-            if masked && y == 0 {
-                0
-            } else {
-                x.abs_diff(y)
-            }
-        })
-        .sum()
-}
-
-/// `v_frexp_*` of a finite non-zero f64: mantissa in [0.5, 1) and exponent.
-fn frexp(x: f64) -> (f64, i32) {
-    if x == 0.0 || !x.is_finite() {
-        return (x, 0);
-    }
-    let (y, adj) = if x.abs() < f64::MIN_POSITIVE {
-        (x * fp::pow2(64), 64)
-    } else {
-        (x, 0)
-    };
-    let b = y.to_bits();
-    let e = ((b >> 52) & 0x7FF) as i32;
-    let m = f64::from_bits((b & !(0x7FFu64 << 52)) | (1022u64 << 52));
-    (m, e - 1022 - adj)
-}
-
-/// sin(2π·x) (`cos`: cos(2π·x)) with x in revolutions, reduced exactly by quarters.
-fn sincos_rev(x: f64, cos: bool) -> f64 {
-    if !x.is_finite() {
-        return f64::NAN;
-    }
-    if x == 0.0 {
-        return if cos { 1.0 } else { x };
-    }
-    let q = (x * 4.0).round();
-    let t = x - q * 0.25;
-    let quadrant = (q.rem_euclid(4.0) as i32 + i32::from(cos)) & 3;
-    let a = std::f64::consts::TAU * t;
-    match quadrant {
-        0 => a.sin(),
-        1 => a.cos(),
-        2 => -a.sin(),
-        _ => -a.cos(),
-    }
-}
-
-/// Saturating f → integer (NaN → 0), after rounding with `r`.
-fn to_i32(v: f64) -> u32 {
-    v as i32 as u32
-}
-
-fn to_u32(v: f64) -> u32 {
-    v as u32
-}
-
-/// Snorm16 / unorm16 of a float (round to nearest even, clamped, NaN → 0).
-fn snorm16(v: f64) -> u16 {
-    if v.is_nan() {
-        return 0;
-    }
-    (v.clamp(-1.0, 1.0) * 32767.0).round_ties_even() as i16 as u16
-}
-
-fn unorm16(v: f64) -> u16 {
-    if v.is_nan() {
-        return 0;
-    }
-    (v.clamp(0.0, 1.0) * 65535.0).round_ties_even() as u16
-}
-
-/// Unfused f32 multiply-add with denormal flush of inputs, product and result
-/// (`v_mad_f32`, `v_mac_f32`, madmk/madak); `legacy`: 0 · anything = +0.
-fn mad32(a: f32, b: f32, c: f32, legacy: bool) -> f32 {
-    let (a, b, c) = (a.ftz(), b.ftz(), c.ftz());
-    let p = if legacy && (a == 0.0 || b == 0.0) {
-        0.0
-    } else {
-        nan_of(a * b, &[a, b]).ftz()
-    };
-    let r = p + c;
-    if r.is_nan() {
-        return nan_of(r, &[a, b, c]);
-    }
-    r.ftz()
-}
-
-/// Unfused f16 multiply-add with denormal flush (`v_mad_f16`, `v_mac_f16`).
-fn mad16(a: u16, b: u16, c: u16) -> u16 {
-    let (a, b, c) = (fp::ftz16(a), fp::ftz16(b), fp::ftz16(c));
-    let p = fp::ftz16(hop(a, b, |x, y| x * y));
-    fp::ftz16(hop(p, c, |x, y| x + y))
-}
-
-/// Fused f16 multiply-add (one rounding).
-fn fma16(a: u16, b: u16, c: u16) -> u16 {
-    let (x, y, z) = (h2d(a), h2d(b), h2d(c));
-    d2h(nan_of(fp::fma_rto(x, y, z), &[x, y, z]), false)
-}
-
-fn sat_u16(v: i64) -> u16 {
-    v.clamp(0, 0xFFFF) as u16
-}
-
-fn sat_i16(v: i64) -> u16 {
-    v.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16 as u16
-}
-
 /// Integer ops accept CLAMP (saturation) only where the ISA defines it.
 fn int_clamp_ok(op: O) -> bool {
     matches!(
@@ -344,6 +157,31 @@ fn int_clamp_ok(op: O) -> bool {
     )
 }
 
+/// A [`Bin`] operation in every lane (the operation chosen once, not per lane).
+fn bin_lanes(x: &mut Exe, b: Bin) {
+    macro_rules! each {
+        ($($v:ident)*) => {
+            match b {
+                $(Bin::$v => u2(x, |p, q| Bin::$v.apply(p, q)),)*
+            }
+        };
+    }
+    each!(And Or Xor Lshlrev Lshrrev Ashrrev MinI MaxI MinU MaxU MulLo MulHiU MulHiI MulU24 Bcnt)
+}
+
+/// A [`Tri`] operation in every lane (the operation chosen once, not per lane).
+fn tri_lanes(x: &mut Exe, t: Tri) {
+    macro_rules! each {
+        ($($v:ident)*) => {
+            match t {
+                $(Tri::$v => u3(x, |p, q, r| Tri::$v.apply(p, q, r)),)*
+            }
+        };
+    }
+    each!(BfeU BfeI Bfi Alignbit LshlAdd AddLshl Add3 LshlOr AndOr Or3 Xad Min3U Max3U Med3U
+        Min3I Max3I Med3I)
+}
+
 /// Executes one non-compare VALU operation.
 pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
     let op = x.i.op;
@@ -356,11 +194,42 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             return Err(x.unsup("CLAMP/OMOD on this integer operation"));
         }
     }
-    let clamp = x.i.clamp;
-    let ieee = x.fp.ieee;
+    if let Some(b) = Bin::of(op) {
+        bin_lanes(x, b);
+        return Ok(());
+    }
+    if let Some(t) = Tri::of(op) {
+        tri_lanes(x, t);
+        return Ok(());
+    }
+    if let Some(k) = Shift64::of(op) {
+        shift64(x, k);
+        return Ok(());
+    }
+    if matches!(op, O::VNop | O::VClrexcp) {
+        return Ok(());
+    }
+    // The families by frequency in compiled OpenMP code.
+    for family in [
+        moves,
+        int32,
+        f32_ops,
+        f64_ops,
+        conversions,
+        int16,
+        f16_ops,
+        dots,
+    ] {
+        if family(x, op)? {
+            return Ok(());
+        }
+    }
+    Err(x.unsup("this VALU instruction is not executed"))
+}
+
+/// Moves and lane operations (`v_mov`, `v_cndmask`, lane reads and writes, `v_swap`): true when `op` is one of them (then it ran).
+fn moves(x: &mut Exe, op: O) -> Result<bool, Fault> {
     match op {
-        O::VNop | O::VClrexcp => {}
-        // ---- moves and lane ops --------------------------------------------------
         O::VMovB32 | O::VAccvgprMovB32 if x.unmodified(0) => {
             let r: VReg = match x.src(0, 0) {
                 Src::Reg(a) => *a,
@@ -422,7 +291,15 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             x.w.vwrite(&d, 0, &b, x.exec);
             x.w.vwrite(&s, 0, &a, x.exec);
         }
-        // ---- 32-bit integer ------------------------------------------------------
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// 32-bit integer operations other than the [`Bin`], [`Tri`] and [`Shift64`] ones: true when `op` is one of them (then it ran).
+fn int32(x: &mut Exe, op: O) -> Result<bool, Fault> {
+    let clamp = x.i.clamp;
+    match op {
         O::VNotB32 => u1(x, |a| !a),
         O::VBfrevB32 => u1(x, u32::reverse_bits),
         O::VFfbhU32 => u1(x, |a| if a == 0 { u32::MAX } else { a.leading_zeros() }),
@@ -481,23 +358,7 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             });
             x.out32(&r);
         }
-        O::VAndB32 => u2(x, |a, b| a & b),
-        O::VOrB32 => u2(x, |a, b| a | b),
-        O::VXorB32 => u2(x, |a, b| a ^ b),
         O::VXnorB32 => u2(x, |a, b| !(a ^ b)),
-        O::VLshlrevB32 => u2(x, |a, b| b << (a & 31)),
-        O::VLshrrevB32 => u2(x, |a, b| b >> (a & 31)),
-        O::VAshrrevI32 => u2(x, |a, b| ((b as i32) >> (a & 31)) as u32),
-        O::VMinI32 => u2(x, |a, b| (a as i32).min(b as i32) as u32),
-        O::VMaxI32 => u2(x, |a, b| (a as i32).max(b as i32) as u32),
-        O::VMinU32 => u2(x, u32::min),
-        O::VMaxU32 => u2(x, u32::max),
-        O::VMulLoU32 => u2(x, u32::wrapping_mul),
-        O::VMulHiU32 => u2(x, |a, b| ((u64::from(a) * u64::from(b)) >> 32) as u32),
-        O::VMulHiI32 => u2(x, |a, b| {
-            ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32
-        }),
-        O::VMulU32U24 => u2(x, |a, b| (a & 0xFF_FFFF).wrapping_mul(b & 0xFF_FFFF)),
         O::VMulHiU32U24 => u2(x, |a, b| {
             ((u64::from(a & 0xFF_FFFF) * u64::from(b & 0xFF_FFFF)) >> 32) as u32
         }),
@@ -506,7 +367,6 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
         O::VBfmB32 => u2(x, |a, b| {
             ((1u64 << (a & 31)) as u32).wrapping_sub(1) << (b & 31)
         }),
-        O::VBcntU32B32 => u2(x, |a, b| a.count_ones().wrapping_add(b)),
         O::VMbcntLoU32B32 | O::VMbcntHiU32B32 => {
             let a = x.u32(0);
             let b = x.u32(1);
@@ -514,22 +374,9 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let r: VReg = lanes(|l| (a[l] & below(l, hi)).count_ones().wrapping_add(b[l]));
             x.out32(&r);
         }
-        O::VBfeU32 => u3(x, |a, b, c| bfe32(a, b & 31, c & 31, false)),
-        O::VBfeI32 => u3(x, |a, b, c| bfe32(a, b & 31, c & 31, true)),
-        O::VBfiB32 => u3(x, |a, b, c| (a & b) | (!a & c)),
-        O::VAlignbitB32 => u3(x, |a, b, c| {
-            ((u64::from(a) << 32 | u64::from(b)) >> (c & 31)) as u32
-        }),
         O::VAlignbyteB32 => u3(x, |a, b, c| {
             ((u64::from(a) << 32 | u64::from(b)) >> (8 * (c & 3))) as u32
         }),
-        O::VLshlAddU32 => u3(x, |a, b, c| (a << (b & 31)).wrapping_add(c)),
-        O::VAddLshlU32 => u3(x, |a, b, c| a.wrapping_add(b) << (c & 31)),
-        O::VAdd3U32 => u3(x, |a, b, c| a.wrapping_add(b).wrapping_add(c)),
-        O::VLshlOrB32 => u3(x, |a, b, c| (a << (b & 31)) | c),
-        O::VAndOrB32 => u3(x, |a, b, c| (a & b) | c),
-        O::VOr3B32 => u3(x, |a, b, c| a | b | c),
-        O::VXadU32 => u3(x, |a, b, c| (a ^ b).wrapping_add(c)),
         O::VMadU32U24 => u3(x, |a, b, c| {
             let v = u64::from(a & 0xFF_FFFF) * u64::from(b & 0xFF_FFFF) + u64::from(c);
             if clamp {
@@ -546,15 +393,6 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
                 v as u32
             }
         }),
-        O::VMin3I32 => u3(x, |a, b, c| (a as i32).min(b as i32).min(c as i32) as u32),
-        O::VMax3I32 => u3(x, |a, b, c| (a as i32).max(b as i32).max(c as i32) as u32),
-        O::VMin3U32 => u3(x, |a, b, c| a.min(b).min(c)),
-        O::VMax3U32 => u3(x, |a, b, c| a.max(b).max(c)),
-        O::VMed3I32 => u3(x, |a, b, c| {
-            let (a, b, c) = (a as i32, b as i32, c as i32);
-            a.max(b).min(a.min(b).max(c)) as u32
-        }),
-        O::VMed3U32 => u3(x, |a, b, c| a.max(b).min(a.min(b).max(c))),
         O::VPermB32 => u3(x, perm_b32),
         O::VLerpU8 => u3(x, |a, b, c| {
             (0..4).fold(0u32, |acc, k| {
@@ -608,7 +446,7 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
         O::VMqsadU32U8 => {
             let a = x.u64(0, false);
             let b = x.u32(1);
-            let Some(d) = x.i.vdst else { return Ok(()) };
+            let Some(d) = x.i.vdst else { return Ok(true) };
             let cs: Vec<VReg> = (0..4)
                 .map(|k| match x.i.src[2] {
                     Some(op2) => x.w.vread(&op2, k, x.ctx),
@@ -634,19 +472,15 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let b = x.u32(1);
             let c = x.u64(2, false);
             let signed = op == O::VMadI64I32;
+            let f = if clamp {
+                sem::mad64_clamped
+            } else {
+                sem::mad64
+            };
             let mut carry = 0u64;
             let mut r = [0u64; WAVE_SIZE];
             for l in 0..WAVE_SIZE {
-                let (v, o) = if signed {
-                    let p =
-                        i128::from(a[l] as i32) * i128::from(b[l] as i32) + i128::from(c[l] as i64);
-                    let sat = p.clamp(i128::from(i64::MIN), i128::from(i64::MAX));
-                    (if clamp { sat as u64 } else { p as u64 }, sat != p)
-                } else {
-                    let p = u128::from(a[l]) * u128::from(b[l]) + u128::from(c[l]);
-                    let o = p >> 64 != 0;
-                    (if clamp && o { u64::MAX } else { p as u64 }, o)
-                };
+                let (v, o) = f(a[l], b[l], c[l], signed);
                 r[l] = v;
                 carry |= u64::from(o) << l;
             }
@@ -654,10 +488,15 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let e = x.exec;
             x.out_sdst(carry & e);
         }
-        O::VLshlrevB64 => shift64(x, |v, s| v << s),
-        O::VLshrrevB64 => shift64(x, |v, s| v >> s),
-        O::VAshrrevI64 => shift64(x, |v, s| ((v as i64) >> s) as u64),
-        // ---- 16-bit integer --------------------------------------------------------
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// 16-bit integer operations: true when `op` is one of them (then it ran).
+fn int16(x: &mut Exe, op: O) -> Result<bool, Fault> {
+    let clamp = x.i.clamp;
+    match op {
         O::VAddU16 => i2(x, false, |a, b| {
             let v = i64::from(a) + i64::from(b);
             if clamp {
@@ -761,16 +600,26 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let s = |v: u32| u32::from((v as i32).clamp(-32768, 32767) as i16 as u16);
             s(a) | s(b) << 16
         }),
-        // ---- dot products (VOP2, accumulate into VDST) ------------------------------
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Dot products (VOP2 forms accumulating into VDST): true when `op` is one of them (then it ran).
+fn dots(x: &mut Exe, op: O) -> Result<bool, Fault> {
+    let clamp = x.i.clamp;
+    match op {
         O::VDot2cF32F16 => {
             let a = x.u32(0);
             let b = x.u32(1);
             let acc = x.dst_old(0);
             let r: F32s = lanes(|l| {
-                let p0 = h2d(a[l] as u16) * h2d(b[l] as u16);
-                let p1 = h2d((a[l] >> 16) as u16) * h2d((b[l] >> 16) as u16);
-                let c = f64::from(f32::from_bits(acc[l]));
-                fp::add_rto(fp::add_rto(p0, p1), c) as f32
+                sem::dot2_f32_f16(
+                    [a[l] as u16, (a[l] >> 16) as u16],
+                    [b[l] as u16, (b[l] >> 16) as u16],
+                    f32::from_bits(acc[l]),
+                    false,
+                )
             });
             x.outf32(r);
         }
@@ -783,19 +632,7 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
                 O::VDot4cI32I8 => (4, 8),
                 _ => (8, 4),
             };
-            let r: VReg = lanes(|l| {
-                let mut s = i64::from(acc[l] as i32);
-                for k in 0..n {
-                    let pa = sext_field(a[l], bits * k, bits);
-                    let pb = sext_field(b[l], bits * k, bits);
-                    s += pa * pb;
-                }
-                if clamp {
-                    s.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32
-                } else {
-                    s as u32
-                }
-            });
+            let r: VReg = lanes(|l| sem::dot(a[l], b[l], acc[l], n, bits, true, clamp));
             x.out32(&r);
         }
         O::VPkFmacF16 => {
@@ -813,7 +650,15 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             });
             x.out32(&r);
         }
-        // ---- f32 arithmetic ----------------------------------------------------------
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// f32 arithmetic: true when `op` is one of them (then it ran).
+fn f32_ops(x: &mut Exe, op: O) -> Result<bool, Fault> {
+    let ieee = x.fp.ieee;
+    match op {
         O::VAddF32 if x.unmodified(0) && x.unmodified(1) && !x.fp.flush_in32() => {
             let mut r = [0u32; WAVE_SIZE];
             simd::add_lanes(x.src(0, 0), x.src(1, 0), &mut r);
@@ -955,7 +800,15 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
         O::VCubeidF32 | O::VCubescF32 | O::VCubetcF32 | O::VCubemaF32 => {
             return Err(x.unsup("cube-map operations are graphics-only and not executed"))
         }
-        // ---- f64 arithmetic ----------------------------------------------------------
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// f64 arithmetic: true when `op` is one of them (then it ran).
+fn f64_ops(x: &mut Exe, op: O) -> Result<bool, Fault> {
+    let ieee = x.fp.ieee;
+    match op {
         O::VAddF64 => d2(x, |a, b| nan_of(a + b, &[a, b])),
         O::VMulF64 => d2(x, |a, b| nan_of(a * b, &[a, b])),
         O::VMinF64 => d2(x, |a, b| fmin(a, b, ieee)),
@@ -1041,7 +894,14 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let s = x.u32(1);
             x.outf64(lanes(|l| fp::trig_preop(a[l], s[l])));
         }
-        // ---- conversions ---------------------------------------------------------------
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Conversions between number formats: true when `op` is one of them (then it ran).
+fn conversions(x: &mut Exe, op: O) -> Result<bool, Fault> {
+    match op {
         O::VCvtI32F32 => {
             let a = x.f32(0);
             x.out32(&lanes(|l| to_i32(f64::from(a[l]))));
@@ -1207,11 +1067,19 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             let r: VReg = lanes(|l| u32::from(a[l]) | u32::from(b[l]) << 16);
             x.out32(&r);
         }
-        // ---- f16 arithmetic ----------------------------------------------------------
-        O::VAddF16 => h2(x, false, |a, b| hop(a, b, |p, q| p + q)),
-        O::VSubF16 => h2(x, false, |a, b| hop(a, b, |p, q| p - q)),
-        O::VSubrevF16 => h2(x, false, |a, b| hop(a, b, |p, q| q - p)),
-        O::VMulF16 => h2(x, false, |a, b| hop(a, b, |p, q| p * q)),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// f16 arithmetic, and the operations that are not executed: true when `op` is one of them (then it ran).
+fn f16_ops(x: &mut Exe, op: O) -> Result<bool, Fault> {
+    let ieee = x.fp.ieee;
+    match op {
+        O::VAddF16 => h2(x, false, |a, b| f16_binary(a, b, |p, q| p + q)),
+        O::VSubF16 => h2(x, false, |a, b| f16_binary(a, b, |p, q| p - q)),
+        O::VSubrevF16 => h2(x, false, |a, b| f16_binary(a, b, |p, q| q - p)),
+        O::VMulF16 => h2(x, false, |a, b| f16_binary(a, b, |p, q| p * q)),
         O::VMaxF16 => h2(x, false, |a, b| hsel(a, b, |p, q| fmax(p, q, ieee))),
         O::VMinF16 => h2(x, false, |a, b| hsel(a, b, |p, q| fmin(p, q, ieee))),
         O::VMin3F16 => h3(x, true, |a, b, c| {
@@ -1282,9 +1150,9 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
         O::VScreenPartition4seB32 | O::VCvtPkaccumU8F32 => {
             return Err(x.unsup("graphics-only operation is not executed"))
         }
-        _ => return Err(x.unsup("this VALU instruction is not executed")),
+        _ => return Ok(false),
     }
-    Ok(())
+    Ok(true)
 }
 
 /// `x − floor(x)` kept below 1.0 (`below_one` = bits of the largest value < 1); a NaN
@@ -1296,10 +1164,4 @@ fn fract<F: Fl>(d: F, below_one: u64) -> F {
     } else {
         d
     }
-}
-
-/// Sign-extended `width`-bit field at bit `off`.
-fn sext_field(v: u32, off: u32, width: u32) -> i64 {
-    let f = (v >> off) & ((1u64 << width) - 1) as u32;
-    i64::from(((f << (32 - width)) as i32) >> (32 - width))
 }

@@ -27,7 +27,6 @@ use crate::inst::{Valu, ValuEncoding, Vop3p};
 use crate::operand::{code, Operand};
 use crate::state::WaveState;
 
-use super::ops::bfe32;
 use super::vop3p::{pk_dword, PlanSrc};
 use crate::fp::{nan_of, FpMode};
 #[cfg(target_arch = "x86_64")]
@@ -37,47 +36,9 @@ use crate::simd::{
 };
 use crate::state::{reg_base, Src};
 
-/// A 32-bit operation of two sources.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Bin {
-    And,
-    Or,
-    Xor,
-    Lshlrev,
-    Lshrrev,
-    Ashrrev,
-    MinI,
-    MaxI,
-    MinU,
-    MaxU,
-    MulLo,
-    MulHiU,
-    MulHiI,
-    MulU24,
-    Bcnt,
-}
-
-/// A 32-bit operation of three sources.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Tri {
-    BfeU,
-    BfeI,
-    Bfi,
-    Alignbit,
-    LshlAdd,
-    AddLshl,
-    Add3,
-    LshlOr,
-    AndOr,
-    Or3,
-    Xad,
-    Min3U,
-    Max3U,
-    Med3U,
-    Min3I,
-    Max3I,
-    Med3I,
-}
+use crate::sem::{self, Shift64};
+/// The lane operations the plans compute (the fused runs name them through here).
+pub(super) use crate::sem::{Bin, Tri};
 
 /// What a planned instruction computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -243,6 +204,7 @@ impl IntPlan {
         // The integer compares' fields, one rule for the 16-, 32- and 64-bit ranges
         // (opcode bits: 0x10 CMPX, 0x08 unsigned, 0x07 condition).
         let (signed, cond, cmpx) = (n & 8 == 0, (n & 7) as u8, n & 0x10 != 0);
+        let (bin, tri) = (Bin::of(i.op), Tri::of(i.op));
         // (kind, sources, 64-bit sources (bit k), signed literal rule)
         let (kind, nsrc, wide, signed): (Kind, usize, u8, bool) = match i.op {
             O::VMovB32 => (Kind::Mov, 1, 0, false),
@@ -250,38 +212,8 @@ impl IntPlan {
             O::VNotB32 => (Kind::Bin(Bin::Xor), 1, 0, false),
             O::VReadfirstlaneB32 => (Kind::Readfirstlane, 1, 0, false),
             O::VCndmaskB32 => (Kind::Cndmask, 3, 0, false),
-            O::VAndB32 => (Kind::Bin(Bin::And), 2, 0, false),
-            O::VOrB32 => (Kind::Bin(Bin::Or), 2, 0, false),
-            O::VXorB32 => (Kind::Bin(Bin::Xor), 2, 0, false),
-            O::VLshlrevB32 => (Kind::Bin(Bin::Lshlrev), 2, 0, false),
-            O::VLshrrevB32 => (Kind::Bin(Bin::Lshrrev), 2, 0, false),
-            O::VAshrrevI32 => (Kind::Bin(Bin::Ashrrev), 2, 0, false),
-            O::VMinI32 => (Kind::Bin(Bin::MinI), 2, 0, false),
-            O::VMaxI32 => (Kind::Bin(Bin::MaxI), 2, 0, false),
-            O::VMinU32 => (Kind::Bin(Bin::MinU), 2, 0, false),
-            O::VMaxU32 => (Kind::Bin(Bin::MaxU), 2, 0, false),
-            O::VMulLoU32 => (Kind::Bin(Bin::MulLo), 2, 0, false),
-            O::VMulHiU32 => (Kind::Bin(Bin::MulHiU), 2, 0, false),
-            O::VMulHiI32 => (Kind::Bin(Bin::MulHiI), 2, 0, false),
-            O::VMulU32U24 => (Kind::Bin(Bin::MulU24), 2, 0, false),
-            O::VBcntU32B32 => (Kind::Bin(Bin::Bcnt), 2, 0, false),
-            O::VBfeU32 => (Kind::Tri(Tri::BfeU), 3, 0, false),
-            O::VBfeI32 => (Kind::Tri(Tri::BfeI), 3, 0, false),
-            O::VBfiB32 => (Kind::Tri(Tri::Bfi), 3, 0, false),
-            O::VAlignbitB32 => (Kind::Tri(Tri::Alignbit), 3, 0, false),
-            O::VLshlAddU32 => (Kind::Tri(Tri::LshlAdd), 3, 0, false),
-            O::VAddLshlU32 => (Kind::Tri(Tri::AddLshl), 3, 0, false),
-            O::VAdd3U32 => (Kind::Tri(Tri::Add3), 3, 0, false),
-            O::VLshlOrB32 => (Kind::Tri(Tri::LshlOr), 3, 0, false),
-            O::VAndOrB32 => (Kind::Tri(Tri::AndOr), 3, 0, false),
-            O::VOr3B32 => (Kind::Tri(Tri::Or3), 3, 0, false),
-            O::VXadU32 => (Kind::Tri(Tri::Xad), 3, 0, false),
-            O::VMin3U32 => (Kind::Tri(Tri::Min3U), 3, 0, false),
-            O::VMax3U32 => (Kind::Tri(Tri::Max3U), 3, 0, false),
-            O::VMed3U32 => (Kind::Tri(Tri::Med3U), 3, 0, false),
-            O::VMin3I32 => (Kind::Tri(Tri::Min3I), 3, 0, false),
-            O::VMax3I32 => (Kind::Tri(Tri::Max3I), 3, 0, false),
-            O::VMed3I32 => (Kind::Tri(Tri::Med3I), 3, 0, false),
+            _ if bin.is_some() => (Kind::Bin(bin?), 2, 0, false),
+            _ if tri.is_some() => (Kind::Tri(tri?), 3, 0, false),
             O::VAddU32 | O::VAddCoU32 => (Kind::Add { cin: false }, 2, 0, false),
             O::VAddcCoU32 => (Kind::Add { cin: true }, 3, 0, false),
             O::VSubU32 | O::VSubCoU32 => (
@@ -562,25 +494,20 @@ fn mad64<A: Lanes, B: Lanes, L: Lanes, H: Lanes, P: Pack>(
         let (mut vl, mut vh, mut f) = ([0u32; 8], [0u32; 8], [0u32; 8]);
         let c = |l: usize| u64::from(cl.at(l)) | u64::from(ch.at(l)) << 32;
         // The signedness chosen outside the lane loop (one form per loop).
+        macro_rules! each {
+            ($signed:literal) => {
+                for i in 0..8 {
+                    let l = 8 * k + i;
+                    let (v, o) = sem::mad64(a.at(l), b.at(l), c(l), $signed);
+                    (vl[i], vh[i]) = (v as u32, (v >> 32) as u32);
+                    f[i] = 0u32.wrapping_sub(u32::from(o));
+                }
+            };
+        }
         if signed {
-            for i in 0..8 {
-                let l = 8 * k + i;
-                let prod = i64::from(a.at(l) as i32) * i64::from(b.at(l) as i32);
-                let v = prod.wrapping_add(c(l) as i64);
-                // Signed overflow: both addends' signs differ from the sum's.
-                let o = ((prod ^ v) & ((c(l) as i64) ^ v)) < 0;
-                (vl[i], vh[i]) = (v as u32, (v as u64 >> 32) as u32);
-                f[i] = 0u32.wrapping_sub(u32::from(o));
-            }
+            each!(true);
         } else {
-            for i in 0..8 {
-                let l = 8 * k + i;
-                let v = (u64::from(a.at(l)) * u64::from(b.at(l))).wrapping_add(c(l));
-                // Unsigned overflow: the sum wrapped below an addend.
-                let o = v < c(l);
-                (vl[i], vh[i]) = (v as u32, (v >> 32) as u32);
-                f[i] = 0u32.wrapping_sub(u32::from(o));
-            }
+            each!(false);
         }
         (*lo8, *hi8) = (vl, vh);
         m |= u64::from(pk.pack8(&f)) << (8 * k);
@@ -690,63 +617,17 @@ fn map3<A: Lanes, B: Lanes, C: Lanes>(
     }
 }
 
+/// `out[l] = op(a[l], b[l])` ([`Bin::apply`]; `op` is a constant in each runner).
 #[inline(always)]
 fn bin<A: Lanes, B: Lanes>(a: A, b: B, op: Bin, out: &mut VReg) {
-    match op {
-        Bin::And => map2(out, a, b, |a, b| a & b),
-        Bin::Or => map2(out, a, b, |a, b| a | b),
-        Bin::Xor => map2(out, a, b, |a, b| a ^ b),
-        Bin::Lshlrev => map2(out, a, b, |a, b| b << (a & 31)),
-        Bin::Lshrrev => map2(out, a, b, |a, b| b >> (a & 31)),
-        Bin::Ashrrev => map2(out, a, b, |a, b| ((b as i32) >> (a & 31)) as u32),
-        Bin::MinI => map2(out, a, b, |a, b| (a as i32).min(b as i32) as u32),
-        Bin::MaxI => map2(out, a, b, |a, b| (a as i32).max(b as i32) as u32),
-        Bin::MinU => map2(out, a, b, u32::min),
-        Bin::MaxU => map2(out, a, b, u32::max),
-        Bin::MulLo => map2(out, a, b, u32::wrapping_mul),
-        Bin::MulHiU => map2(out, a, b, |a, b| {
-            ((u64::from(a) * u64::from(b)) >> 32) as u32
-        }),
-        Bin::MulHiI => map2(out, a, b, |a, b| {
-            ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32
-        }),
-        Bin::MulU24 => map2(out, a, b, |a, b| {
-            (a & 0xFF_FFFF).wrapping_mul(b & 0xFF_FFFF)
-        }),
-        Bin::Bcnt => map2(out, a, b, |a, b| a.count_ones().wrapping_add(b)),
-    }
+    map2(out, a, b, |a, b| op.apply(a, b));
 }
 
+/// `out[l] = op(a[l], b[l], c[l])` ([`Tri::apply`]; `op` is a constant in each
+/// runner).
 #[inline(always)]
 fn tri<A: Lanes, B: Lanes, C: Lanes>(a: A, b: B, c: C, op: Tri, out: &mut VReg) {
-    match op {
-        Tri::BfeU => map3(out, a, b, c, |a, b, c| bfe32(a, b & 31, c & 31, false)),
-        Tri::BfeI => map3(out, a, b, c, |a, b, c| bfe32(a, b & 31, c & 31, true)),
-        Tri::Bfi => map3(out, a, b, c, |a, b, c| (a & b) | (!a & c)),
-        Tri::Alignbit => map3(out, a, b, c, |a, b, c| {
-            ((u64::from(a) << 32 | u64::from(b)) >> (c & 31)) as u32
-        }),
-        Tri::LshlAdd => map3(out, a, b, c, |a, b, c| (a << (b & 31)).wrapping_add(c)),
-        Tri::AddLshl => map3(out, a, b, c, |a, b, c| a.wrapping_add(b) << (c & 31)),
-        Tri::Add3 => map3(out, a, b, c, |a, b, c| a.wrapping_add(b).wrapping_add(c)),
-        Tri::LshlOr => map3(out, a, b, c, |a, b, c| (a << (b & 31)) | c),
-        Tri::AndOr => map3(out, a, b, c, |a, b, c| (a & b) | c),
-        Tri::Or3 => map3(out, a, b, c, |a, b, c| a | b | c),
-        Tri::Xad => map3(out, a, b, c, |a, b, c| (a ^ b).wrapping_add(c)),
-        Tri::Min3U => map3(out, a, b, c, |a, b, c| a.min(b).min(c)),
-        Tri::Max3U => map3(out, a, b, c, |a, b, c| a.max(b).max(c)),
-        Tri::Med3U => map3(out, a, b, c, |a, b, c| a.max(b).min(a.min(b).max(c))),
-        Tri::Min3I => map3(out, a, b, c, |a, b, c| {
-            (a as i32).min(b as i32).min(c as i32) as u32
-        }),
-        Tri::Max3I => map3(out, a, b, c, |a, b, c| {
-            (a as i32).max(b as i32).max(c as i32) as u32
-        }),
-        Tri::Med3I => map3(out, a, b, c, |a, b, c| {
-            let (a, b, c) = (a as i32, b as i32, c as i32);
-            a.max(b).min(a.min(b).max(c)) as u32
-        }),
-    }
+    map3(out, a, b, c, |a, b, c| op.apply(a, b, c));
 }
 
 /// Writes `vals[k]` to vector-file register `r + k` in the lanes of `exec` (nothing
@@ -809,42 +690,6 @@ fn code(k: Kind) -> u8 {
 }
 
 /// The kinds by code, for the codes that fix the whole kind.
-const BINS: [Bin; 15] = [
-    Bin::And,
-    Bin::Or,
-    Bin::Xor,
-    Bin::Lshlrev,
-    Bin::Lshrrev,
-    Bin::Ashrrev,
-    Bin::MinI,
-    Bin::MaxI,
-    Bin::MinU,
-    Bin::MaxU,
-    Bin::MulLo,
-    Bin::MulHiU,
-    Bin::MulHiI,
-    Bin::MulU24,
-    Bin::Bcnt,
-];
-const TRIS: [Tri; 17] = [
-    Tri::BfeU,
-    Tri::BfeI,
-    Tri::Bfi,
-    Tri::Alignbit,
-    Tri::LshlAdd,
-    Tri::AddLshl,
-    Tri::Add3,
-    Tri::LshlOr,
-    Tri::AndOr,
-    Tri::Or3,
-    Tri::Xad,
-    Tri::Min3U,
-    Tri::Max3U,
-    Tri::Med3U,
-    Tri::Min3I,
-    Tri::Max3I,
-    Tri::Med3I,
-];
 const F64S: [F64Op; 3] = [F64Op::Add, F64Op::Mul, F64Op::Fma];
 
 /// `k` with its variant (and operation, where the code determines it) fixed by the
@@ -854,8 +699,8 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
     match C {
         0 => Kind::Mov,
         1 => Kind::Cndmask,
-        2..=16 => Kind::Bin(BINS[(C - 2) as usize]),
-        17..=33 => Kind::Tri(TRIS[(C - 17) as usize]),
+        2..=16 => Kind::Bin(Bin::ALL[(C - 2) as usize]),
+        17..=33 => Kind::Tri(Tri::ALL[(C - 17) as usize]),
         38..=40 => Kind::Shift64(C - 38),
         42..=44 => Kind::F64(F64S[(C - 42) as usize]),
         // The codes below fix the variant; its fields (carry-in, operand order,
@@ -1119,20 +964,12 @@ fn run_body<const C: u8, P: Pack>(w: &mut WaveState, p: &IntPlan, pk: P) {
                             get(vg, sgpr, p.src[1][0], b1),
                             get(vg, sgpr, p.src[1][1], b2),
                         );
-                        let v = |l: usize| u64::from(vl[l]) | u64::from(vh[l]) << 32;
-                        macro_rules! each {
-                            ($f:expr) => {
-                                for l in 0..WAVE_SIZE {
-                                    let r: u64 = $f(v(l), u64::from(sh[l] & 63));
-                                    lo[l] = r as u32;
-                                    hi[l] = (r >> 32) as u32;
-                                }
-                            };
-                        }
-                        match k {
-                            0 => each!(|x: u64, n: u64| x << n),
-                            1 => each!(|x: u64, n: u64| x >> n),
-                            _ => each!(|x: u64, n: u64| ((x as i64) >> n) as u64),
+                        let op =
+                            [Shift64::Lshl, Shift64::Lshr, Shift64::Ashr][usize::from(k.min(2))];
+                        for l in 0..WAVE_SIZE {
+                            let r = op.apply(u64::from(vl[l]) | u64::from(vh[l]) << 32, sh[l]);
+                            lo[l] = r as u32;
+                            hi[l] = (r >> 32) as u32;
                         }
                     }
                 }

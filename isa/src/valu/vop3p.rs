@@ -18,6 +18,7 @@ use crate::state::{unsupported, WaveContext, WaveState};
 
 use super::exe::{clamp01, f16_inline, lanes};
 use crate::fp::{self, d2h, f2h, fmax, fmin, h2d, h2f, nan_of, Fl, FpMode};
+use crate::sem;
 use crate::simd;
 use crate::state::{reg_base, Src};
 
@@ -281,6 +282,99 @@ pub(crate) fn run_pk_plan(w: &mut WaveState, p: &PkPlan) -> bool {
     true
 }
 
+/// One executing VOP3P instruction (not packed f32): its sources' selection rules and
+/// result post-processing, shared by the operation families below.
+struct Pk<'w, 'c, 'i> {
+    w: &'w mut WaveState,
+    i: &'i Vop3p,
+    pc: u64,
+    ctx: &'w WaveContext<'c>,
+    fpm: FpMode,
+    exec: u64,
+    /// The destination.
+    d: Operand,
+}
+
+impl Pk<'_, '_, '_> {
+    fn unsup(&self, why: &str) -> Fault {
+        unsupported(&Instruction::Vop3p(self.i.clone()), self.pc, why)
+    }
+
+    /// Fails unless the instruction has at least `n` sources.
+    fn need(&self, n: usize) -> Result<(), Fault> {
+        if self.i.src.iter().filter(|s| s.is_some()).count() < n {
+            return Err(self.unsup("missing operands"));
+        }
+        Ok(())
+    }
+
+    /// Whether bit `k` of a modifier field is set.
+    fn sel(bits: u8, k: usize) -> bool {
+        (bits >> k) & 1 == 1
+    }
+
+    /// Dword `dw` of source k (0 when absent), with this op's constant rules.
+    fn dword(&self, k: usize, dw: usize) -> VReg {
+        let f16 = crate::opinfo::vop3p_f16_sources(self.i.op);
+        match self.i.src[k] {
+            Some(op) => raw(self.w, &op, dw, f16, self.ctx),
+            None => [0; WAVE_SIZE],
+        }
+    }
+
+    /// The two 16-bit halves (for the low result, for the high result) of source k.
+    fn halves(&self, k: usize) -> [[u16; WAVE_SIZE]; 2] {
+        let v = self.dword(k, 0);
+        let pick = |hi: bool| lanes(|l| (v[l] >> if hi { 16 } else { 0 }) as u16);
+        [
+            pick(Self::sel(self.i.op_sel, k)),
+            pick(Self::sel(self.i.op_sel_hi, k)),
+        ]
+    }
+
+    /// [`halves`](Self::halves) as f16 operands: NEG_LO/NEG_HI applied, input
+    /// denormals flushed when MODE says so.
+    fn f16_halves(&self, k: usize) -> [[u16; WAVE_SIZE]; 2] {
+        let fl = |on: bool| if on { 0x8000 } else { 0 };
+        let (a, b) = (
+            fl(Self::sel(self.i.neg_lo, k)),
+            fl(Self::sel(self.i.neg_hi, k)),
+        );
+        let mut h = self.halves(k);
+        h[0] = h[0].map(|v| v ^ a);
+        h[1] = h[1].map(|v| v ^ b);
+        if self.fpm.flush_in64() {
+            h[0] = h[0].map(fp::ftz16);
+            h[1] = h[1].map(fp::ftz16);
+        }
+        h
+    }
+
+    /// An f16 result after CLAMP and the output flush.
+    fn post16(&self, h: u16) -> u16 {
+        let mut h = h;
+        if self.i.clamp {
+            h = d2h(clamp01(h2d(h), self.fpm.dx10), false);
+        }
+        if self.fpm.flush_out64() {
+            h = fp::ftz16(h);
+        }
+        h
+    }
+
+    /// Writes the destination's dword `k` in the active lanes.
+    fn write(&mut self, k: usize, v: &VReg) {
+        let (d, exec) = (self.d, self.exec);
+        self.w.vwrite(&d, k, v, exec);
+    }
+
+    /// Writes two 16-bit result halves packed into the destination.
+    fn write_halves(&mut self, out: &[[u16; WAVE_SIZE]; 2]) {
+        let v = lanes(|l| u32::from(out[0][l]) | u32::from(out[1][l]) << 16);
+        self.write(0, &v);
+    }
+}
+
 /// Executes one VOP3P instruction.
 pub(super) fn exec(
     w: &mut WaveState,
@@ -300,308 +394,201 @@ pub(super) fn exec(
     let Some(d) = i.vdst else {
         return Err(unsup("missing destination"));
     };
-    let nsrc = i.src.iter().filter(|s| s.is_some()).count();
-    let src = |k: usize| i.src[k];
-    let f16_op = crate::opinfo::vop3p_f16_sources(i.op);
-    // Source k as 32-bit dwords (low dword of 64-bit sources).
-    let dword = |w: &WaveState, k: usize, dw: usize| match src(k) {
-        Some(op) => raw(w, &op, dw, f16_op, ctx),
-        None => [0; WAVE_SIZE],
-    };
-    let sel = |bits: u8, k: usize| (bits >> k) & 1 == 1;
-    // The two 16-bit halves (low-result, high-result) of source k.
-    let halves = |w: &WaveState, k: usize| -> [[u16; WAVE_SIZE]; 2] {
-        let v = dword(w, k, 0);
-        let pick = |hi: bool| lanes(|l| (v[l] >> if hi { 16 } else { 0 }) as u16);
-        [pick(sel(i.op_sel, k)), pick(sel(i.op_sel_hi, k))]
-    };
-    let neg16 = |h: [[u16; WAVE_SIZE]; 2], k: usize| -> [[u16; WAVE_SIZE]; 2] {
-        let fl = |on: bool| if on { 0x8000 } else { 0 };
-        let (a, b) = (fl(sel(i.neg_lo, k)), fl(sel(i.neg_hi, k)));
-        let mut h = h;
-        h[0] = h[0].map(|v| v ^ a);
-        h[1] = h[1].map(|v| v ^ b);
-        if fpm.flush_in64() {
-            h[0] = h[0].map(fp::ftz16);
-            h[1] = h[1].map(fp::ftz16);
-        }
-        h
-    };
-    let clamp = i.clamp;
-    let ieee = fpm.ieee;
-    let pack = |lo: [u16; WAVE_SIZE], hi: [u16; WAVE_SIZE]| -> VReg {
-        lanes(|l| u32::from(lo[l]) | u32::from(hi[l]) << 16)
-    };
-    // Post-processing of f16 results: CLAMP, output flush.
-    let post16 = |h: u16| -> u16 {
-        let mut h = h;
-        if clamp {
-            h = d2h(clamp01(h2d(h), fpm.dx10), false);
-        }
-        if fpm.flush_out64() {
-            h = fp::ftz16(h);
-        }
-        h
+    let mut x = Pk {
+        w,
+        i,
+        pc,
+        ctx,
+        fpm,
+        exec,
+        d,
     };
     match i.op {
         O::VAccvgprReadB32 | O::VAccvgprWriteB32 => {
-            let Some(s0) = src(0) else {
-                return Err(unsup("missing operands"));
+            let Some(s0) = i.src[0] else {
+                return Err(x.unsup("missing operands"));
             };
-            let v = w.vread(&s0, 0, ctx);
-            w.vwrite(&d, 0, &v, exec);
+            let v = x.w.vread(&s0, 0, ctx);
+            x.write(0, &v);
         }
         O::VPkMovB32 => {
-            let (Some(s0), Some(s1)) = (src(0), src(1)) else {
-                return Err(unsup("missing operands"));
+            let (Some(s0), Some(s1)) = (i.src[0], i.src[1]) else {
+                return Err(x.unsup("missing operands"));
             };
-            let lo = raw(w, &s0, usize::from(i.op_sel & 1), false, ctx);
-            let hi = raw(w, &s1, usize::from((i.op_sel >> 1) & 1), false, ctx);
-            w.vwrite(&d, 0, &lo, exec);
-            w.vwrite(&d, 1, &hi, exec);
+            let lo = raw(x.w, &s0, usize::from(i.op_sel & 1), false, ctx);
+            let hi = raw(x.w, &s1, usize::from((i.op_sel >> 1) & 1), false, ctx);
+            x.write(0, &lo);
+            x.write(1, &hi);
         }
-        O::VPkAddF16 | O::VPkMulF16 | O::VPkMinF16 | O::VPkMaxF16 | O::VPkFmaF16 => {
-            let n = if i.op == O::VPkFmaF16 { 3 } else { 2 };
-            if nsrc < n {
-                return Err(unsup("missing operands"));
-            }
-            let s: Vec<[[u16; WAVE_SIZE]; 2]> = (0..n).map(|k| neg16(halves(w, k), k)).collect();
-            let mut out = [[0u16; WAVE_SIZE]; 2];
-            for half in 0..2 {
-                out[half] = lanes(|l| {
-                    let a = s[0][half][l];
-                    let b = s[1][half][l];
-                    let (x, y) = (h2d(a), h2d(b));
-                    let r = match i.op {
-                        O::VPkAddF16 => d2h(nan_of(x + y, &[x, y]), false),
-                        O::VPkMulF16 => d2h(nan_of(x * y, &[x, y]), false),
-                        O::VPkMinF16 => f2h(fmin(h2f(a), h2f(b), ieee), false),
-                        O::VPkMaxF16 => f2h(fmax(h2f(a), h2f(b), ieee), false),
-                        _ => {
-                            let z = h2d(s[2][half][l]);
-                            d2h(nan_of(fp::fma_rto(x, y, z), &[x, y, z]), false)
-                        }
-                    };
-                    post16(r)
-                });
-            }
-            w.vwrite(&d, 0, &pack(out[0], out[1]), exec);
-        }
-        O::VPkMadI16
-        | O::VPkMulLoU16
-        | O::VPkAddI16
-        | O::VPkSubI16
-        | O::VPkLshlrevB16
-        | O::VPkLshrrevB16
-        | O::VPkAshrrevI16
-        | O::VPkMaxI16
-        | O::VPkMinI16
-        | O::VPkMadU16
-        | O::VPkAddU16
-        | O::VPkSubU16
-        | O::VPkMaxU16
-        | O::VPkMinU16 => {
-            let three = matches!(i.op, O::VPkMadI16 | O::VPkMadU16);
-            if nsrc < 2 + usize::from(three) {
-                return Err(unsup("missing operands"));
-            }
-            let clamp_ok = matches!(
-                i.op,
-                O::VPkMadI16
-                    | O::VPkMadU16
-                    | O::VPkAddI16
-                    | O::VPkSubI16
-                    | O::VPkAddU16
-                    | O::VPkSubU16
-            );
-            if clamp && !clamp_ok {
-                return Err(unsup("CLAMP on this packed integer operation"));
-            }
-            let a = halves(w, 0);
-            let b = halves(w, 1);
-            let c = if three {
-                halves(w, 2)
-            } else {
-                [[0; WAVE_SIZE]; 2]
-            };
-            let mut out = [[0u16; WAVE_SIZE]; 2];
-            for half in 0..2 {
-                out[half] = lanes(|l| {
-                    let (p, q, r) = (a[half][l], b[half][l], c[half][l]);
-                    let (ps, qs, rs) = (
-                        i64::from(p as i16),
-                        i64::from(q as i16),
-                        i64::from(r as i16),
-                    );
-                    let (pu, qu, ru) = (i64::from(p), i64::from(q), i64::from(r));
-                    let sat_s = |v: i64| {
-                        if clamp {
-                            v.clamp(-32768, 32767) as i16 as u16
-                        } else {
-                            v as u16
-                        }
-                    };
-                    let sat_u = |v: i64| {
-                        if clamp {
-                            v.clamp(0, 0xFFFF) as u16
-                        } else {
-                            v as u16
-                        }
-                    };
-                    match i.op {
-                        O::VPkMadI16 => sat_s(ps * qs + rs),
-                        O::VPkMadU16 => sat_u(pu * qu + ru),
-                        O::VPkMulLoU16 => p.wrapping_mul(q),
-                        O::VPkAddI16 => sat_s(ps + qs),
-                        O::VPkSubI16 => sat_s(ps - qs),
-                        O::VPkAddU16 => sat_u(pu + qu),
-                        O::VPkSubU16 => sat_u(pu - qu),
-                        O::VPkLshlrevB16 => q << (p & 15),
-                        O::VPkLshrrevB16 => q >> (p & 15),
-                        O::VPkAshrrevI16 => ((q as i16) >> (p & 15)) as u16,
-                        O::VPkMaxI16 => (p as i16).max(q as i16) as u16,
-                        O::VPkMinI16 => (p as i16).min(q as i16) as u16,
-                        O::VPkMaxU16 => p.max(q),
-                        _ => p.min(q),
-                    }
-                });
-            }
-            w.vwrite(&d, 0, &pack(out[0], out[1]), exec);
-        }
-        O::VFmaMixF32 | O::VFmaMixloF16 | O::VFmaMixhiF16 => {
-            if nsrc < 3 {
-                return Err(unsup("missing operands"));
-            }
-            // OP_SEL_HI[k] = 1: source k is the f16 half OP_SEL[k] picks, else an f32;
-            // NEG_LO negates and NEG_HI takes the absolute value.
-            let mut s = [[0f64; WAVE_SIZE]; 3];
-            for k in 0..3 {
-                let is16 = sel(i.op_sel_hi, k);
-                let Some(op) = src(k) else { continue };
-                let v = raw(w, &op, 0, is16, ctx);
-                let hi = sel(i.op_sel, k);
-                let (neg, abs) = (sel(i.neg_lo, k), sel(i.neg_hi, k));
-                s[k] = lanes(|l| {
-                    let mut x = if is16 {
-                        let mut h = (v[l] >> if hi { 16 } else { 0 }) as u16;
-                        if fpm.flush_in64() {
-                            h = fp::ftz16(h);
-                        }
-                        h2d(h)
-                    } else {
-                        let f = f32::from_bits(v[l]);
-                        f64::from(if fpm.flush_in32() { f.ftz() } else { f })
-                    };
-                    if abs {
-                        x = x.abs();
-                    }
-                    if neg {
-                        x = -x;
-                    }
-                    x
-                });
-            }
-            let r = lanes(|l| {
-                nan_of(
-                    fp::fma_rto(s[0][l], s[1][l], s[2][l]),
-                    &[s[0][l], s[1][l], s[2][l]],
-                )
-            });
-            if i.op == O::VFmaMixF32 {
-                let v: VReg = lanes(|l| {
-                    let mut f = r[l] as f32;
-                    if clamp {
-                        f = clamp01(f, fpm.dx10);
-                    }
-                    if fpm.flush_out32() {
-                        f = f.ftz();
-                    }
-                    f.to_bits()
-                });
-                w.vwrite(&d, 0, &v, exec);
-            } else {
-                let old = w.vread(&d, 0, ctx);
-                let hi = i.op == O::VFmaMixhiF16;
-                let v: VReg = lanes(|l| {
-                    let h = u32::from(post16(d2h(r[l], false)));
-                    if hi {
-                        (old[l] & 0xFFFF) | h << 16
-                    } else {
-                        (old[l] & 0xFFFF_0000) | h
-                    }
-                });
-                w.vwrite(&d, 0, &v, exec);
-            }
-        }
-        O::VDot2F32F16 => {
-            if nsrc < 3 {
-                return Err(unsup("missing operands"));
-            }
-            let a = neg16(halves(w, 0), 0);
-            let b = neg16(halves(w, 1), 1);
-            let c = dword(w, 2, 0);
-            let v: VReg = lanes(|l| {
-                let p0 = h2d(a[0][l]) * h2d(b[0][l]);
-                let p1 = h2d(a[1][l]) * h2d(b[1][l]);
-                let mut z = f64::from(f32::from_bits(c[l]));
-                if sel(i.neg_lo, 2) {
-                    z = -z;
-                }
-                let mut f = nan_of(fp::add_rto(fp::add_rto(p0, p1), z), &[p0, p1, z]) as f32;
-                if clamp {
-                    f = clamp01(f, fpm.dx10);
-                }
-                f.to_bits()
-            });
-            w.vwrite(&d, 0, &v, exec);
-        }
+        O::VPkAddF16 | O::VPkMulF16 | O::VPkMinF16 | O::VPkMaxF16 | O::VPkFmaF16 => pk_f16(&mut x)?,
+        O::VFmaMixF32 | O::VFmaMixloF16 | O::VFmaMixhiF16 => fma_mix(&mut x)?,
+        O::VDot2F32F16 => dot2_f32_f16(&mut x)?,
         O::VDot2I32I16
         | O::VDot2U32U16
         | O::VDot4I32I8
         | O::VDot4U32U8
         | O::VDot8I32I4
-        | O::VDot8U32U4 => {
-            if nsrc < 3 {
-                return Err(unsup("missing operands"));
-            }
-            let (n, bits, signed) = match i.op {
-                O::VDot2I32I16 => (2, 16, true),
-                O::VDot2U32U16 => (2, 16, false),
-                O::VDot4I32I8 => (4, 8, true),
-                O::VDot4U32U8 => (4, 8, false),
-                O::VDot8I32I4 => (8, 4, true),
-                _ => (8, 4, false),
-            };
-            let a = dword(w, 0, 0);
-            let b = dword(w, 1, 0);
-            let c = dword(w, 2, 0);
-            let v: VReg = lanes(|l| {
-                let field = |v: u32, k: u32| -> i64 {
-                    let f = (v >> (bits * k)) & ((1u64 << bits) - 1) as u32;
-                    if signed {
-                        i64::from(((f << (32 - bits)) as i32) >> (32 - bits))
-                    } else {
-                        i64::from(f)
-                    }
-                };
-                let mut s = if signed {
-                    i64::from(c[l] as i32)
-                } else {
-                    i64::from(c[l])
-                };
-                for k in 0..n {
-                    s += field(a[l], k) * field(b[l], k);
-                }
-                match (clamp, signed) {
-                    (true, true) => s.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32,
-                    (true, false) => s.clamp(0, i64::from(u32::MAX)) as u32,
-                    _ => s as u32,
-                }
-            });
-            w.vwrite(&d, 0, &v, exec);
-        }
-        _ => return Err(unsup("MFMA (matrix) instructions are not executed")),
+        | O::VDot8U32U4 => dot_int(&mut x)?,
+        op if sem::Pk16::of(op).is_some() => pk_int16(&mut x)?,
+        _ => return Err(x.unsup("MFMA (matrix) instructions are not executed")),
     }
+    Ok(())
+}
+
+/// `v_pk_{add,mul,min,max,fma}_f16`.
+fn pk_f16(x: &mut Pk) -> Result<(), Fault> {
+    let op = x.i.op;
+    let n = if op == O::VPkFmaF16 { 3 } else { 2 };
+    x.need(n)?;
+    let s: Vec<[[u16; WAVE_SIZE]; 2]> = (0..n).map(|k| x.f16_halves(k)).collect();
+    let ieee = x.fpm.ieee;
+    let mut out = [[0u16; WAVE_SIZE]; 2];
+    for half in 0..2 {
+        out[half] = lanes(|l| {
+            let (a, b) = (s[0][half][l], s[1][half][l]);
+            let r = match op {
+                O::VPkAddF16 => fp::f16_binary(a, b, |x, y| x + y),
+                O::VPkMulF16 => fp::f16_binary(a, b, |x, y| x * y),
+                O::VPkMinF16 => f2h(fmin(h2f(a), h2f(b), ieee), false),
+                O::VPkMaxF16 => f2h(fmax(h2f(a), h2f(b), ieee), false),
+                _ => sem::fma16(a, b, s[2][half][l]),
+            };
+            x.post16(r)
+        });
+    }
+    x.write_halves(&out);
+    Ok(())
+}
+
+/// The packed 16-bit integer operations ([`sem::Pk16`]).
+fn pk_int16(x: &mut Pk) -> Result<(), Fault> {
+    let Some(op) = sem::Pk16::of(x.i.op) else {
+        return Err(x.unsup("not a packed 16-bit integer operation"));
+    };
+    let three = op.sources() == 3;
+    x.need(2 + usize::from(three))?;
+    let clamp = x.i.clamp;
+    if clamp && !op.saturates() {
+        return Err(x.unsup("CLAMP on this packed integer operation"));
+    }
+    let a = x.halves(0);
+    let b = x.halves(1);
+    let c = if three {
+        x.halves(2)
+    } else {
+        [[0; WAVE_SIZE]; 2]
+    };
+    let mut out = [[0u16; WAVE_SIZE]; 2];
+    for half in 0..2 {
+        out[half] = lanes(|l| op.apply(a[half][l], b[half][l], c[half][l], clamp));
+    }
+    x.write_halves(&out);
+    Ok(())
+}
+
+/// `v_fma_mix_f32`, `v_fma_mixlo_f16`, `v_fma_mixhi_f16`.
+fn fma_mix(x: &mut Pk) -> Result<(), Fault> {
+    x.need(3)?;
+    let (i, fpm) = (x.i, x.fpm);
+    // OP_SEL_HI[k] = 1: source k is the f16 half OP_SEL[k] picks, else an f32;
+    // NEG_LO negates and NEG_HI takes the absolute value.
+    let mut s = [[0f64; WAVE_SIZE]; 3];
+    for k in 0..3 {
+        let is16 = Pk::sel(i.op_sel_hi, k);
+        let Some(op) = i.src[k] else { continue };
+        let v = raw(x.w, &op, 0, is16, x.ctx);
+        let hi = Pk::sel(i.op_sel, k);
+        let (neg, abs) = (Pk::sel(i.neg_lo, k), Pk::sel(i.neg_hi, k));
+        s[k] = lanes(|l| {
+            let mut v = if is16 {
+                let mut h = (v[l] >> if hi { 16 } else { 0 }) as u16;
+                if fpm.flush_in64() {
+                    h = fp::ftz16(h);
+                }
+                h2d(h)
+            } else {
+                let f = f32::from_bits(v[l]);
+                f64::from(if fpm.flush_in32() { f.ftz() } else { f })
+            };
+            if abs {
+                v = v.abs();
+            }
+            if neg {
+                v = -v;
+            }
+            v
+        });
+    }
+    let r = lanes(|l| {
+        nan_of(
+            fp::fma_rto(s[0][l], s[1][l], s[2][l]),
+            &[s[0][l], s[1][l], s[2][l]],
+        )
+    });
+    if i.op == O::VFmaMixF32 {
+        let v: VReg = lanes(|l| {
+            let mut f = r[l] as f32;
+            if i.clamp {
+                f = clamp01(f, fpm.dx10);
+            }
+            if fpm.flush_out32() {
+                f = f.ftz();
+            }
+            f.to_bits()
+        });
+        x.write(0, &v);
+    } else {
+        let old = x.w.vread(&x.d, 0, x.ctx);
+        let hi = i.op == O::VFmaMixhiF16;
+        let v: VReg = lanes(|l| {
+            let h = u32::from(x.post16(d2h(r[l], false)));
+            if hi {
+                (old[l] & 0xFFFF) | h << 16
+            } else {
+                (old[l] & 0xFFFF_0000) | h
+            }
+        });
+        x.write(0, &v);
+    }
+    Ok(())
+}
+
+/// `v_dot2_f32_f16`.
+fn dot2_f32_f16(x: &mut Pk) -> Result<(), Fault> {
+    x.need(3)?;
+    let a = x.f16_halves(0);
+    let b = x.f16_halves(1);
+    let c = x.dword(2, 0);
+    let (neg_c, clamp, dx10) = (Pk::sel(x.i.neg_lo, 2), x.i.clamp, x.fpm.dx10);
+    let v: VReg = lanes(|l| {
+        let c = f32::from_bits(c[l]);
+        let mut f = sem::dot2_f32_f16([a[0][l], a[1][l]], [b[0][l], b[1][l]], c, neg_c);
+        if clamp {
+            f = clamp01(f, dx10);
+        }
+        f.to_bits()
+    });
+    x.write(0, &v);
+    Ok(())
+}
+
+/// The integer dot products `v_dot{2,4,8}_{i,u}32_*` ([`sem::dot`]).
+fn dot_int(x: &mut Pk) -> Result<(), Fault> {
+    x.need(3)?;
+    let (n, bits, signed) = match x.i.op {
+        O::VDot2I32I16 => (2, 16, true),
+        O::VDot2U32U16 => (2, 16, false),
+        O::VDot4I32I8 => (4, 8, true),
+        O::VDot4U32U8 => (4, 8, false),
+        O::VDot8I32I4 => (8, 4, true),
+        _ => (8, 4, false),
+    };
+    let a = x.dword(0, 0);
+    let b = x.dword(1, 0);
+    let c = x.dword(2, 0);
+    let clamp = x.i.clamp;
+    let v: VReg = lanes(|l| sem::dot(a[l], b[l], c[l], n, bits, signed, clamp));
+    x.write(0, &v);
     Ok(())
 }
 
