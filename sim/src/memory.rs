@@ -177,9 +177,8 @@ impl PlacedMap {
             return Err(std::io::Error::last_os_error());
         }
         let placed = PlacedMap {
-            base: std::ptr::NonNull::new(p.cast()).ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::Other, "mmap returned NULL")
-            })?,
+            base: std::ptr::NonNull::new(p.cast())
+                .ok_or_else(|| std::io::Error::other("mmap returned NULL"))?,
             len,
         };
         // Kernels before 4.17 ignore MAP_FIXED_NOREPLACE and treat the
