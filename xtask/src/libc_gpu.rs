@@ -223,7 +223,27 @@ fn fetch_source() -> Result<PathBuf, String> {
     if marker.exists() {
         return find_libc(&src);
     }
-    let dl = root.join("dl");
+    let orig = orig_tarball()?;
+    eprintln!("libc-gpu: extracting libc/ from {}", orig.display());
+    mkdir(&src)?;
+    run(Command::new("tar")
+        .current_dir(&src)
+        .arg("-xJf")
+        .arg(&orig)
+        .args(["--wildcards", "*/libc/*"]))?;
+    std::fs::write(&marker, b"").map_err(|e| format!("writing {}: {e}", marker.display()))?;
+    find_libc(&src)
+}
+
+/// The upstream tarball of Debian's `llvm-toolchain-19` source package,
+/// downloaded once into `target/libc-gpu/dl/` (`apt-get source
+/// --download-only`, adding a `deb-src` entry when the system has none) and
+/// kept there: `cargo xtask lit --llvm 19` extracts its `offload/test` from
+/// the same file.
+///
+/// Errors: a failed setup step, or no `.orig.tar.xz` after the download.
+pub fn orig_tarball() -> Result<PathBuf, String> {
+    let dl = cache().join("dl");
     mkdir(&dl)?;
     let tarball = |dl: &Path| -> Option<PathBuf> {
         std::fs::read_dir(dl)
@@ -248,21 +268,12 @@ fn fetch_source() -> Result<PathBuf, String> {
             ]),
         )?;
     }
-    let orig = tarball(&dl).ok_or_else(|| {
+    tarball(&dl).ok_or_else(|| {
         format!(
             "no {SOURCE_PACKAGE}_*.orig.tar.xz in {} after apt-get source",
             dl.display()
         )
-    })?;
-    eprintln!("libc-gpu: extracting libc/ from {}", orig.display());
-    mkdir(&src)?;
-    run(Command::new("tar")
-        .current_dir(&src)
-        .arg("-xJf")
-        .arg(&orig)
-        .args(["--wildcards", "*/libc/*"]))?;
-    std::fs::write(&marker, b"").map_err(|e| format!("writing {}: {e}", marker.display()))?;
-    find_libc(&src)
+    })
 }
 
 fn find_libc(src: &Path) -> Result<PathBuf, String> {

@@ -24,6 +24,7 @@
 //! repeated run reuses all of them; a changed test source or flag misses the
 //! cache and compiles.
 
+pub mod llvm19;
 mod usm;
 
 use crate::stage::{stage, target_dir};
@@ -225,12 +226,17 @@ impl Results {
 
 /// Parses one line of lit's output: `PASS: libomptarget :: TARGET :: path (3 of 114)`.
 pub fn parse_result_line(line: &str) -> Option<(String, Outcome)> {
+    parse_result_line_for(line, TARGET)
+}
+
+/// [`parse_result_line`] for the suite of lit target `target`.
+pub fn parse_result_line_for(line: &str, target: &str) -> Option<(String, Outcome)> {
     let (code, rest) = line.split_once(": ")?;
     if code.is_empty() || !code.chars().all(|c| c.is_ascii_uppercase()) {
         return None;
     }
     let rest = rest.strip_prefix("libomptarget :: ")?;
-    let rest = rest.strip_prefix(TARGET)?.strip_prefix(" :: ")?;
+    let rest = rest.strip_prefix(target)?.strip_prefix(" :: ")?;
     let test = rest.rsplit_once(" (").map_or(rest, |(t, _)| t);
     Some((test.trim().to_string(), code.to_string()))
 }
@@ -589,8 +595,15 @@ pub fn run(which: Which, filter: Option<&str>) -> Result<Results, String> {
     Ok(results)
 }
 
-/// `cargo xtask lit [ours|llvm|both] [FILTER]`.
+/// `cargo xtask lit [ours|llvm|both] [FILTER]`, or `cargo xtask lit --llvm
+/// 19 [FILTER]` ([`llvm19::run_command`]).
 pub fn run_command(args: &[String]) -> Result<(), String> {
+    match args {
+        [flag, v, rest @ ..] if flag == "--llvm" && v == "19" => return llvm19::run_command(rest),
+        [flag, v, rest @ ..] if flag == "--llvm" && v == "16" => return run_command(rest),
+        [flag, ..] if flag == "--llvm" => return Err("--llvm takes 16 or 19".into()),
+        _ => {}
+    }
     let mut which = Which::Both;
     let mut filter = None;
     for a in args {

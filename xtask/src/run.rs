@@ -12,7 +12,12 @@
 //! - `-O0|-O1|-O2|-O3` (default `-O2`): optimisation level of the compile;
 //! - `--cgpu`: link the program with the device library for `printf`,
 //!   `malloc` and `free` in target regions (`-Ltarget/stage/device/lib
-//!   -lcgpu`, built by `cargo xtask stage`).
+//!   -lcgpu`, built by `cargo xtask stage`);
+//! - `--llvm 16|19` (default 16): with `19`, compile with clang-19 and run
+//!   through LLVM 19's libomptarget (its built-in AMDGPU plugin) on the
+//!   virtual gfx90a, linked with `libcgpu-amdgpu.a` for `printf` and
+//!   `malloc` (see `llvm19.rs`; `--plugin`, `--device` and `--cgpu` are
+//!   LLVM 16's).
 //!
 //! Offloading runs set `OMP_TARGET_OFFLOAD=MANDATORY` unless the environment
 //! already sets it.
@@ -168,12 +173,24 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     let mut host = false;
     let mut cgpu = false;
     let mut opt = "-O2".to_string();
+    let mut llvm19 = false;
+    let mut llvm16_only = None;
     let mut rest = args.iter();
     let program = loop {
         let Some(a) = rest.next() else {
-            return Err("usage: cargo xtask run [--plugin ours|llvm] [--device virtual|rocm] [--host] [--cgpu] [-O0..-O3] PROGRAM [ARGS]".into());
+            return Err("usage: cargo xtask run [--llvm 16|19] [--plugin ours|llvm] [--device virtual|rocm] [--host] [--cgpu] [-O0..-O3] PROGRAM [ARGS]".into());
         };
+        if matches!(a.as_str(), "--plugin" | "--device" | "--cgpu") {
+            llvm16_only = Some(a.clone());
+        }
         match a.as_str() {
+            "--llvm" => {
+                llvm19 = match rest.next().map(String::as_str) {
+                    Some("16") => false,
+                    Some("19") => true,
+                    other => return Err(format!("--llvm takes 16 or 19, not {other:?}")),
+                }
+            }
             "--plugin" => {
                 plugin = match rest.next().map(String::as_str) {
                     Some("ours") => Plugin::Ours,
@@ -200,6 +217,14 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
     } else {
         program
     };
+    if llvm19 {
+        if let Some(flag) = llvm16_only {
+            return Err(format!(
+                "{flag} is an LLVM 16 option; LLVM 19 has its plugin built in"
+            ));
+        }
+        return crate::llvm19::run_program(&program, &opt, host, &program_args);
+    }
     if !host || cgpu {
         stage()?;
     }

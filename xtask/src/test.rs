@@ -24,7 +24,18 @@
 //!   packages 14 s, source 16 s, build 58 s; nothing on a warm cache), then every LLVM 19 GPU libc test at `-O3` runs under our
 //!   loader and LLVM's, one check per test LLVM's loader passes (failed when
 //!   ours does not), see [`crate::libc_gpu::run_cached`]; a failed
-//!   preparation is one failed check.
+//!   preparation is one failed check;
+//! - packages ([`crate::package::count_checks`]): the Debian packages built
+//!   from the stage, installed into a throw-away root and removed, one
+//!   check per step of the test;
+//! - LLVM 19 ([`count_llvm19`]): the toolchain prepared
+//!   ([`crate::llvm19::ensure`]), then every program of `examples/` at -O0
+//!   and -O2 through LLVM 19's libomptarget against the host (one check
+//!   each), `tests/programs/llvm19_printf.c` (one check: the same lines as
+//!   the host), and LLVM 19's offload lit suite, the part
+//!   [`crate::lit::llvm19::TEST_SUBSET`] names: one check per passing row,
+//!   one failed check per failure not named in its `KNOWN_FAILURES`, and one
+//!   that the passes reach its `RECORDED_PASSES_SUBSET`.
 
 use std::io::{BufRead, BufReader};
 
@@ -57,6 +68,65 @@ fn count_lit(r: &crate::lit::Results, passed: &mut u64, failed: &mut u64) {
     }
 }
 use std::process::{Command, Stdio};
+
+/// Adds the checks of the LLVM 19 lit run (see the module doc).
+fn count_lit19(r: &crate::lit::llvm19::Results19, passed: &mut u64, failed: &mut u64) {
+    *passed += r.passes() as u64;
+    *failed += r.unexpected_failures().len() as u64;
+    if r.passes() >= r.recorded.unwrap_or(0) {
+        *passed += 1;
+    } else {
+        *failed += 1;
+    }
+}
+
+/// The LLVM 19 part of `cargo xtask test` (see the module doc).
+fn count_llvm19(passed: &mut u64, failed: &mut u64) {
+    let tc = match crate::llvm19::ensure() {
+        Ok(tc) => tc,
+        Err(e) => {
+            println!("llvm19: {e}");
+            *failed += 1;
+            return;
+        }
+    };
+    match crate::llvm19::check_examples(&tc) {
+        Ok(rows) => {
+            for r in rows {
+                if r.pass {
+                    *passed += 1;
+                } else {
+                    println!("llvm19 examples: FAIL {}: {}", r.label, r.detail);
+                    *failed += 1;
+                }
+            }
+        }
+        Err(e) => {
+            println!("llvm19 examples: {e}");
+            *failed += 1;
+        }
+    }
+    match crate::llvm19::check_printf(&tc) {
+        Ok(lines) => {
+            println!("llvm19 printf: {lines} lines equal to the host's");
+            *passed += 1;
+        }
+        Err(e) => {
+            println!("llvm19 printf: {e}");
+            *failed += 1;
+        }
+    }
+    match crate::lit::llvm19::run(Some(crate::lit::llvm19::TEST_SUBSET)) {
+        Ok(r) => {
+            println!("{}", r.render());
+            count_lit19(&r, passed, failed);
+        }
+        Err(e) => {
+            println!("lit (LLVM 19): {e}");
+            *failed += 1;
+        }
+    }
+}
 
 /// Adds up cargo's `test result: ok. 12 passed; 0 failed; ...` lines.
 fn count(line: &str, passed: &mut u64, failed: &mut u64) {
@@ -164,6 +234,14 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
                 failed += 1;
             }
         }
+    }
+    if args.is_empty() {
+        let t0 = std::time::Instant::now();
+        count_llvm19(&mut passed, &mut failed);
+        println!("llvm19: {:.0} s", t0.elapsed().as_secs_f64());
+    }
+    if args.is_empty() {
+        crate::package::count_checks(&mut passed, &mut failed);
     }
     println!("{passed} passed, {failed} failed");
     if status.success() && failed == 0 {
