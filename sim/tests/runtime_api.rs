@@ -487,7 +487,8 @@ fn async_copies_honour_dependencies_and_need_pinned_memory() {
                 hsa_signal_t { handle: 0 },
             )
         },
-        HSA_STATUS_ERROR_INVALID_SIGNAL
+        // hsa_ext_amd.h: "the completion signal is 0" is INVALID_ARGUMENT.
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
     );
     for s in [gate, c1, c2, c3] {
         assert_eq!(hsa_signal_destroy(s), 0);

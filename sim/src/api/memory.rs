@@ -650,6 +650,11 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
         if (num_dep_signals == 0) != dep_signals.is_null() {
             return Err(SimError::arg("num_dep_signals and dep_signals disagree"));
         }
+        // hsa_ext_amd.h: "the completion signal is 0" is INVALID_ARGUMENT
+        // (INVALID_SIGNAL is for a handle that names no signal).
+        if completion_signal.handle == 0 {
+            return Err(SimError::arg("completion_signal is 0"));
+        }
         let da = rt.agent(dst_agent.handle)?;
         let sa = rt.agent(src_agent.handle)?;
         let deps = if num_dep_signals > 0 {
