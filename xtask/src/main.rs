@@ -27,6 +27,10 @@
 //!   package, its GPU tests run through our `amdhsa-loader` and LLVM 19's
 //!   own loader on the virtual gfx90a; prints a table (cached under
 //!   `target/libc-gpu/`, not part of `test`).
+//! - `package [--test]`: Debian packages of the staged files in
+//!   `target/packages/` (`--test`: installed into a throw-away root, run,
+//!   removed; see `package/mod.rs`). `package-root` is that test's inner
+//!   half, run by it in a mount namespace of its own.
 //! - `setup [--llvm 19]`: install the Debian packages the project needs, if
 //!   missing (`--llvm 19`: also LLVM 19's toolchain, its libomp unpacked
 //!   under `target/llvm19/`, see `llvm19.rs`).
@@ -52,6 +56,7 @@ mod libc_gpu;
 mod lit;
 mod llvm19;
 mod loader_bench;
+mod package;
 mod run;
 mod setup;
 mod stage;
@@ -63,7 +68,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(command) = args.next() else {
-        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | bench-printf [--baseline DIR] | demo | libc-gpu [--quick] | lit [ours|llvm|both] [FILTER] | lit --llvm 19 [FILTER] | loader-bench | run [options] PROGRAM [ARGS] | setup [--llvm 19] | stress [N] | stage | test [args] | bindings [--check]");
+        eprintln!("usage: cargo xtask <command> [args...]\ncommands: bench | bench-device | bench-printf [--baseline DIR] | demo | libc-gpu [--quick] | lit [ours|llvm|both] [FILTER] | lit --llvm 19 [FILTER] | loader-bench | package [--test] | run [options] PROGRAM [ARGS] | setup [--llvm 19] | stress [N] | stage | test [args] | bindings [--check]");
         return ExitCode::FAILURE;
     };
     let rest: Vec<String> = args.collect();
@@ -82,6 +87,8 @@ fn main() -> ExitCode {
         "stress" => stress::run_command(&rest),
         "bench-printf" => bench_printf::run_command(&rest),
         "libc-gpu" => libc_gpu::run_command(&rest),
+        "package" => package::run_command(&rest),
+        "package-root" => package::root_command(&rest),
         other => Err(format!("unknown xtask command `{other}`")),
     };
     match result {

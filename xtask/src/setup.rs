@@ -18,6 +18,7 @@ pub const PACKAGES: &[&str] = &[
     "clang-tools-16",
     "lld-16",
     "llvm-16",
+    "llvm-16-dev",
     "libomp-16-dev",
     "rocm-device-libs",
     "libclang-16-dev",
@@ -83,9 +84,9 @@ pub fn log_path() -> PathBuf {
 /// Lines of the log an error shows.
 const TAIL_LINES: usize = 12;
 
-/// The last [`TAIL_LINES`] lines of the log, indented.
-fn log_tail() -> String {
-    let text = std::fs::read_to_string(log_path()).unwrap_or_default();
+/// The last [`TAIL_LINES`] lines of the log at `path`, indented.
+fn log_tail(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     let from = lines.len().saturating_sub(TAIL_LINES);
     lines[from..].iter().map(|l| format!("\n  | {l}")).collect()
@@ -98,20 +99,30 @@ fn log_tail() -> String {
 /// Errors: the command cannot start or fails; the message names the step,
 /// the exit status and the log, and shows the log's last lines.
 pub(crate) fn step(what: &str, cmd: &mut Command) -> Result<(), String> {
-    let path = log_path();
+    logged_step("setup", &log_path(), what, cmd)
+}
+
+/// [`step`] for another command: the line starts with `prefix:` and the
+/// output goes to `path` (`cargo xtask package` logs to its own file).
+pub(crate) fn logged_step(
+    prefix: &str,
+    path: &std::path::Path,
+    what: &str,
+    cmd: &mut Command,
+) -> Result<(), String> {
     if let Some(dir) = path.parent() {
         crate::cmd::mkdir(dir)?;
     }
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
+        .open(path)
         .map_err(|e| format!("opening {}: {e}", path.display()))?;
     let _ = writeln!(log, "==== {what}: {cmd:?}");
     let err_log = log
         .try_clone()
         .map_err(|e| format!("opening {}: {e}", path.display()))?;
-    eprint!("setup: {what} ... ");
+    eprint!("{prefix}: {what} ... ");
     let _ = std::io::stderr().flush();
     let t0 = Instant::now();
     let status = cmd
@@ -129,7 +140,7 @@ pub(crate) fn step(what: &str, cmd: &mut Command) -> Result<(), String> {
             Err(format!(
                 "{what} failed ({s}); its output is in {}{}",
                 path.display(),
-                log_tail()
+                log_tail(path)
             ))
         }
         Err(e) => {

@@ -1,9 +1,11 @@
 //! `cargo xtask stage`: builds the plugin and the virtual device in release
 //! mode and lays them out as `README.md` describes:
 //!
-//! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and
-//!   `libomptarget.rtl.amdgpu.so` (the two names libomptarget 16 tries);
-//! - `target/stage/sim/libhsa-runtime64.so.1` and `libhsa-runtime64.so`;
+//! - `target/stage/plugin/libomptarget.rtl.amdgpu.nextgen.so` and a
+//!   symbolic link to it, `libomptarget.rtl.amdgpu.so` (the two names
+//!   libomptarget 16 tries);
+//! - `target/stage/sim/libhsa-runtime64.so.1` and a link to it,
+//!   `libhsa-runtime64.so`;
 //! - `target/stage/bin/amdhsa-loader` (the standalone loader) and
 //!   `amdgpu-kernel-replay` (the kernel replay tool, `replay/`);
 //! - the device side of the loader (`bin/amdgpu-cc`, `device/`, `oracle/`),
@@ -51,6 +53,29 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
         .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), to.display()))
 }
 
+/// The plugin's two names, as libomptarget 16 tries them: the file, then a
+/// symbolic link to it.
+pub const PLUGIN_NAMES: [&str; 2] = [
+    "libomptarget.rtl.amdgpu.nextgen.so",
+    "libomptarget.rtl.amdgpu.so",
+];
+
+/// The virtual device's two names, ROCm's: the file (the SONAME, see
+/// `sim/build.rs`), then the development link to it.
+pub const SIM_NAMES: [&str; 2] = ["libhsa-runtime64.so.1", "libhsa-runtime64.so"];
+
+/// Makes `link` a symbolic link to `target` (relative to the link's
+/// directory), replacing whatever `link` was by a rename, so a program
+/// starting meanwhile finds the old file or the new link, never nothing.
+fn symlink(target: &str, link: &Path) -> Result<(), String> {
+    let tmp = link.with_extension("tmp-stage");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp)
+        .map_err(|e| format!("linking {} to {target}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, link)
+        .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), link.display()))
+}
+
 /// Builds (release) and stages both libraries and the loader.
 pub fn stage() -> Result<Staged, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -82,17 +107,16 @@ pub fn stage() -> Result<Staged, String> {
     for d in [&plugin_dir, &sim_dir, &bin_dir] {
         std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))?;
     }
-    let plugin = release.join("libomptarget_amdgpu.so");
-    for name in [
-        "libomptarget.rtl.amdgpu.nextgen.so",
-        "libomptarget.rtl.amdgpu.so",
-    ] {
-        copy(&plugin, &plugin_dir.join(name))?;
-    }
-    let sim = release.join("libhsa_runtime64.so");
-    for name in ["libhsa-runtime64.so.1", "libhsa-runtime64.so"] {
-        copy(&sim, &sim_dir.join(name))?;
-    }
+    copy(
+        &release.join("libomptarget_amdgpu.so"),
+        &plugin_dir.join(PLUGIN_NAMES[0]),
+    )?;
+    symlink(PLUGIN_NAMES[0], &plugin_dir.join(PLUGIN_NAMES[1]))?;
+    copy(
+        &release.join("libhsa_runtime64.so"),
+        &sim_dir.join(SIM_NAMES[0]),
+    )?;
+    symlink(SIM_NAMES[0], &sim_dir.join(SIM_NAMES[1]))?;
     for tool in ["amdhsa-loader", "amdgpu-kernel-replay"] {
         copy(&release.join(tool), &bin_dir.join(tool))?;
     }
