@@ -51,8 +51,8 @@ pub struct WaveContext<'a> {
     pub stop: Option<&'a AtomicBool>,
     /// Instruction budget of the wave (counts all instructions it ever executed).
     pub max_instructions: u64,
-    /// After this many instructions in one `run` call, the wave yields at its next
-    /// taken branch, forward or backward (fair scheduling of spinning waves, and
+    /// After this many instructions in one `run` call (at least one), the wave
+    /// yields before its next instruction (fair scheduling of spinning waves, and
     /// short turns for waves that must progress together); `u64::MAX` = never, for a
     /// wave that runs alone (it then never defers a gather either, see
     /// [`WaveExit::Yield`]).
@@ -66,7 +66,7 @@ pub enum WaveExit {
     Ended,
     /// `s_barrier`: resume the wave once every non-ended wave of the workgroup arrived.
     Barrier,
-    /// `s_sleep`, a taken branch after `yield_after` instructions, or a deferred
+    /// `s_sleep`, the `yield_after` instructions of a `run` call spent, or a deferred
     /// gather (a planned load of scattered lanes that asked the host for its cache
     /// lines and did not run yet; PC is at it, and it runs when the wave resumes):
     /// the wave lets the other waves of its workgroup run; resume it later (PC is

@@ -6,10 +6,11 @@
 //! arrays, and the PC. [`Wave::run`] executes pre-decoded instructions from a
 //! [`Program`], a straight-line block at a time (one lookup per block entered, none
 //! when a loop goes back to one of the last few blocks it entered), until the wave ends,
-//! reaches `s_barrier`, yields (`s_sleep`) or faults. Faults, yields and the trace
-//! remain per instruction; the budget is compared once per block when the whole block
-//! fits in it (else per instruction), and the counter is written when the wave leaves
-//! the block.
+//! reaches `s_barrier`, yields (`s_sleep`, or its slice of `WaveContext::yield_after`
+//! instructions is spent: it stops before the next one, wherever that is) or faults.
+//! Faults, yields and the trace remain per instruction; the budget and the slice are
+//! compared once per block when the whole block fits in both (else per instruction),
+//! and the counter is written when the wave leaves the block.
 //! Hot instruction forms also carry a plan resolved at decode time (register-file
 //! indices and constants instead of operands, see `program::Run`), which the loop runs
 //! instead of the general executor when the wave's MODE allows it. Hot scalar forms
@@ -47,6 +48,20 @@ pub trait CodeObjects: Sync {
     /// The program of the loaded code object containing `pc`, if there is one the
     /// wave may run (else the PC is a bad one, [`Fault::BadPc`]).
     fn program_at(&self, pc: u64) -> Option<Arc<Program>>;
+}
+
+/// Where a wave's turn ends when it shares its host thread with the other waves
+/// of its workgroup ([`Wave::run_cached`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// After the `WaveContext::yield_after` instructions of the call.
+    Slice,
+    /// Also before each `s_waitcnt` but the call's first instruction: where a
+    /// GPU's wave stalls on memory while the other waves of its workgroup issue,
+    /// so that reads each wave makes before a wait all come before any store
+    /// another wave makes after one. Every instruction takes the interpreter's
+    /// path (no fused run), so it is meant for short stretches.
+    UntilWait,
 }
 
 /// A wavefront: its [`WaveState`] (registers and the executors' caches, reached
@@ -92,7 +107,7 @@ impl Wave {
         // through the stack, its copy read back the small stores that wrote it, a
         // store-forwarding stall at every exit, a barrier included.)
         let mut blocks = self.blocks.take().unwrap_or_default();
-        let exit = self.run_blocks(program, ctx, &mut blocks, None);
+        let exit = self.run_blocks(program, ctx, &mut blocks, None, Turn::Slice);
         self.blocks = Some(blocks);
         match exit {
             Ok(x) => Ok(x),
@@ -109,9 +124,9 @@ impl Wave {
     }
 
     /// [`run`](Self::run), entering blocks through `blocks` rather than the wave's own
-    /// cache, and running code of the other code objects `others` gives when the PC
-    /// leaves `program` (see [`CodeObjects`]; `None`: such a PC is a bad one). The
-    /// cache: the cache of the thread that runs the wave, shared by the waves it runs
+    /// cache, running code of the other code objects `others` gives when the PC
+    /// leaves `program` (see [`CodeObjects`]; `None`: such a PC is a bad one), and
+    /// ending the turn as `turn` says. The cache: the cache of the thread that runs the wave, shared by the waves it runs
     /// one after another (a workgroup's waves take turns at every barrier and every
     /// deferred gather). One cache, its lines touched by every wave, stays in the
     /// host's L1 where one per wave did not: under LLVM 16's team reduction, with a
@@ -125,9 +140,9 @@ impl Wave {
         program: &Program,
         ctx: &mut WaveContext<'_>,
         blocks: &mut BlockCache,
-        others: Option<&dyn CodeObjects>,
+        (others, turn): (Option<&dyn CodeObjects>, Turn),
     ) -> Result<WaveExit, Fault> {
-        match self.run_blocks(program, ctx, blocks, others) {
+        match self.run_blocks(program, ctx, blocks, others, turn) {
             Ok(x) => Ok(x),
             Err(f) => Err(*f),
         }
@@ -140,8 +155,14 @@ impl Wave {
         ctx: &mut WaveContext<'_>,
         blocks: &mut BlockCache,
         others: Option<&dyn CodeObjects>,
+        turn: Turn,
     ) -> Result<WaveExit, Box<Fault>> {
-        let yield_at = self.instructions.saturating_add(ctx.yield_after);
+        // The wave yields before its instruction number `yield_at + 1`, wherever it
+        // is (at least one instruction runs per call).
+        let yield_at = self.instructions.saturating_add(ctx.yield_after.max(1));
+        let limit = ctx.max_instructions.min(yield_at);
+        let first = self.instructions;
+        let until_wait = turn == Turn::UntilWait;
         let trace = tracing();
         #[cfg(target_arch = "x86_64")]
         let mut env = crate::valu::RunEnv::of(ctx);
@@ -158,9 +179,9 @@ impl Wave {
             };
             // The counter is written only when the wave leaves the block or traces:
             // entry k is instruction `before + k + 1`. When the whole block fits in the
-            // budget, no entry compares it.
+            // budget and the slice, no entry compares them.
             let before = self.instructions;
-            let fits = before.saturating_add(block.entries.len() as u64) <= ctx.max_instructions;
+            let fits = !until_wait && before.saturating_add(block.entries.len() as u64) <= limit;
             // `self.pc` is written only when the wave leaves the block (no instruction
             // reads it): on a jump, an exit, a fault, or after the last entry.
             // Fused runs (straight VALU and scalar runs compiled to host code) run only
@@ -197,6 +218,14 @@ impl Wave {
                         }
                     }
                     let count = before + k as u64 + 1;
+                    if !fits
+                        && (count > yield_at || until_wait && waits(block, k, count > first + 1))
+                    {
+                        // The turn is over: the wave resumes at this entry.
+                        self.instructions = count - 1;
+                        self.pc = e.pc;
+                        return Ok(WaveExit::Yield);
+                    }
                     if !fits && count > ctx.max_instructions {
                         self.instructions = count;
                         self.pc = e.pc;
@@ -248,12 +277,6 @@ impl Wave {
                                 }
                             }
                         }
-                        // The slice ends at the first jump past it, forward or back
-                        // (a loop, or the branches of straight code: a workgroup's
-                        // waves taking short turns then progress together).
-                        if count >= yield_at {
-                            return Ok(WaveExit::Yield);
-                        }
                         continue 'blocks;
                     }
                     Flow::Exit(x) => {
@@ -283,6 +306,14 @@ impl Wave {
         };
         Planned::of(ran)
     }
+}
+
+/// Whether entry `k` of `block` is an `s_waitcnt` that ends a [`Turn::UntilWait`]
+/// turn (`not_first`: the turn ran an instruction already).
+#[inline(never)]
+fn waits(block: &Block, k: usize, not_first: bool) -> bool {
+    not_first
+        && matches!(block.insts.get(k), Some(Instruction::Sopp(i)) if i.op == SoppOp::SWaitcnt)
 }
 
 /// The block at `pc` of another code object than `program` (the one in `foreign`,
@@ -754,7 +785,7 @@ pub(crate) mod block_tests {
         base: u64,
         words: &[u32],
     ) -> Result<WaveExit, Fault> {
-        let yield_at = w.instructions.saturating_add(ctx.yield_after);
+        let yield_at = w.instructions.saturating_add(ctx.yield_after.max(1));
         let trace = TRACE.with(|t| t.get());
         loop {
             let pc = w.pc;
@@ -770,6 +801,9 @@ pub(crate) mod block_tests {
                 Run::Scalar(_) => Run::General,
                 vector => vector,
             };
+            if w.instructions >= yield_at {
+                return Ok(WaveExit::Yield);
+            }
             w.instructions += 1;
             if w.instructions > ctx.max_instructions {
                 return Err(Fault::InstructionLimit {
@@ -798,9 +832,6 @@ pub(crate) mod block_tests {
                                 return Err(Fault::Aborted { pc });
                             }
                         }
-                    }
-                    if w.instructions >= yield_at {
-                        return Ok(WaveExit::Yield);
                     }
                 }
                 Flow::Exit(e) => {

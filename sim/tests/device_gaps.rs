@@ -12,7 +12,9 @@
 //! - the waves of a workgroup start together: a flag that every wave reads early
 //!   and the first wave sets some 60 instructions later is seen unset by all of
 //!   them, as on a GPU (LLVM 19's `pushDST`,
-//!   `offload/test/offloading/dynamic-schedule-non-spmd.cpp`).
+//!   `offload/test/offloading/dynamic-schedule-non-spmd.cpp`), and one that the
+//!   first wave clears after a barrier, behind a wait for memory, is seen set by
+//!   all of them (its `popDST`).
 // These tests are a C client of the HSA API: every `unsafe` is an FFI call
 // with pointers to live locals, so they are not annotated one by one.
 #![allow(clippy::undocumented_unsafe_blocks)]
@@ -319,5 +321,24 @@ fn the_waves_of_a_workgroup_start_together() {
         Ok(())
     );
     assert_eq!(words(count, 1), [8]);
+    assert_eq!(hsa_executable_destroy(main), 0);
+}
+
+/// (c) After a barrier, every wave of a workgroup of four reads a flag the first
+/// wave set before it, although the first wave clears it a dozen instructions
+/// after the barrier: the clearing waits for a global load first, and while a
+/// wave waits for memory the others issue, as on a GPU.
+#[test]
+fn a_wave_waiting_for_memory_lets_the_others_issue() {
+    let _s = open();
+    let gpu = gpus()[0];
+    let main = load_executable(gpu, main_image());
+    let k = kernel_object(main, gpu, "clear_after_wait");
+    let count = buffer(gpu, 1);
+    assert_eq!(
+        run(&k, (256, 256), &[count as u64], (0, u32::MAX), None),
+        Ok(())
+    );
+    assert_eq!(words(count, 1), [4]);
     assert_eq!(hsa_executable_destroy(main), 0);
 }

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use isa::memory::{read_dwords, HostRegion, MemoryRegion, SubRegion};
 use isa::{
-    wave::CodeObjects, Apertures, BlockCache, Fault, GlobalMemory, Program, Wave, WaveContext,
-    WaveExit,
+    wave::{CodeObjects, Turn},
+    Apertures, BlockCache, Fault, GlobalMemory, Program, Wave, WaveContext, WaveExit,
 };
 
 use super::crew::Crew;
@@ -30,7 +30,7 @@ use crate::host_guard::Scope;
 use crate::loader::KernelDescriptor;
 
 /// Instructions a wave may run before it yields to the other waves of its
-/// workgroup at a taken branch (fair scheduling of spin loops).
+/// workgroup (fair scheduling of spin loops).
 const YIELD_SLICE: u64 = 20_000;
 /// The short turn of a wave while the waves of its workgroup start together: from
 /// the workgroup's start and from each barrier that releases them, for their
@@ -44,9 +44,12 @@ const YIELD_SLICE: u64 = 20_000;
 /// lets one thread allocate and set it, then meets the others at a barrier that
 /// only the threads that saw it unset reach; run one wave at a time until its
 /// barrier, the others see it set, skip that barrier and the workgroup hangs
-/// (`offload/test/offloading/dynamic-schedule-non-spmd.cpp`). Turns of 32
-/// instructions, ended at the first taken branch after them, interleave such
-/// code as a GPU does.
+/// (`offload/test/offloading/dynamic-schedule-non-spmd.cpp`); its `popDST`
+/// then reads the pointer after a barrier while the first thread clears it 12
+/// instructions later, behind a global load. Turns that end at each `s_waitcnt`
+/// ([`Turn::UntilWait`]: where a GPU's wave waits for memory and the others
+/// issue), and after 32 instructions at most, interleave such code as a GPU
+/// does.
 const START_SLICE: u64 = 32;
 /// Instructions of a wave, counted from its workgroup's start or the barrier
 /// that last released it, that run in short turns ([`START_SLICE`]); past them
@@ -483,12 +486,14 @@ impl Job {
                     continue;
                 }
                 let since = wave.instructions - phase.get(w).copied().unwrap_or(0);
-                ctx.yield_after = if together && since < START_PHASE {
-                    START_SLICE
+                let turn = if together && since < START_PHASE {
+                    ctx.yield_after = START_SLICE;
+                    Turn::UntilWait
                 } else {
-                    yield_after
+                    ctx.yield_after = yield_after;
+                    Turn::Slice
                 };
-                let exit = wave.run_cached(&self.program, &mut ctx, blocks, Some(self));
+                let exit = wave.run_cached(&self.program, &mut ctx, blocks, (Some(self), turn));
                 if let Some(hole) = holes.and_then(Scope::take_fault) {
                     // Host memory the wave held was unmapped under it: its access
                     // finished against a zero page and the wave stopped at its next
