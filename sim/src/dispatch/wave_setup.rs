@@ -305,3 +305,50 @@ impl ScratchLayout {
         Some((lane, rel / row * 4 + rel % 4))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ScratchLayout;
+
+    /// Slots as ROCr lays out a queue's scratch (`AqlQueue::InitScratchSRD`,
+    /// `GpuAgent::QueueCreate`): the larger of the queue's bytes per lane and
+    /// the packet's rounded up to 16, times 64, rounded up to 1 KiB; the packet's
+    /// own size rounded up to 4 alone without a queue; nothing without scratch.
+    #[test]
+    fn a_wave_slot_is_the_queues_scratch_per_lane_rounded_to_whole_kib() {
+        let slot = |packet, queue| ScratchLayout::new(packet, queue).per_wave;
+        assert_eq!(slot(96, 2048), 2048 * 64);
+        assert_eq!(slot(96, 96), 96 * 64);
+        assert_eq!(slot(100, 96), 7 * 1024, "112 bytes a lane, 7168 a wave");
+        assert_eq!(slot(3000, 2048), 3008 * 64);
+        assert_eq!(slot(0, 2048), 0);
+        assert_eq!(slot(6, 0), 8 * 64);
+        assert_eq!(ScratchLayout::new(6, 2048).per_lane, 8);
+    }
+
+    /// An address past wave w's slot is lane (rel mod 256) / 4 at per-lane offset
+    /// (rel / 256) × 4 + rel mod 4 (4-byte elements, index stride 64); inside the
+    /// slot, before it, or farther than 256 KiB a lane it is no overflow.
+    #[test]
+    fn an_address_past_the_slot_names_its_lane_and_offset() {
+        let mut l = ScratchLayout::new(96, 96);
+        l.base = 0x10_0000;
+        let wave1 = l.base + l.per_wave;
+        assert_eq!(
+            l.overflow_at(1, wave1 + 120 / 4 * 256 + 5 * 4),
+            Some((5, 120))
+        );
+        assert_eq!(
+            l.overflow_at(1, wave1 + 24 * 256 + 63 * 4 + 2),
+            Some((63, 98))
+        );
+        assert_eq!(
+            l.overflow_at(1, wave1 + 23 * 256),
+            None,
+            "offset 92 is inside"
+        );
+        assert_eq!(l.overflow_at(1, wave1 - 1), None);
+        assert_eq!(l.overflow_at(1, wave1 + 64 * 256 * 1024), None);
+        assert_eq!(ScratchLayout::new(0, 2048).overflow_at(0, 0x1000), None);
+    }
+}
