@@ -61,8 +61,9 @@ pub fn test(debs: &[Deb]) -> Result<Vec<(String, bool)>, String> {
     )
     .map_err(|e| format!("copying hello_lanes.c: {e}"))?;
     let _ = std::fs::remove_file(log_path());
-    let me = std::env::current_exe().map_err(|e| format!("finding the xtask binary: {e}"))?;
-    let me = me.display().to_string();
+    // This very binary, through /proc: `cargo` run meanwhile by anyone may
+    // replace target/debug/xtask, and the link still reaches this one.
+    let me = format!("/proc/{}/exe", std::process::id());
     let dir_s = dir.display().to_string();
     let stage_sim = target_dir().join("stage/sim").display().to_string();
     let mut child = crate::setup::privileged(&[
