@@ -580,3 +580,112 @@ pub fn count_checks(passed: &mut u64, failed: &mut u64) {
         t0.elapsed().as_secs_f64()
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `link`'s target, resolved against the link's folder (no `..` left).
+    fn resolve(link: &str, target: &str) -> String {
+        let mut parts: Vec<&str> = link.split('/').collect();
+        parts.pop();
+        for t in target.split('/') {
+            match t {
+                ".." => {
+                    parts.pop();
+                }
+                "." => {}
+                t => parts.push(t),
+            }
+        }
+        parts.join("/")
+    }
+
+    #[test]
+    fn every_link_reaches_a_file_of_its_package() {
+        for (package, link, target) in LINKS {
+            let to = resolve(link, target);
+            assert!(
+                FILES.iter().any(|f| f.package == *package && f.to == to),
+                "{link} -> {target} ({to}) is no file of {package}"
+            );
+        }
+        assert_eq!(
+            resolve("usr/lib/llvm-16/lib/x.so.16", "../../x86_64-linux-gnu/y.so"),
+            "usr/lib/x86_64-linux-gnu/y.so"
+        );
+    }
+
+    #[test]
+    fn the_diverted_files_are_replaced_and_named_by_both_scripts() {
+        let dir = workspace_root().join("packaging");
+        for script in ["omptarget-amdgpu.preinst", "omptarget-amdgpu.postrm"] {
+            let text = std::fs::read_to_string(dir.join(script)).unwrap();
+            for f in DIVERTED {
+                let (folder, name) = f.rsplit_once('/').unwrap();
+                assert!(text.contains(&format!("{folder}/$f")), "{script}: {folder}");
+                assert!(text.contains(name), "{script} does not name {name}");
+            }
+            assert!(text.contains("--package omptarget-amdgpu"));
+            let syntax = Command::new("sh")
+                .arg("-n")
+                .arg(dir.join(script))
+                .status()
+                .unwrap();
+            assert!(syntax.success(), "{script} is not valid sh");
+        }
+        for f in DIVERTED {
+            assert!(
+                LINKS.iter().any(|l| l.0 == PLUGIN && l.1 == &f[1..]),
+                "{f} is diverted but not replaced"
+            );
+        }
+    }
+
+    #[test]
+    fn control_declares_the_packages_built() {
+        let text = std::fs::read_to_string(workspace_root().join("packaging/control")).unwrap();
+        let declared: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("Package: "))
+            .collect();
+        assert_eq!(declared, PACKAGES);
+        for f in FILES {
+            assert!(PACKAGES.contains(&f.package));
+        }
+    }
+
+    #[test]
+    fn vgpu_run_puts_the_device_first_and_keeps_the_callers_path() {
+        let script = workspace_root().join("packaging/vgpu-run");
+        let run = |before: Option<&str>| {
+            let mut c = Command::new("sh");
+            c.arg(&script)
+                .args(["sh", "-c", "printf %s \"$LD_LIBRARY_PATH\""]);
+            match before {
+                Some(p) => c.env("LD_LIBRARY_PATH", p),
+                None => c.env_remove("LD_LIBRARY_PATH"),
+            };
+            let out = c.output().unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let dir = FILES
+            .iter()
+            .find(|f| f.package == SIM && f.kind == Kind::Library)
+            .map(|f| format!("/{}", f.to.rsplit_once('/').unwrap().0))
+            .unwrap();
+        assert_eq!(run(None), dir);
+        assert_eq!(run(Some("/opt/x:/opt/y")), format!("{dir}:/opt/x:/opt/y"));
+        // Without a program it says how to use it and fails.
+        let out = Command::new("sh").arg(&script).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("usage: vgpu-run"));
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(size(804_604), "805 KB");
+        assert_eq!(size(5_103_300), "5.1 MB");
+    }
+}
