@@ -133,11 +133,15 @@ fn read(p: &Path) -> Vec<u8> {
 /// Runs the replay tool with `args` through our plugin (this build's, named
 /// with `--plugin`) over one virtual GPU.
 fn replay(args: &[&str]) -> Output {
-    let plugin = plugin_library();
+    run(tool_command(&plugin_library()).args(args), 120)
+}
+
+/// The replay tool through `plugin` over one virtual GPU, our plugin
+/// announcing itself, without recording, launch lines or the JIT cache.
+fn tool_command(plugin: &Path) -> Command {
     let mut cmd = Command::new(tool());
     cmd.arg("--plugin")
-        .arg(&plugin)
-        .args(args)
+        .arg(plugin)
         .env(
             "LD_LIBRARY_PATH",
             format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
@@ -147,7 +151,7 @@ fn replay(args: &[&str]) -> Output {
         .env("HSA_SIM_GPUS", "1")
         .env_remove("LIBOMPTARGET_RECORD")
         .env_remove("LIBOMPTARGET_INFO");
-    run(&mut cmd, 120)
+    cmd
 }
 
 /// Replays `dir/<kernel>.json` with `--verify` (and `extra`) and checks it
@@ -245,17 +249,10 @@ fn verify_fails_on_other_memory_and_launch_options_apply() {
     // --num-teams / --num-threads reach the launch (our plugin's launch
     // line, LIBOMPTARGET_INFO=16); an SPMD loop's result does not depend
     // on them, so the memory still verifies.
-    let plugin = plugin_library();
     let out = run(
-        Command::new(tool())
-            .args(["--plugin", &plugin.to_string_lossy()])
+        tool_command(&plugin_library())
             .args(["-verify", "--num-teams=3", "-num-threads", "64", &json])
-            .env(
-                "LD_LIBRARY_PATH",
-                format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
-            )
-            .env("LIBOMPTARGET_INFO", "16")
-            .env("HSA_SIM_GPUS", "1"),
+            .env("LIBOMPTARGET_INFO", "16"),
         120,
     );
     let (stdout, stderr) = texts(&out);
@@ -327,21 +324,11 @@ fn our_recording_replays_through_llvm_plugin_too() {
     record_ours(&bin, &dir, &host);
     for k in kernels(&dir) {
         let json = file(&dir, &k, "json").to_string_lossy().into_owned();
+        let llvm = Path::new("/usr/lib/llvm-16/lib/libomptarget.rtl.amdgpu.nextgen.so");
         let out = run(
-            Command::new(tool())
-                .args([
-                    "--plugin",
-                    "/usr/lib/llvm-16/lib/libomptarget.rtl.amdgpu.nextgen.so",
-                    "--verify",
-                    &json,
-                ])
-                .env(
-                    "LD_LIBRARY_PATH",
-                    format!("{}:/usr/lib/llvm-16/lib", sim_dir().display()),
-                )
-                .env("LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES", "1")
-                .env("OMPTARGET_AMDGPU_ANNOUNCE", "1")
-                .env("HSA_SIM_GPUS", "1"),
+            tool_command(llvm)
+                .args(["--verify", &json])
+                .env("LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES", "1"),
             120,
         );
         let (stdout, stderr) = texts(&out);
