@@ -27,6 +27,26 @@ pub struct FaultSite {
     pub lane: Option<u32>,
 }
 
+/// A scratch access past a wave's slot ([`DispatchError::PrivateOverflow`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}workgroup ({}, {}, {}) wave {}: private segment overflow: {declared} bytes per lane declared, lane {lane} accessed offset {offset} (the wave's scratch slot holds {slot} bytes per lane; {fault})", kernel.as_ref().map(|k| format!("kernel `{k}`: ")).unwrap_or_default(), site.workgroup[0], site.workgroup[1], site.workgroup[2], site.wave)]
+pub struct PrivateOverflow {
+    /// The kernel's name, when the runtime knows it.
+    pub kernel: Option<String>,
+    /// Bytes per lane the packet declared (`private_segment_size`).
+    pub declared: u32,
+    /// Bytes per lane of the wave's scratch slot.
+    pub slot: u64,
+    /// The lane whose access overflowed.
+    pub lane: u32,
+    /// Its byte offset in the lane's private segment.
+    pub offset: u64,
+    /// The memory fault it raised.
+    pub fault: Fault,
+    /// Where it happened.
+    pub site: FaultSite,
+}
+
 /// Why a dispatch failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DispatchError {
@@ -43,23 +63,8 @@ pub enum DispatchError {
     /// per lane than its packet declared, more than the slot absorbs. On
     /// hardware it would read or write another wave's scratch; here it stops
     /// the dispatch as a memory fault at the address.
-    #[error("{}workgroup ({}, {}, {}) wave {}: private segment overflow: {declared} bytes per lane declared, lane {lane} accessed offset {offset} (the wave's scratch slot holds {slot} bytes per lane; {fault})", kernel.as_ref().map(|k| format!("kernel `{k}`: ")).unwrap_or_default(), site.workgroup[0], site.workgroup[1], site.workgroup[2], site.wave)]
-    PrivateOverflow {
-        /// The kernel's name, when the runtime knows it.
-        kernel: Option<String>,
-        /// Bytes per lane the packet declared (`private_segment_size`).
-        declared: u32,
-        /// Bytes per lane of the wave's scratch slot.
-        slot: u64,
-        /// The lane whose access overflowed.
-        lane: u32,
-        /// Its byte offset in the lane's private segment.
-        offset: u64,
-        /// The memory fault it raised.
-        fault: Fault,
-        /// Where it happened.
-        site: FaultSite,
-    },
+    #[error("{0}")]
+    PrivateOverflow(Box<PrivateOverflow>),
     /// The kernel object is not a readable kernel descriptor, or its entry point is
     /// not in memory.
     #[error("invalid kernel object at {address:#x}: {reason}")]
@@ -107,7 +112,7 @@ impl DispatchError {
                 Fault::Trap { .. } => HSA_STATUS_ERROR_EXCEPTION,
                 Fault::InstructionLimit { .. } | Fault::Aborted { .. } => HSA_STATUS_ERROR,
             },
-            DispatchError::PrivateOverflow { .. } => HSA_STATUS_ERROR_MEMORY_FAULT,
+            DispatchError::PrivateOverflow(_) => HSA_STATUS_ERROR_MEMORY_FAULT,
             DispatchError::InvalidKernelObject { .. } => HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
             DispatchError::InvalidRequest(_) => HSA_STATUS_ERROR_INVALID_ARGUMENT,
             DispatchError::OutOfResources(_) => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
@@ -118,16 +123,11 @@ impl DispatchError {
     /// The faulting device address of a memory fault (global address; LDS offset for
     /// LDS faults).
     pub fn fault_address(&self) -> Option<u64> {
-        match self {
-            DispatchError::Fault { fault, .. } | DispatchError::PrivateOverflow { fault, .. } => {
-                match fault {
-                    Fault::Memory { address, .. } | Fault::MisalignedAtomic { address, .. } => {
-                        Some(*address)
-                    }
-                    Fault::LdsOutOfRange { offset, .. } => Some(*offset),
-                    _ => None,
-                }
+        match self.fault()?.0 {
+            Fault::Memory { address, .. } | Fault::MisalignedAtomic { address, .. } => {
+                Some(*address)
             }
+            Fault::LdsOutOfRange { offset, .. } => Some(*offset),
             _ => None,
         }
     }
@@ -135,8 +135,8 @@ impl DispatchError {
     /// The fault and its site, for wave faults.
     pub fn fault(&self) -> Option<(&Fault, &FaultSite)> {
         match self {
-            DispatchError::Fault { fault, site }
-            | DispatchError::PrivateOverflow { fault, site, .. } => Some((fault, site)),
+            DispatchError::Fault { fault, site } => Some((fault, site)),
+            DispatchError::PrivateOverflow(o) => Some((&o.fault, &o.site)),
             _ => None,
         }
     }
@@ -145,23 +145,10 @@ impl DispatchError {
     /// overflow); others are returned as they are.
     pub fn with_kernel(self, name: impl FnOnce() -> Option<String>) -> DispatchError {
         match self {
-            DispatchError::PrivateOverflow {
-                kernel: None,
-                declared,
-                slot,
-                lane,
-                offset,
-                fault,
-                site,
-            } => DispatchError::PrivateOverflow {
-                kernel: name(),
-                declared,
-                slot,
-                lane,
-                offset,
-                fault,
-                site,
-            },
+            DispatchError::PrivateOverflow(mut o) if o.kernel.is_none() => {
+                o.kernel = name();
+                DispatchError::PrivateOverflow(o)
+            }
             other => other,
         }
     }

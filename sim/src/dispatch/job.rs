@@ -25,7 +25,7 @@ use super::crew::Crew;
 use super::programs::ProgramCache;
 use super::settings::{DispatchSettings, TraceFilter};
 use super::wave_setup::{KernelLaunch, ScratchLayout, WorkgroupShape};
-use super::{DispatchError, DispatchRequest, FaultSite};
+use super::{DispatchError, DispatchRequest, FaultSite, PrivateOverflow};
 use crate::host_guard::Scope;
 use crate::loader::KernelDescriptor;
 
@@ -427,7 +427,7 @@ impl Job {
     fn wave_fault(&self, fault: Fault, site: FaultSite, scratch: &ScratchLayout) -> DispatchError {
         if let Fault::Memory { address, .. } = fault {
             if let Some((lane, offset)) = scratch.overflow_at(site.wave as usize, address) {
-                return DispatchError::PrivateOverflow {
+                return DispatchError::PrivateOverflow(Box::new(PrivateOverflow {
                     kernel: None,
                     declared: self.req.private_segment_size,
                     slot: scratch.per_wave / isa::WAVE_SIZE as u64,
@@ -435,7 +435,7 @@ impl Job {
                     offset,
                     fault,
                     site,
-                };
+                }));
             }
         }
         DispatchError::Fault { fault, site }

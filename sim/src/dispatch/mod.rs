@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use isa::GlobalMemory;
 
-pub use error::{DispatchError, FaultSite};
+pub use error::{DispatchError, FaultSite, PrivateOverflow};
 pub use request::DispatchRequest;
 pub use settings::{DispatchSettings, TraceFilter, DEFAULT_MAX_WAVE_INSTRUCTIONS};
 
