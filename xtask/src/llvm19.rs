@@ -34,6 +34,8 @@ pub const PACKAGES: &[&str] = &[
     "llvm-19",
     "llvm-19-tools",
     "rocm-device-libs",
+    // lit's per-test time limit (`--timeout`) needs it.
+    "python3-psutil",
 ];
 
 /// The packages unpacked privately under `target/llvm19/root/`.
