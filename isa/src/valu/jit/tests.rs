@@ -14,7 +14,11 @@
 //! - what dynasm-rs 3.2.1 makes of the forms the JIT avoids (its bugs, so that an
 //!   upgrade that fixes one shows);
 //! - the FMA gate: on a host with AVX2 and without FMA3, `v_fma_f64` and
-//!   `v_fmac_f64` join no run and no FMA instruction is emitted.
+//!   `v_fmac_f64` join no run and no FMA instruction is emitted;
+//! - the lane operations the JIT restates in x86 (`sem::Bin`, `sem::Tri`,
+//!   `sem::Shift64`) give `sem`'s results on edge and random values, for every one
+//!   it fuses (the carries, compares, selects and f64 ops are checked against the
+//!   interpreter in `isa/tests/fused.rs`).
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -1061,4 +1065,202 @@ fn without_fma3_no_run_multiply_adds() {
         fma: false,
     };
     assert!(compile_block(src, none).1.is_empty());
+}
+
+/// The gfx90a mnemonic of a [`Bin`] operation (its VOP3 form).
+fn bin_mnemonic(op: Bin) -> &'static str {
+    match op {
+        Bin::And => "v_and_b32_e64",
+        Bin::Or => "v_or_b32_e64",
+        Bin::Xor => "v_xor_b32_e64",
+        Bin::Lshlrev => "v_lshlrev_b32_e64",
+        Bin::Lshrrev => "v_lshrrev_b32_e64",
+        Bin::Ashrrev => "v_ashrrev_i32_e64",
+        Bin::MinI => "v_min_i32_e64",
+        Bin::MaxI => "v_max_i32_e64",
+        Bin::MinU => "v_min_u32_e64",
+        Bin::MaxU => "v_max_u32_e64",
+        Bin::MulLo => "v_mul_lo_u32",
+        Bin::MulHiU => "v_mul_hi_u32",
+        Bin::MulHiI => "v_mul_hi_i32",
+        Bin::MulU24 => "v_mul_u32_u24_e64",
+        Bin::Bcnt => "v_bcnt_u32_b32",
+    }
+}
+
+/// The gfx90a mnemonic of a [`Tri`] operation.
+fn tri_mnemonic(op: Tri) -> &'static str {
+    match op {
+        Tri::BfeU => "v_bfe_u32",
+        Tri::BfeI => "v_bfe_i32",
+        Tri::Bfi => "v_bfi_b32",
+        Tri::Alignbit => "v_alignbit_b32",
+        Tri::LshlAdd => "v_lshl_add_u32",
+        Tri::AddLshl => "v_add_lshl_u32",
+        Tri::Add3 => "v_add3_u32",
+        Tri::LshlOr => "v_lshl_or_b32",
+        Tri::AndOr => "v_and_or_b32",
+        Tri::Or3 => "v_or3_b32",
+        Tri::Xad => "v_xad_u32",
+        Tri::Min3U => "v_min3_u32",
+        Tri::Max3U => "v_max3_u32",
+        Tri::Med3U => "v_med3_u32",
+        Tri::Min3I => "v_min3_i32",
+        Tri::Max3I => "v_max3_i32",
+        Tri::Med3I => "v_med3_i32",
+    }
+}
+
+/// Lane values for the sources: the edges of 32-bit arithmetic, shifts and 24-bit
+/// fields first (every pair of them meets across `rotate` in some lane), then
+/// pseudo-random values from `seed`.
+fn lanes_from(seed: u64, rotate: usize) -> [u32; WAVE_SIZE] {
+    const EDGES: [u32; 16] = [
+        0,
+        1,
+        2,
+        31,
+        32,
+        33,
+        63,
+        0x7F_FFFF,
+        0xFF_FFFF,
+        0x100_0000,
+        0x7FFF_FFFF,
+        0x8000_0000,
+        0x8000_0001,
+        0xFFFF_FFFE,
+        u32::MAX,
+        0x1234_5678,
+    ];
+    let mut x = seed | 1;
+    std::array::from_fn(|l| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if l < 32 {
+            EDGES[(l + rotate * (l / 16 + 1)) % EDGES.len()]
+        } else {
+            x as u32
+        }
+    })
+}
+
+/// Runs the block `src` (then a move and `s_endpgm`) with fusion on a wave whose v0, v1, v3
+/// are `v`; the wave and how many instructions of the block ran in fused runs.
+fn run_block(src: &str, v: [&[u32; WAVE_SIZE]; 3]) -> (crate::wave::Wave, usize) {
+    let mut w = crate::wave::Wave::new();
+    (w.vgpr[0], w.vgpr[1], w.vgpr[3]) = (*v[0], *v[1], *v[2]);
+    use crate::memory::{HostRegion, MemoryRegion};
+    use crate::state::{Apertures, WaveContext, WaveExit};
+    use std::sync::Arc;
+    // A run has two instructions at least: a move to v7 goes with `src`.
+    let words: Vec<u32> = gfx90a(&format!("{src}\nv_mov_b32_e32 v7, v0\ns_endpgm\n"))
+        .into_iter()
+        .flatten()
+        .collect();
+    let mem = crate::wave::testutil::Mem::default();
+    let region = Arc::new(HostRegion::zeroed(4 * words.len() as u64 + 64));
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    assert!(region.write_bytes(0, &bytes));
+    let start = region.device_base();
+    mem.0.lock().unwrap().push(region.clone());
+    let r: Arc<dyn MemoryRegion> = region;
+    let program = crate::program::Program::new(&r);
+    w.pc = start;
+    w.set_exec(u64::MAX);
+    let mut lds = vec![0u8; 64];
+    let mut ctx = WaveContext {
+        memory: &mem,
+        lds: &mut lds,
+        apertures: Apertures::KFD,
+        stop: None,
+        max_instructions: 1_000,
+        yield_after: u64::MAX,
+    };
+    assert_eq!(w.run(&program, &mut ctx).expect("runs"), WaveExit::Ended);
+    // Instructions of `src` in runs (the move joins any run it follows).
+    let fused = program.fused_instructions(start).saturating_sub(1);
+    (w, fused)
+}
+
+/// The JIT restates lane operations in x86 code: every [`Bin`], [`Tri`] and
+/// [`Shift64`](crate::sem::Shift64) it fuses gives, in every lane, what `sem`
+/// defines, on edge values and random ones; and it fuses exactly the operations
+/// its selection (`Builder::lower`) names, so that one it starts to fuse is checked
+/// here without a change to this test.
+#[test]
+fn fused_lane_ops_compute_what_sem_defines() {
+    use crate::sem::Shift64;
+    if !crate::simd::host_avx2() {
+        return;
+    }
+    let mut fused = Vec::new();
+    for seed in 1..=4u64 {
+        let (a, b, c) = (
+            lanes_from(seed, 0),
+            lanes_from(seed * 7, 5),
+            lanes_from(seed * 13, 11),
+        );
+        let w = [&a, &b, &c];
+        for op in Bin::ALL {
+            let src = format!("{} v2, v0, v1", bin_mnemonic(op));
+            let (out, n) = run_block(&src, w);
+            if n > 0 {
+                let want: [u32; WAVE_SIZE] = std::array::from_fn(|l| op.apply(a[l], b[l]));
+                assert_eq!(out.vgpr[2], want, "{src}");
+                fused.push(format!("{op:?}"));
+            }
+        }
+        for op in Tri::ALL {
+            for third in ["v3", "31", "-1"] {
+                let src = format!("{} v2, v0, v1, {third}", tri_mnemonic(op));
+                let (out, n) = run_block(&src, w);
+                if n > 0 {
+                    let k: [u32; WAVE_SIZE] = match third {
+                        "v3" => c,
+                        "31" => [31; WAVE_SIZE],
+                        _ => [u32::MAX; WAVE_SIZE],
+                    };
+                    let want: [u32; WAVE_SIZE] =
+                        std::array::from_fn(|l| op.apply(a[l], b[l], k[l]));
+                    assert_eq!(out.vgpr[2], want, "{src}");
+                    fused.push(format!("{op:?}"));
+                }
+            }
+        }
+        for (op, name) in [
+            (Shift64::Lshl, "v_lshlrev_b64"),
+            (Shift64::Lshr, "v_lshrrev_b64"),
+            (Shift64::Ashr, "v_ashrrev_i64"),
+        ] {
+            for n in [0u32, 1, 5, 31, 32, 33, 63] {
+                let src = format!("{name} v[4:5], {n}, v[0:1]");
+                let (out, k) = run_block(&src, w);
+                if k > 0 {
+                    for l in 0..WAVE_SIZE {
+                        let v = u64::from(a[l]) | u64::from(b[l]) << 32;
+                        let r = op.apply(v, n);
+                        assert_eq!(
+                            (out.vgpr[4][l], out.vgpr[5][l]),
+                            (r as u32, (r >> 32) as u32),
+                            "{src}, lane {l}"
+                        );
+                    }
+                    fused.push(format!("{op:?}"));
+                }
+            }
+        }
+    }
+    fused.sort();
+    fused.dedup();
+    assert_eq!(
+        fused,
+        [
+            "Add3", "AddLshl", "And", "AndOr", "Ashr", "Ashrrev", "Bfi", "Lshl", "LshlAdd",
+            "LshlOr", "Lshlrev", "Lshr", "Lshrrev", "Max3I", "Max3U", "MaxI", "MaxU", "Min3I",
+            "Min3U", "MinI", "MinU", "MulHiI", "MulHiU", "MulLo", "MulU24", "Or", "Or3", "Xad",
+            "Xor"
+        ]
+    );
 }
