@@ -31,7 +31,8 @@
 //! of the teardown), the `hsa` crate (the HSA function table; host spans;
 //! the safe DMA copy [`hsa::Hsa::copy_async`] between device ranges, and
 //! host pool memory handed out as a span and a range), and [`queue`] (the
-//! AQL ring writes). Besides these, [`images`] declares its target table
+//! AQL ring writes), and [`jit`] (the `fork`/pipe of its LLVM child
+//! process, and LLVM's fatal-error and diagnostic handlers). Besides these, [`images`] declares its target table
 //! `Send`/`Sync` (`unsafe impl`, no `unsafe` block).
 //!
 //! Device-free helpers: [`abi`] (the C structs), [`handles`] (the

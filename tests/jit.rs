@@ -572,3 +572,53 @@ fn a_failing_step_is_named_with_the_tools_message() {
         );
     }
 }
+
+/// The marker's pre-optimisation module with `asm` inserted as inline
+/// assembly before its store, as textual IR in `dir`.
+fn module_with_asm(bin: &Path, dir: &Path, name: &str, asm: &str) -> PathBuf {
+    let edited = edited_module(bin, dir, 4242);
+    let text = std::fs::read_to_string(&edited).unwrap();
+    let out = dir.join(format!("{name}.ll"));
+    std::fs::write(
+        &out,
+        text.replace(
+            "  store i32 4242",
+            &format!("  call void asm sideeffect \"{asm}\", \"\"()\n  store i32 4242"),
+        ),
+    )
+    .unwrap();
+    out
+}
+
+#[test]
+fn inline_assembly_compiles_and_bad_assembly_fails_only_the_load() {
+    let bin = marker();
+    let dir = fresh_dir("inline-asm");
+    // LLVM 16's plugin registers no assembly parser and stops the program
+    // on any inline assembly; ours compiles it.
+    let good = module_with_asm(&bin, &dir, "nop", "s_nop 0");
+    let out = ours(
+        &bin,
+        None,
+        &[(
+            "LIBOMPTARGET_JIT_REPLACEMENT_MODULE",
+            good.to_str().unwrap(),
+        )],
+    );
+    assert_eq!(stdout_ok(&out, "s_nop"), "x=4242\n");
+    // An instruction LLVM's assembler rejects: its error diagnostic fails
+    // the load (LLVM's default handler would `exit` the process), and
+    // libomptarget then ends the program in its orderly way.
+    let bad = module_with_asm(&bin, &dir, "bogus", "bogus_instruction v0");
+    let out = ours(
+        &bin,
+        None,
+        &[("LIBOMPTARGET_JIT_REPLACEMENT_MODULE", bad.to_str().unwrap())],
+    );
+    let stderr = mandatory_failure(&out);
+    assert!(
+        stderr.contains("load_binary failed: JIT: code generation failed: <inline asm>")
+            && stderr.contains("invalid instruction"),
+        "{stderr}"
+    );
+}

@@ -21,10 +21,25 @@
 //! and SRAMECC settings (from its ISA name), where LLVM 16 passes none; the
 //! object's `e_flags` then name the agent's exact target ID.
 //!
-//! No `unsafe` here: `inkwell` owns the C API.
+//! These functions are meant to run in a child process ([`super::isolate`]):
+//! LLVM's fatal errors end that child with a message ([`contain`]), and
+//! error diagnostics are collected and returned instead of letting LLVM
+//! call `exit`. `inkwell` owns the C API except for those two handlers
+//! (`LLVMInstallFatalErrorHandler`, `LLVMContextSetDiagnosticHandler`),
+//! the only `unsafe` here.
 
+use std::ffi::{c_char, c_void, CStr};
 use std::path::Path;
 use std::sync::Once;
+
+use inkwell::llvm_sys::core::{
+    LLVMContextSetDiagnosticHandler, LLVMDisposeMessage, LLVMGetDiagInfoDescription,
+    LLVMGetDiagInfoSeverity,
+};
+use inkwell::llvm_sys::error_handling::LLVMInstallFatalErrorHandler;
+use inkwell::llvm_sys::prelude::LLVMDiagnosticInfoRef;
+use inkwell::llvm_sys::LLVMDiagnosticSeverity;
+use parking_lot::Mutex;
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -37,13 +52,17 @@ use inkwell::OptimizationLevel;
 
 use super::JitError;
 
-/// Registers LLVM's AMDGPU target once per process (target info, target,
-/// MC layer, assembly printer: what `init` in LLVM's `JIT.cpp` registers).
+/// Registers LLVM's AMDGPU target once per process: target info, target,
+/// MC layer and assembly printer (what `init` in LLVM's `JIT.cpp`
+/// registers), and also the assembly parser, which LLVM 16's plugin leaves
+/// out, so that kernels with inline assembly compile (there LLVM stops with
+/// "Inline asm not supported by this streamer because we don't have an asm
+/// parser for this target").
 fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         Target::initialize_amd_gpu(&InitializationConfig {
-            asm_parser: false,
+            asm_parser: true,
             asm_printer: true,
             base: true,
             disassembler: false,
@@ -51,6 +70,83 @@ fn init() {
             machine_code: true,
         });
     });
+}
+
+/// Makes LLVM's fatal errors (`report_fatal_error`) end the calling child
+/// of [`super::isolate::run`] with the reason as its error, instead of
+/// LLVM's `exit(1)`.
+fn contain() {
+    extern "C" fn on_fatal(reason: *const c_char) {
+        let text = if reason.is_null() {
+            String::from("(no reason given)")
+        } else {
+            // SAFETY: LLVM passes a NUL-terminated reason, alive for the call.
+            unsafe { CStr::from_ptr(reason) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        super::isolate::fail_in_child(&format!("JIT: LLVM stopped: {text}"));
+    }
+    // SAFETY: `on_fatal` is a plain function of this library, never
+    // unmapped (`-z nodelete`), and never returns.
+    unsafe { LLVMInstallFatalErrorHandler(Some(on_fatal)) };
+}
+
+/// The error diagnostics LLVM reported on one context; warnings are
+/// printed to stderr as LLVM's default handler prints them.
+#[derive(Default)]
+struct Diagnostics(Mutex<Vec<String>>);
+
+impl Diagnostics {
+    /// Installs `self` as `context`'s diagnostic handler. `self` must
+    /// outlive every use of `context`.
+    fn attach(&self, context: &Context) {
+        extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, data: *mut c_void) {
+            // SAFETY: LLVM passes a live diagnostic; its description is a
+            // message we own and dispose of.
+            let (severity, text) = unsafe {
+                let d = LLVMGetDiagInfoDescription(info);
+                let text = if d.is_null() {
+                    String::new()
+                } else {
+                    let t = CStr::from_ptr(d).to_string_lossy().into_owned();
+                    LLVMDisposeMessage(d);
+                    t
+                };
+                (LLVMGetDiagInfoSeverity(info), text)
+            };
+            // SAFETY: `data` is the `Diagnostics` given to `attach`, which
+            // outlives the context.
+            let this = unsafe { &*(data as *const Diagnostics) };
+            match severity {
+                LLVMDiagnosticSeverity::LLVMDSError => this.0.lock().push(text),
+                LLVMDiagnosticSeverity::LLVMDSWarning => {
+                    use std::io::Write;
+                    let _ = writeln!(std::io::stderr(), "warning: {text}");
+                }
+                _ => {}
+            }
+        }
+        // SAFETY: `on_diagnostic` only reads the diagnostic and `self`,
+        // which the caller keeps alive as long as the context.
+        unsafe {
+            LLVMContextSetDiagnosticHandler(
+                context.raw(),
+                Some(on_diagnostic),
+                self as *const Diagnostics as *mut c_void,
+            )
+        };
+    }
+
+    /// `Err(step(messages))` when LLVM reported an error.
+    fn check(&self, step: impl FnOnce(String) -> JitError) -> Result<(), JitError> {
+        let errors = self.0.lock();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(step(errors.join("; ")))
+        }
+    }
 }
 
 /// LLVM's version, `(major, minor, patch)`, as the loaded library reports it.
@@ -69,7 +165,10 @@ pub fn version() -> (u32, u32, u32) {
 /// Errors: [`JitError::Parse`] with LLVM's message when the bytes are not a
 /// module LLVM 16 reads.
 pub fn triple(bytes: &[u8]) -> Result<String, JitError> {
+    contain();
+    let diagnostics = Diagnostics::default();
     let context = Context::create();
+    diagnostics.attach(&context);
     let module = parse(&context, bytes, "the device image")?;
     Ok(module.get_triple().as_str().to_string_lossy().into_owned())
 }
@@ -126,9 +225,12 @@ pub struct Timings {
 /// [`JitError::Optimize`], [`JitError::Codegen`], each with LLVM's message.
 pub fn compile(source: &[u8], what: &str, b: &Backend<'_>) -> Result<(Vec<u8>, Timings), JitError> {
     init();
+    contain();
     let mut times = Timings::default();
     let t = std::time::Instant::now();
+    let diagnostics = Diagnostics::default();
     let context = Context::create();
+    diagnostics.attach(&context);
     let module = parse(&context, source, what)?;
     module.verify().map_err(|e| JitError::Verify {
         what: what.to_string(),
@@ -145,6 +247,7 @@ pub fn compile(source: &[u8], what: &str, b: &Backend<'_>) -> Result<(Vec<u8>, T
         module
             .run_passes(&pipeline, &machine, PassBuilderOptions::create())
             .map_err(|e| JitError::Optimize(e.to_string()))?;
+        diagnostics.check(JitError::Optimize)?;
     }
     times.opt = t.elapsed().as_secs_f64();
     if let Some(path) = b.post_opt_ir {
@@ -154,6 +257,7 @@ pub fn compile(source: &[u8], what: &str, b: &Backend<'_>) -> Result<(Vec<u8>, T
     let object = machine
         .write_to_memory_buffer(&module, FileType::Object)
         .map_err(|e| JitError::Codegen(e.to_string()))?;
+    diagnostics.check(JitError::Codegen)?;
     times.codegen = t.elapsed().as_secs_f64();
     Ok((object.as_slice().to_vec(), times))
 }

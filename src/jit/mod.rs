@@ -17,6 +17,12 @@
 //!    before / after optimisation when those are set;
 //! 2. the code object: that object linked by lld ([`link`]).
 //!
+//! Every libLLVM step (reading a module for its triple, compiling it) runs
+//! in a forked child process ([`isolate`]): damaged bitcode that crashes
+//! LLVM's reader, or a module that stops LLVM with a fatal error, fails the
+//! image with a message instead of ending the program (LLVM 16's plugin
+//! dies with it).
+//!
 //! An image is compiled once per process and target (LLVM keeps the same
 //! per compute unit kind), and once per machine with the cache ([`cache`]):
 //! a later process finds the code object on disk and runs no LLVM step and
@@ -27,6 +33,7 @@
 //! checks the first bytes), so they pay nothing.
 
 pub mod cache;
+pub mod isolate;
 pub mod link;
 pub mod llvm;
 
@@ -95,6 +102,18 @@ pub enum JitError {
         value: String,
         /// What is accepted.
         why: &'static str,
+    },
+    /// An error the LLVM child process reported ([`isolate`]), with its
+    /// message as the child wrote it.
+    #[error("{0}")]
+    Reported(String),
+    /// The LLVM child process died: LLVM crashed or stopped on the input.
+    #[error("JIT: LLVM {how} while {what} (damaged bitcode, or a module LLVM 16 cannot handle)")]
+    Crashed {
+        /// The step, e.g. `reading the device image`.
+        what: String,
+        /// How it ended, e.g. `was killed by signal 6`.
+        how: String,
     },
     /// The agent's target ID names no processor.
     #[error("JIT: the agent's target ID {0:?} names no processor")]
@@ -220,8 +239,11 @@ pub fn is_amdgcn_bitcode(bytes: &[u8]) -> bool {
     if !has_bitcode_magic(bytes) {
         return false;
     }
-    match llvm::triple(bytes) {
-        Ok(t) => t.split('-').next() == Some("amdgcn"),
+    let triple = isolate::run("reading the device image", || {
+        llvm::triple(bytes).map(String::into_bytes)
+    });
+    match triple {
+        Ok(t) => t.split(|b| *b == b'-').next() == Some(b"amdgcn".as_slice()),
         Err(e) => {
             log::error!("device image not loaded: {e}");
             false
@@ -408,17 +430,46 @@ fn object(
         pre_opt_ir: o.pre_opt_ir.as_deref(),
         post_opt_ir: o.post_opt_ir.as_deref(),
     };
-    match &o.replacement_module {
+    let replacement;
+    let (source, what) = match &o.replacement_module {
         Some(p) => {
-            let module = read("replacement module", p)?;
-            llvm::compile(
-                &module,
-                &format!("the replacement module {}", p.display()),
-                &backend,
+            replacement = read("replacement module", p)?;
+            (
+                replacement.as_slice(),
+                format!("the replacement module {}", p.display()),
             )
         }
-        None => llvm::compile(bitcode, "the device image", &backend),
+        None => (bitcode, "the device image".to_string()),
+    };
+    // In a child process: a module that crashes LLVM ends the load with an
+    // error instead of the program (`isolate`). The answer is the three
+    // step times (f64, little endian) followed by the object.
+    let answer = isolate::run(&format!("compiling {what}"), || {
+        let (object, t) = llvm::compile(source, &what, &backend)?;
+        let mut out = Vec::with_capacity(24 + object.len());
+        for v in [t.parse, t.opt, t.codegen] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&object);
+        Ok(out)
+    })?;
+    let time = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&answer[i * 8..i * 8 + 8]);
+        f64::from_le_bytes(w)
+    };
+    if answer.len() < 24 {
+        return Err(JitError::Crashed {
+            what: format!("compiling {what}"),
+            how: "sent a truncated answer".into(),
+        });
     }
+    let times = llvm::Timings {
+        parse: time(0),
+        opt: time(1),
+        codegen: time(2),
+    };
+    Ok((answer[24..].to_vec(), times))
 }
 
 #[cfg(test)]
