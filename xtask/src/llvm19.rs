@@ -334,6 +334,26 @@ pub fn compile(tc: &Toolchain, src: &Path, opt: &str, dir: &Path) -> Result<Path
 pub fn command(tc: &Toolchain, binary: &Path, args: &[String], host: bool) -> Command {
     let mut cmd = Command::new(binary);
     cmd.args(args);
+    environment(tc, &mut cmd, host);
+    cmd
+}
+
+/// Seconds a checked run ([`check_examples`], [`check_printf`]) may take
+/// before GNU `timeout` ends it (a hang fails its row instead of stalling
+/// `cargo xtask test`); the slowest example seen took 40 s on a loaded
+/// 2-core machine.
+pub const CHECK_TIMEOUT_S: u32 = 300;
+
+/// [`command`] under `timeout` [`CHECK_TIMEOUT_S`].
+fn limited_command(tc: &Toolchain, binary: &Path, host: bool) -> Command {
+    let mut cmd = Command::new("timeout");
+    cmd.arg(CHECK_TIMEOUT_S.to_string()).arg(binary);
+    environment(tc, &mut cmd, host);
+    cmd
+}
+
+/// The environment of [`command`].
+fn environment(tc: &Toolchain, cmd: &mut Command, host: bool) {
     let mut path = vec![
         tc.lib.display().to_string(),
         target_dir().join("stage/sim").display().to_string(),
@@ -349,7 +369,6 @@ pub fn command(tc: &Toolchain, binary: &Path, args: &[String], host: bool) -> Co
     } else if std::env::var_os("OMP_TARGET_OFFLOAD").is_none() {
         cmd.env("OMP_TARGET_OFFLOAD", "MANDATORY");
     }
-    cmd
 }
 
 /// `cargo xtask run --llvm 19 [--host] [-O<n>] PROGRAM [ARGS]`.
@@ -442,8 +461,8 @@ pub fn check_examples(tc: &Toolchain) -> Result<Vec<ExampleRow>, String> {
                     detail: e,
                 },
                 Ok(bin) => {
-                    let host = run_output(command(tc, &bin, &[], true))?;
-                    let mut dev_cmd = command(tc, &bin, &[], false);
+                    let host = run_output(limited_command(tc, &bin, true))?;
+                    let mut dev_cmd = limited_command(tc, &bin, false);
                     dev_cmd.env("HSA_SIM_GPUS", example_gpus(src));
                     let dev = run_output(dev_cmd)?;
                     let pass = host.status.success()
@@ -479,6 +498,44 @@ pub fn check_examples(tc: &Toolchain) -> Result<Vec<ExampleRow>, String> {
     Ok(rows)
 }
 
+/// `cargo xtask run --llvm 19 --examples`: [`check_examples`] and a table.
+///
+/// Errors: any row failed (the rows are named).
+pub fn examples_command() -> Result<(), String> {
+    crate::stage::stage()?;
+    let tc = ensure()?;
+    let started = std::time::Instant::now();
+    let rows = check_examples(&tc)?;
+    for r in &rows {
+        println!(
+            "{:<28} {}{}",
+            r.label,
+            if r.pass { "PASS" } else { "FAIL" },
+            if r.pass {
+                String::new()
+            } else {
+                format!("  {}", r.detail)
+            }
+        );
+    }
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.pass)
+        .map(|r| r.label.as_str())
+        .collect();
+    println!(
+        "llvm19 examples: {} of {} equal to the host in {:.0} s",
+        rows.len() - failed.len(),
+        rows.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("differ from the host: {}", failed.join(", ")))
+    }
+}
+
 /// The printf test program: 64 lanes, every conversion of C's printf, and
 /// `fprintf(stderr, ...)`.
 pub const PRINTF_TEST: &str = "tests/programs/llvm19_printf.c";
@@ -494,8 +551,8 @@ pub const PRINTF_TEST: &str = "tests/programs/llvm19_printf.c";
 pub fn check_printf(tc: &Toolchain) -> Result<usize, String> {
     let src = workspace_root().join(PRINTF_TEST);
     let bin = compile(tc, &src, "-O2", &target_dir().join("llvm19/printf"))?;
-    let host = run_output(command(tc, &bin, &[], true))?;
-    let dev = run_output(command(tc, &bin, &[], false))?;
+    let host = run_output(limited_command(tc, &bin, true))?;
+    let dev = run_output(limited_command(tc, &bin, false))?;
     let sorted = |b: &[u8]| {
         let mut v: Vec<String> = String::from_utf8_lossy(b)
             .lines()

@@ -17,7 +17,8 @@
 //!   through LLVM 19's libomptarget (its built-in AMDGPU plugin) on the
 //!   virtual gfx90a, linked with `libcgpu-amdgpu.a` for `printf` and
 //!   `malloc` (see `llvm19.rs`; `--plugin`, `--device` and `--cgpu` are
-//!   LLVM 16's).
+//!   LLVM 16's); `--llvm 19 --examples` runs every offloading program of
+//!   `examples/` at -O0 and -O2 against the host, as `cargo xtask test` does.
 //!
 //! Offloading runs set `OMP_TARGET_OFFLOAD=MANDATORY` unless the environment
 //! already sets it.
@@ -205,6 +206,7 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
                     other => return Err(format!("--device takes virtual or rocm, not {other:?}")),
                 }
             }
+            "--examples" if llvm19 => return crate::llvm19::examples_command(),
             "--host" => host = true,
             "--cgpu" => cgpu = true,
             o if o.starts_with("-O") && o.len() == 3 => opt = o.to_string(),
