@@ -60,7 +60,9 @@ pub enum Turn {
     /// GPU's wave stalls on memory while the other waves of its workgroup issue,
     /// so that reads each wave makes before a wait all come before any store
     /// another wave makes after one. Every instruction takes the interpreter's
-    /// path (no fused run), so it is meant for short stretches.
+    /// path (no fused run), so it is meant for short stretches: the turn also
+    /// ends after the wave branches back (enters a loop; calls and returns to
+    /// lower addresses do not count), and [`Wave::looped`] then says so.
     UntilWait,
 }
 
@@ -72,6 +74,8 @@ pub struct Wave {
     /// The blocks this wave entered when it runs with its own cache ([`Wave::run`];
     /// made at its first run, taken out while it runs).
     blocks: Option<BlockCache>,
+    /// Whether the last [`Turn::UntilWait`] turn ended at a backward jump.
+    looped: bool,
 }
 
 impl std::ops::Deref for Wave {
@@ -113,6 +117,12 @@ impl Wave {
             Ok(x) => Ok(x),
             Err(f) => Err(*f),
         }
+    }
+
+    /// Whether the wave's last [`Turn::UntilWait`] turn ended because it jumped
+    /// back (it entered a loop, where its scheduler may give it long turns).
+    pub fn looped(&self) -> bool {
+        self.looped
     }
 
     /// Whether `self` and `other` hold the same stride history (see `stride`; no
@@ -163,6 +173,7 @@ impl Wave {
         let limit = ctx.max_instructions.min(yield_at);
         let first = self.instructions;
         let until_wait = turn == Turn::UntilWait;
+        self.looped = false;
         let trace = tracing();
         #[cfg(target_arch = "x86_64")]
         let mut env = crate::valu::RunEnv::of(ctx);
@@ -275,6 +286,14 @@ impl Wave {
                                 if stop.load(Ordering::Relaxed) {
                                     return Err(Box::new(Fault::Aborted { pc: e.pc }));
                                 }
+                            }
+                            // A branch back (not a call or return: SOP1/SOPK jumps)
+                            // closes a loop. (`next - 1` is the entry that jumped.)
+                            if until_wait
+                                && matches!(block.insts.get(next - 1), Some(Instruction::Sopp(_)))
+                            {
+                                self.looped = true;
+                                return Ok(WaveExit::Yield);
                             }
                         }
                         continue 'blocks;

@@ -51,10 +51,16 @@ const YIELD_SLICE: u64 = 20_000;
 /// issue), and after 32 instructions at most, interleave such code as a GPU
 /// does.
 const START_SLICE: u64 = 32;
+/// Branches back after which a wave in its start phase is taken to run a loop
+/// (not the once-per-region loop of a generic-mode worker's state machine, nor
+/// a short copy) and gets long turns (see [`START_PHASE`]).
+const LOOP_BRANCHES: u32 = 8;
 /// Instructions of a wave, counted from its workgroup's start or the barrier
-/// that last released it, that run in short turns ([`START_SLICE`]); past them
-/// the wave runs [`YIELD_SLICE`] at a time, so that long loops keep their
-/// registers and cache lines to themselves between turns.
+/// that last released it, that run in short turns ([`START_SLICE`]) unless the
+/// wave branches back [`LOOP_BRANCHES`] times first; past them, or in the loop, the wave
+/// runs [`YIELD_SLICE`] at a time, with its fused runs, so that hot loops keep
+/// their speed, their registers and cache lines between turns. Workgroups
+/// without LDS, or of one wave, never take short turns.
 const START_PHASE: u64 = 1024;
 /// Dwords of a kernel descriptor (64 bytes).
 const DESCRIPTOR_DWORDS: usize = 16;
@@ -468,8 +474,13 @@ impl Job {
         let (mut arrived, mut live) = (0, n);
         let yield_after = if n > 1 { YIELD_SLICE } else { u64::MAX };
         // The instruction count of each wave when its workgroup started or the last
-        // barrier released it (see START_SLICE).
+        // barrier released it, and the waves that entered a loop since (see
+        // START_SLICE). Only waves that share an LDS take short turns: without one
+        // they have no shared state the device runtime's code races on.
         let mut phase = [0u64; WaveSet::CAPACITY];
+        let mut loops = [0u32; WaveSet::CAPACITY];
+        let mut settled = WaveSet::default();
+        let shared = self.req.group_segment_size > 0;
         let mut ctx = WaveContext {
             memory: self.memory.as_ref(),
             lds,
@@ -480,13 +491,13 @@ impl Job {
         };
         loop {
             // More than one wave can run: those starting together take short turns.
-            let together = live - arrived > 1;
+            let together = shared && live - arrived > 1;
             for (w, wave) in waves.iter_mut().enumerate() {
                 if waiting.has(w) || ended.has(w) {
                     continue;
                 }
                 let since = wave.instructions - phase.get(w).copied().unwrap_or(0);
-                let turn = if together && since < START_PHASE {
+                let turn = if together && since < START_PHASE && !settled.has(w) {
                     ctx.yield_after = START_SLICE;
                     Turn::UntilWait
                 } else {
@@ -522,7 +533,16 @@ impl Job {
                         waiting.add(w);
                         arrived += 1;
                     }
-                    Ok(WaveExit::Yield) => {}
+                    Ok(WaveExit::Yield) => {
+                        if turn == Turn::UntilWait && wave.looped() {
+                            if let Some(n) = loops.get_mut(w) {
+                                *n += 1;
+                                if *n >= LOOP_BRANCHES {
+                                    settled.add(w);
+                                }
+                            }
+                        }
+                    }
                     Err(fault) => {
                         let site = FaultSite {
                             workgroup: id,
@@ -539,6 +559,8 @@ impl Job {
             if arrived == live {
                 // Every live wave reached the barrier: they start together again.
                 waiting = WaveSet::default();
+                settled = WaveSet::default();
+                loops = [0; WaveSet::CAPACITY];
                 arrived = 0;
                 for (p, w) in phase.iter_mut().zip(waves.iter()) {
                     *p = w.instructions;
