@@ -610,6 +610,18 @@ mod tests {
         assert!(args("-O2").iter().any(|a| a == "-lcgpu-amdgpu"));
     }
 
+    /// The printf check on its own (`cargo test -p xtask -- --ignored
+    /// printf_from_64_lanes`): needs `cargo xtask stage` and `cargo xtask
+    /// setup --llvm 19` first; `cargo xtask test` runs the same check.
+    #[test]
+    #[ignore]
+    fn printf_from_64_lanes_equals_the_host() {
+        let tc = ensure().expect("the LLVM 19 toolchain");
+        let lines = check_printf(&tc).expect("the device's lines are the host's");
+        // 5 printf lines and one fprintf(stderr) line per lane, and one after.
+        assert_eq!(lines, 64 * 6 + 1);
+    }
+
     #[test]
     fn example_gpu_count_comes_from_the_source_line() {
         let dir = workspace_root().join("examples");
