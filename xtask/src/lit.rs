@@ -367,8 +367,8 @@ sys.exit(code)
 "#;
 
 /// Writes the compile cache wrapper (`target/lit/clang-cache.py`) and
-/// returns its path.
-fn write_cache_wrapper() -> Result<PathBuf, String> {
+/// returns its path (also used by `crate::llvm19`'s checked compiles).
+pub(crate) fn write_cache_wrapper() -> Result<PathBuf, String> {
     let root = lit_dir();
     crate::cmd::mkdir(&root)?;
     let wrapper = root.join("clang-cache.py");

@@ -329,6 +329,51 @@ pub fn compile(tc: &Toolchain, src: &Path, opt: &str, dir: &Path) -> Result<Path
     Ok(out)
 }
 
+/// [`compile`] through the LLVM 16 lit suite's compile cache
+/// (`target/lit/clang-cache.py`, keyed on the arguments and the bytes of
+/// every file argument), into `target/llvm19/cache`: the checks of `cargo
+/// xtask test` compile a program again only when it, its flags or the
+/// device library changed (the library is named by its path here, so its
+/// bytes are in the key).
+fn compile_cached(tc: &Toolchain, src: &Path, opt: &str, dir: &Path) -> Result<PathBuf, String> {
+    let stem = src
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or("the source has no file name")?;
+    mkdir(dir)?;
+    let out = dir.join(format!("{stem}{opt}-llvm19"));
+    let direct = compile_command(tc, src, opt, &out);
+    let library = format!("-l{DEVICE_LIBRARY}");
+    let archive = tc.device_lib.join(format!("lib{DEVICE_LIBRARY}.a"));
+    let mut cmd = Command::new("python3");
+    cmd.arg(crate::lit::write_cache_wrapper()?)
+        .arg(target_dir().join("llvm19/cache"))
+        .arg(direct.get_program());
+    for a in direct.get_args() {
+        if a.to_str() == Some(library.as_str()) {
+            cmd.arg(&archive);
+        } else {
+            cmd.arg(a);
+        }
+    }
+    for (k, v) in direct.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    let output = cmd
+        .output()
+        .map_err(|e| format!("cannot run clang-19 through the cache: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "clang-19 failed on {}:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(out)
+}
+
 /// The command that runs `binary` through LLVM 19's libomptarget on the
 /// virtual gfx90a (`host`: with `OMP_TARGET_OFFLOAD=DISABLED` instead).
 pub fn command(tc: &Toolchain, binary: &Path, args: &[String], host: bool) -> Command {
@@ -454,7 +499,7 @@ pub fn check_examples(tc: &Toolchain) -> Result<Vec<ExampleRow>, String> {
         let name = src.file_name().and_then(|n| n.to_str()).unwrap_or("?");
         for opt in EXAMPLE_LEVELS {
             let label = format!("{name} {opt}");
-            let row = match compile(tc, src, opt, &build) {
+            let row = match compile_cached(tc, src, opt, &build) {
                 Err(e) => ExampleRow {
                     label,
                     pass: false,
@@ -550,7 +595,7 @@ pub const PRINTF_TEST: &str = "tests/programs/llvm19_printf.c";
 /// the first lines that differ).
 pub fn check_printf(tc: &Toolchain) -> Result<usize, String> {
     let src = workspace_root().join(PRINTF_TEST);
-    let bin = compile(tc, &src, "-O2", &target_dir().join("llvm19/printf"))?;
+    let bin = compile_cached(tc, &src, "-O2", &target_dir().join("llvm19/printf"))?;
     let host = run_output(limited_command(tc, &bin, true))?;
     let dev = run_output(limited_command(tc, &bin, false))?;
     let sorted = |b: &[u8]| {
