@@ -75,20 +75,6 @@ pub const KNOWN_FAILURES: &[(&str, Cause, &str)] = &[
          (issue 33, item 4a)",
     ),
     (
-        "offloading/dynamic-schedule-non-spmd.cpp",
-        Cause::VirtualDevice,
-        "deadlock: LLVM 19's pushDST reads a shared pointer unsynchronised; the virtual device runs \
-         a workgroup's waves one at a time up to a barrier, so waves 1 and 2 see wave 0's store and \
-         skip the s_barrier wave 0 waits at (issue 33, item 4c)",
-    ),
-    (
-        "offloading/thread_state_1.c",
-        Cause::VirtualDevice,
-        "-O3 line: LLVM 19 declares 96 bytes of private segment and spills at 120; the virtual \
-         device reports PAGE_NOT_PRESENT (issue 33, item 4b; passes over the working tree's \
-         virtual device of 2026-11-28 with that fix in progress)",
-    ),
-    (
         "offloading/barrier_fence.c",
         Cause::VirtualDevice,
         "TIMEOUT: 35 to 40 s per kernel on the virtual device (the slow-paths issue)",
@@ -112,11 +98,10 @@ pub const KNOWN_FAILURES: &[(&str, Cause, &str)] = &[
 /// Measured 2026-11-28 (`cargo xtask lit --llvm 19`, 276 rows: the 264
 /// tests and 12 `[HSA_XNACK=1]` rows): 164 PASS, 4 XFAIL, 2 FAIL
 /// (`requires.c`, `shared_lib_fp_mapping.c`), 1 TIMEOUT
-/// (`barrier_fence.c`), 105 UNSUPPORTED, over a virtual device carrying
-/// the in-progress fixes that make `thread_state_1.c` and
-/// `dynamic-schedule-non-spmd.cpp` pass; recorded without those two until
-/// they are committed: 168 - 2.
-pub const RECORDED_PASSES: usize = 166;
+/// (`barrier_fence.c`), 105 UNSUPPORTED. `thread_state_1.c` and
+/// `dynamic-schedule-non-spmd.cpp` pass since the virtual device's fixes
+/// of issue 33, item 4 (commits 4674d6a, e616b17).
+pub const RECORDED_PASSES: usize = 168;
 
 /// The part of the suite `cargo xtask test` runs (lit's `--filter`): the
 /// API, environment, JIT, libc and unified shared memory tests. The whole
