@@ -37,7 +37,6 @@
 
 use crate::abi::KernelArgs;
 use crate::env;
-use crate::transfer::Transfers;
 use hsa::{DeviceRange, Hsa, HsaError};
 use hsa_sys::hsa_amd_memory_pool_t;
 use parking_lot::Mutex;
@@ -97,6 +96,14 @@ pub enum RecordError {
     /// A negative allocation size.
     #[error("allocation of {0} bytes")]
     BadSize(i64),
+    /// A snapshot asked for more bytes than the block holds.
+    #[error("record/replay snapshot of {used} bytes past the block's {capacity}")]
+    Snapshot {
+        /// Bytes asked.
+        used: u64,
+        /// Bytes reserved.
+        capacity: u64,
+    },
     /// Writing a recording file failed.
     #[error("writing {path}: {source}")]
     Write {
@@ -303,60 +310,70 @@ impl RecordReplay {
 
     /// Writes `<kernel>.json`, `<kernel>.memory` and (once per kernel)
     /// `<kernel>.image` before a launch (`saveKernelInputInfo`); the caller
-    /// waited for the work queued before the launch.
+    /// waited for the work queued before the launch. `read` copies a range
+    /// of device memory into a buffer and waits (the device's
+    /// `Transfers::read_sync`).
     ///
-    /// Errors: a failed copy from the device; a file that cannot be written.
-    pub fn save_inputs(
+    /// Errors: `read`'s; a file that cannot be written.
+    pub fn save_inputs<E: From<RecordError>>(
         &self,
-        transfers: &Transfers,
+        read: impl FnMut(DeviceRange, &mut [u8]) -> Result<(), E>,
         device: i32,
         mut launch: LaunchRecord,
-    ) -> crate::Result<()> {
+    ) -> Result<(), E> {
         let used = *self.used.lock();
         launch.memory_size = used;
         launch.device = device;
         let name = launch.name.clone();
-        self.snapshot(transfers, used, &format!("{name}.memory"))?;
+        self.snapshot(read, used, &format!("{name}.memory"))?;
         let image = self.images.lock().get(&name).cloned();
         if let Some(image) = image {
             if self.images_saved.lock().insert(name.clone()) {
                 write(&format!("{name}.image"), &image)?;
             }
         }
-        write(&format!("{name}.json"), launch.to_json().as_bytes())
+        Ok(write(&format!("{name}.json"), launch.to_json().as_bytes())?)
     }
 
     /// Writes `<kernel>.original.output` (recording) or
     /// `<kernel>.replay.output` (replaying) after a launch
     /// (`saveKernelOutputInfo`); the caller waited for the kernel.
     ///
-    /// Errors: a failed copy from the device; a file that cannot be written.
-    pub fn save_output_of(&self, transfers: &Transfers, name: &str) -> crate::Result<()> {
+    /// Errors: `read`'s (as [`RecordReplay::save_inputs`]); a file that
+    /// cannot be written.
+    pub fn save_output_of<E: From<RecordError>>(
+        &self,
+        read: impl FnMut(DeviceRange, &mut [u8]) -> Result<(), E>,
+        name: &str,
+    ) -> Result<(), E> {
         let used = *self.used.lock();
         let suffix = if self.config.recording {
             "original.output"
         } else {
             "replay.output"
         };
-        self.snapshot(transfers, used, &format!("{name}.{suffix}"))
+        self.snapshot(read, used, &format!("{name}.{suffix}"))
     }
 
     /// Copies the block's first `used` bytes to the file `path`.
-    fn snapshot(&self, transfers: &Transfers, used: u64, path: &str) -> crate::Result<()> {
+    fn snapshot<E: From<RecordError>>(
+        &self,
+        mut read: impl FnMut(DeviceRange, &mut [u8]) -> Result<(), E>,
+        used: u64,
+        path: &str,
+    ) -> Result<(), E> {
         let mut bytes = vec![0u8; used as usize];
         for (i, chunk) in bytes.chunks_mut(SNAPSHOT_CHUNK).enumerate() {
-            let from = self
-                .block
-                .slice(i * SNAPSHOT_CHUNK, chunk.len())
-                .ok_or_else(|| {
-                    crate::Error::InvalidArgument(format!(
-                        "record/replay snapshot of {used} bytes past the block's {}",
-                        self.block.len()
-                    ))
-                })?;
-            transfers.read_sync(from, chunk)?;
+            let from =
+                self.block
+                    .slice(i * SNAPSHOT_CHUNK, chunk.len())
+                    .ok_or(RecordError::Snapshot {
+                        used,
+                        capacity: self.block.len() as u64,
+                    })?;
+            read(from, chunk)?;
         }
-        write(path, &bytes)
+        Ok(write(path, &bytes)?)
     }
 
     /// Gives the block back (device teardown).
@@ -369,13 +386,10 @@ impl RecordReplay {
 
 /// Writes `bytes` to `path` (relative: the current directory, as LLVM's
 /// plugin writes).
-fn write(path: &str, bytes: &[u8]) -> crate::Result<()> {
-    std::fs::write(path, bytes).map_err(|source| {
-        RecordError::Write {
-            path: path.into(),
-            source,
-        }
-        .into()
+fn write(path: &str, bytes: &[u8]) -> Result<(), RecordError> {
+    std::fs::write(path, bytes).map_err(|source| RecordError::Write {
+        path: path.into(),
+        source,
     })
 }
 

@@ -908,7 +908,7 @@ fn launch_recorded(
     if rr.recording() {
         settle(&mut info)?;
         let launch = crate::record::LaunchRecord::new(&kern.name, args, offsets, k);
-        rr.save_inputs(dev.transfers(), dev.id, launch)?;
+        rr.save_inputs(|r, b| dev.transfers().read_sync(r, b), dev.id, launch)?;
     }
     match info.as_deref_mut() {
         Some(i) => kern.launch(&dev.launch_target(), values.into_iter(), k, i, flags)?,
@@ -918,7 +918,7 @@ fn launch_recorded(
     }
     if rr.save_output() {
         settle(&mut info)?;
-        rr.save_output_of(dev.transfers(), &kern.name)?;
+        rr.save_output_of(|r, b| dev.transfers().read_sync(r, b), &kern.name)?;
     }
     Ok(())
 }
