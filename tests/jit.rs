@@ -104,9 +104,10 @@ fn marker() -> PathBuf {
     jit_build(&src, "-O2")
 }
 
-/// An empty directory of its own under the test's scratch space.
+/// An empty directory of its own under the test's scratch space (named
+/// with this process's id: other runs of these tests may share the space).
 fn fresh_dir(name: &str) -> PathBuf {
-    let d = scratch_dir("jit").join(name);
+    let d = scratch_dir("jit").join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -20,7 +20,7 @@
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-use super::JitError;
+use super::error::JitError;
 
 /// Runs `work` in a forked child and returns its result: the bytes it
 /// produced, or its error (as [`JitError::Reported`], with the same

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::JitError;
+use super::error::JitError;
 
 /// `OMPTARGET_AMDGPU_JIT_LINKER`: ours; the lld program (a path, or a name
 /// looked up on `PATH`) that links JIT objects.

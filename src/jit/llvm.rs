@@ -50,7 +50,7 @@ use inkwell::targets::{
 };
 use inkwell::OptimizationLevel;
 
-use super::JitError;
+use super::error::JitError;
 
 /// Registers LLVM's AMDGPU target once per process: target info, target,
 /// MC layer and assembly printer (what `init` in LLVM's `JIT.cpp`
