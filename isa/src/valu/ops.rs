@@ -19,6 +19,7 @@ use crate::sem::{
 };
 use crate::simd;
 use crate::state::Src;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 fn u1(x: &mut Exe, f: impl Fn(u32) -> u32) {
     let r: VReg = match x.src(0, 0) {
@@ -182,6 +183,45 @@ fn tri_lanes(x: &mut Exe, t: Tri) {
         Min3I Max3I Med3I)
 }
 
+/// The operation families after the three of `sem`'s lane operations ([`Bin`],
+/// [`Tri`], [`Shift64`]) and the no-ops, in the order they are tried the first time
+/// an opcode runs (by frequency in compiled OpenMP code).
+const FAMILIES: [fn(&mut Exe, O) -> Result<bool, Fault>; 8] = [
+    moves,
+    int32,
+    f32_ops,
+    f64_ops,
+    conversions,
+    int16,
+    f16_ops,
+    dots,
+];
+
+/// Family numbers: 1 to 4 for `Bin`, `Tri`, `Shift64` and the no-ops, then
+/// [`FAMILIES`] in order.
+const FAMILY_COUNT: u8 = 4 + FAMILIES.len() as u8;
+
+/// The dispatch cache: the family number of each opcode (indexed by its VOP3
+/// number), 0 until the opcode first runs; then each execution goes straight to its
+/// family. Relaxed atomics suffice: a number, once stored, never changes, and a
+/// thread that reads 0 finds it again.
+static FAMILY_OF: [AtomicU8; 0x400] = [const { AtomicU8::new(0) }; 0x400];
+
+/// Runs `op` if it belongs to family `id`: true when it did.
+#[inline]
+fn family(x: &mut Exe, op: O, id: u8) -> Result<bool, Fault> {
+    Ok(match id {
+        1 => Bin::of(op).map(|b| bin_lanes(x, b)).is_some(),
+        2 => Tri::of(op).map(|t| tri_lanes(x, t)).is_some(),
+        3 => Shift64::of(op).map(|k| shift64(x, k)).is_some(),
+        4 => matches!(op, O::VNop | O::VClrexcp),
+        _ => match FAMILIES.get(usize::from(id).wrapping_sub(5)) {
+            Some(f) => f(x, op)?,
+            None => false,
+        },
+    })
+}
+
 /// Executes one non-compare VALU operation.
 pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
     let op = x.i.op;
@@ -194,33 +234,16 @@ pub(super) fn exec(x: &mut Exe) -> Result<(), Fault> {
             return Err(x.unsup("CLAMP/OMOD on this integer operation"));
         }
     }
-    if let Some(b) = Bin::of(op) {
-        bin_lanes(x, b);
+    let slot = FAMILY_OF.get(usize::from(op as u16));
+    let known = slot.map_or(0, |s| s.load(Ordering::Relaxed));
+    if known != 0 && family(x, op, known)? {
         return Ok(());
     }
-    if let Some(t) = Tri::of(op) {
-        tri_lanes(x, t);
-        return Ok(());
-    }
-    if let Some(k) = Shift64::of(op) {
-        shift64(x, k);
-        return Ok(());
-    }
-    if matches!(op, O::VNop | O::VClrexcp) {
-        return Ok(());
-    }
-    // The families by frequency in compiled OpenMP code.
-    for family in [
-        moves,
-        int32,
-        f32_ops,
-        f64_ops,
-        conversions,
-        int16,
-        f16_ops,
-        dots,
-    ] {
-        if family(x, op)? {
+    for id in 1..=FAMILY_COUNT {
+        if family(x, op, id)? {
+            if let Some(s) = slot {
+                s.store(id, Ordering::Relaxed);
+            }
             return Ok(());
         }
     }
