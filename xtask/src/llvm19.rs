@@ -397,12 +397,16 @@ fn limited_command(tc: &Toolchain, binary: &Path, host: bool) -> Command {
     cmd
 }
 
-/// The environment of [`command`].
+/// The environment of [`command`]. A host run leaves the virtual device
+/// off `LD_LIBRARY_PATH`, as the three-way tests' host leg does: with a
+/// device present, libomptarget 19 answers `omp_target_is_present` on the
+/// host differently under `OMP_TARGET_OFFLOAD=DISABLED` (`examples/data_env.c`
+/// printed `present=0` instead of the `present=1` it prints without one).
 fn environment(tc: &Toolchain, cmd: &mut Command, host: bool) {
-    let mut path = vec![
-        tc.lib.display().to_string(),
-        target_dir().join("stage/sim").display().to_string(),
-    ];
+    let mut path = vec![tc.lib.display().to_string()];
+    if !host {
+        path.push(target_dir().join("stage/sim").display().to_string());
+    }
     if let Ok(old) = std::env::var("LD_LIBRARY_PATH") {
         if !old.is_empty() {
             path.push(old);
