@@ -114,6 +114,9 @@ pub(crate) struct Block {
     /// Why the words after the last entry do not decode, if that ended the block: it
     /// is raised only when a wave reaches that PC.
     pub(crate) tail: Option<Box<DecodeError>>,
+    /// Bit k set: entry k stores to the LDS ([`stores_shared`]; a block has at
+    /// most `BLOCK_CAP` = 128 entries).
+    pub(crate) shared_stores: u128,
     /// The compiled code of the entries' fused runs (kept alive with them).
     #[cfg(target_arch = "x86_64")]
     _code: Option<crate::valu::Code>,
@@ -391,6 +394,7 @@ impl Program {
                     needed: 1,
                     available: 0,
                 })),
+                shared_stores: 0,
                 #[cfg(target_arch = "x86_64")]
                 _code: None,
             };
@@ -430,10 +434,16 @@ impl Program {
             true => fuse_runs(&mut entries, &insts),
             false => None,
         };
+        let shared_stores = insts
+            .iter()
+            .enumerate()
+            .filter(|(k, i)| *k < 128 && stores_shared(i))
+            .fold(0u128, |m, (k, _)| m | 1 << k);
         Block {
             entries: entries.into_boxed_slice(),
             insts: insts.into_boxed_slice(),
             tail,
+            shared_stores,
             #[cfg(target_arch = "x86_64")]
             _code: code,
         }
@@ -460,6 +470,18 @@ fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu
         }
     }
     Some(code)
+}
+
+/// Whether `inst` may store to memory other waves of the workgroup read: a DS
+/// instruction with data (writes and atomics; `ds_permute`/`ds_bpermute` too,
+/// which only read), or a FLAT (not GLOBAL or SCRATCH) store or atomic, through
+/// which the device runtime writes its shared state (generic pointers).
+pub(crate) fn stores_shared(inst: &Instruction) -> bool {
+    match inst {
+        Instruction::Ds(i) => i.data0.is_some(),
+        Instruction::Flat(i) => i.seg == crate::inst::Segment::Flat && i.data.is_some(),
+        _ => false,
+    }
 }
 
 /// Decodes the instruction at `pc`, byte `off` of `region` (its dwords as far as the

@@ -56,14 +56,12 @@ pub trait CodeObjects: Sync {
 pub enum Turn {
     /// After the `WaveContext::yield_after` instructions of the call.
     Slice,
-    /// Also before each `s_waitcnt` but the call's first instruction: where a
-    /// GPU's wave stalls on memory while the other waves of its workgroup issue,
-    /// so that reads each wave makes before a wait all come before any store
-    /// another wave makes after one. Every instruction takes the interpreter's
-    /// path (no fused run), so it is meant for short stretches: the turn also
-    /// ends after the wave branches back (enters a loop; calls and returns to
-    /// lower addresses do not count), and [`Wave::looped`] then says so.
-    UntilWait,
+    /// Also before a store other waves may read (a DS write or atomic, a FLAT
+    /// store or atomic) once the wave has run more than this many instructions: the scheduler's count for the slowest of the other waves, so that no
+    /// wave writes shared memory before the waves behind it caught up, as the
+    /// waves of a GPU's workgroup, issuing together, read before any of them
+    /// stores. No fused run covers such a store.
+    StoresUntil(u64),
 }
 
 /// A wavefront: its [`WaveState`] (registers and the executors' caches, reached
@@ -74,8 +72,6 @@ pub struct Wave {
     /// The blocks this wave entered when it runs with its own cache ([`Wave::run`];
     /// made at its first run, taken out while it runs).
     blocks: Option<BlockCache>,
-    /// Whether the last [`Turn::UntilWait`] turn ended at a backward jump.
-    looped: bool,
 }
 
 impl std::ops::Deref for Wave {
@@ -117,12 +113,6 @@ impl Wave {
             Ok(x) => Ok(x),
             Err(f) => Err(*f),
         }
-    }
-
-    /// Whether the wave's last [`Turn::UntilWait`] turn ended because it jumped
-    /// back (it entered a loop, where its scheduler may give it long turns).
-    pub fn looped(&self) -> bool {
-        self.looped
     }
 
     /// Whether `self` and `other` hold the same stride history (see `stride`; no
@@ -171,9 +161,11 @@ impl Wave {
         // is (at least one instruction runs per call).
         let yield_at = self.instructions.saturating_add(ctx.yield_after.max(1));
         let limit = ctx.max_instructions.min(yield_at);
-        let first = self.instructions;
-        let until_wait = turn == Turn::UntilWait;
-        self.looped = false;
+        let store_until = match turn {
+            Turn::Slice => u64::MAX,
+            Turn::StoresUntil(n) => n,
+        };
+        let gated = store_until != u64::MAX;
         let trace = tracing();
         #[cfg(target_arch = "x86_64")]
         let mut env = crate::valu::RunEnv::of(ctx);
@@ -192,13 +184,20 @@ impl Wave {
             // entry k is instruction `before + k + 1`. When the whole block fits in the
             // budget and the slice, no entry compares them.
             let before = self.instructions;
-            let fits = !until_wait && before.saturating_add(block.entries.len() as u64) <= limit;
+            let in_budget = before.saturating_add(block.entries.len() as u64) <= limit;
+            // The entries a held wave must check (stores to the LDS): no fused run
+            // covers them, and the interpreted entries compare (`fits` false).
+            let stores = match gated {
+                true => block.shared_stores,
+                false => 0,
+            };
+            let fits = in_budget && stores == 0;
             // `self.pc` is written only when the wave leaves the block (no instruction
             // reads it): on a jump, an exit, a fault, or after the last entry.
             // Fused runs (straight VALU and scalar runs compiled to host code) run only
             // when no entry of the block needs the budget compared or a trace line.
             #[cfg(target_arch = "x86_64")]
-            let fused_ok = fits && !trace;
+            let fused_ok = in_budget && !trace;
             let mut next = 0;
             'entries: while let Some(e) = block.entries.get(next) {
                 let k = next;
@@ -206,75 +205,81 @@ impl Wave {
                 // The entry whose control flow is taken below (the last one of a
                 // fused run that jumped), and that flow. (A fault returns at once: the
                 // flow stays a small value.)
-                let (e, flow) = 'flow: {
-                    #[cfg(target_arch = "x86_64")]
-                    if let (Some(f), true) = (&e.fused, fused_ok) {
-                        match crate::valu::run_fused(self, f, ctx.lds, &mut env) {
-                            // Nothing ran: the interpreter runs the entry.
-                            Ran::Stopped(0) => {}
-                            Ran::Stopped(n) => {
-                                next = k + n;
-                                continue 'entries;
-                            }
-                            Ran::Next => {
-                                next = k + f.len as usize;
-                                continue 'entries;
-                            }
-                            Ran::Jumped(n) => {
-                                next = k + n;
-                                // The run's last entry that ran (a branch) jumped.
-                                let last = block.entries.get(next - 1).unwrap_or(e);
-                                break 'flow (last, last.run.flow(ScalarFlow::Jump));
+                let (e, flow) =
+                    'flow: {
+                        #[cfg(target_arch = "x86_64")]
+                        if let Some(f) = e.fused.as_ref().filter(|f| {
+                            fused_ok && (stores == 0 || clear(stores, k, f.len as usize))
+                        }) {
+                            match crate::valu::run_fused(self, f, ctx.lds, &mut env) {
+                                // Nothing ran: the interpreter runs the entry.
+                                Ran::Stopped(0) => {}
+                                Ran::Stopped(n) => {
+                                    next = k + n;
+                                    continue 'entries;
+                                }
+                                Ran::Next => {
+                                    next = k + f.len as usize;
+                                    continue 'entries;
+                                }
+                                Ran::Jumped(n) => {
+                                    next = k + n;
+                                    // The run's last entry that ran (a branch) jumped.
+                                    let last = block.entries.get(next - 1).unwrap_or(e);
+                                    break 'flow (last, last.run.flow(ScalarFlow::Jump));
+                                }
                             }
                         }
-                    }
-                    let count = before + k as u64 + 1;
-                    if !fits
-                        && (count > yield_at || until_wait && waits(block, k, count > first + 1))
-                    {
-                        // The turn is over: the wave resumes at this entry.
-                        self.instructions = count - 1;
-                        self.pc = e.pc;
-                        return Ok(WaveExit::Yield);
-                    }
-                    if !fits && count > ctx.max_instructions {
-                        self.instructions = count;
-                        self.pc = e.pc;
-                        return Err(Box::new(Fault::InstructionLimit {
-                            limit: ctx.max_instructions,
-                            pc: e.pc,
-                        }));
-                    }
-                    // Planned instructions that fall through go straight to the next
-                    // entry (unless traced).
-                    let flow = match self.run_planned(&e.run, ctx) {
-                        Planned::Ran(ScalarFlow::Next) if !trace => continue 'entries,
-                        Planned::Ran(f) => Ok(e.run.flow(f)),
-                        Planned::Deferred => {
-                            // Not executed: the wave resumes at it.
+                        let count = before + k as u64 + 1;
+                        if !fits
+                            && (count > yield_at
+                                || (stores >> k.min(127)) & 1 == 1
+                                    && count - 1 > store_until
+                                    && stores_shared(block.insts.get(k)))
+                        {
+                            // The turn is over: the wave resumes at this entry.
                             self.instructions = count - 1;
                             self.pc = e.pc;
                             return Ok(WaveExit::Yield);
                         }
-                        Planned::Declined => match block.insts.get(k) {
-                            Some(inst) => self.step(inst, e.pc, e.next, ctx),
-                            None => Err(Fault::BadPc { pc: e.pc }),
-                        },
-                    };
-                    if trace {
-                        if let Some(inst) = block.insts.get(k) {
-                            self.trace_line(inst, e.pc, flow.as_ref().err());
-                        }
-                    }
-                    match flow {
-                        Ok(flow) => (e, flow),
-                        Err(f) => {
+                        if !fits && count > ctx.max_instructions {
                             self.instructions = count;
                             self.pc = e.pc;
-                            return Err(Box::new(f));
+                            return Err(Box::new(Fault::InstructionLimit {
+                                limit: ctx.max_instructions,
+                                pc: e.pc,
+                            }));
                         }
-                    }
-                };
+                        // Planned instructions that fall through go straight to the next
+                        // entry (unless traced).
+                        let flow = match self.run_planned(&e.run, ctx) {
+                            Planned::Ran(ScalarFlow::Next) if !trace => continue 'entries,
+                            Planned::Ran(f) => Ok(e.run.flow(f)),
+                            Planned::Deferred => {
+                                // Not executed: the wave resumes at it.
+                                self.instructions = count - 1;
+                                self.pc = e.pc;
+                                return Ok(WaveExit::Yield);
+                            }
+                            Planned::Declined => match block.insts.get(k) {
+                                Some(inst) => self.step(inst, e.pc, e.next, ctx),
+                                None => Err(Fault::BadPc { pc: e.pc }),
+                            },
+                        };
+                        if trace {
+                            if let Some(inst) = block.insts.get(k) {
+                                self.trace_line(inst, e.pc, flow.as_ref().err());
+                            }
+                        }
+                        match flow {
+                            Ok(flow) => (e, flow),
+                            Err(f) => {
+                                self.instructions = count;
+                                self.pc = e.pc;
+                                return Err(Box::new(f));
+                            }
+                        }
+                    };
                 let count = before + next as u64;
                 self.instructions = count;
                 match flow {
@@ -286,14 +291,6 @@ impl Wave {
                                 if stop.load(Ordering::Relaxed) {
                                     return Err(Box::new(Fault::Aborted { pc: e.pc }));
                                 }
-                            }
-                            // A branch back (not a call or return: SOP1/SOPK jumps)
-                            // closes a loop. (`next - 1` is the entry that jumped.)
-                            if until_wait
-                                && matches!(block.insts.get(next - 1), Some(Instruction::Sopp(_)))
-                            {
-                                self.looped = true;
-                                return Ok(WaveExit::Yield);
                             }
                         }
                         continue 'blocks;
@@ -327,12 +324,21 @@ impl Wave {
     }
 }
 
-/// Whether entry `k` of `block` is an `s_waitcnt` that ends a [`Turn::UntilWait`]
-/// turn (`not_first`: the turn ran an instruction already).
+/// Whether entries `k..k + len` have no bit in `mask`.
 #[inline(never)]
-fn waits(block: &Block, k: usize, not_first: bool) -> bool {
-    not_first
-        && matches!(block.insts.get(k), Some(Instruction::Sopp(i)) if i.op == SoppOp::SWaitcnt)
+fn clear(mask: u128, k: usize, len: usize) -> bool {
+    let run = if len >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << len) - 1
+    };
+    k >= 128 || mask & (run << k) == 0
+}
+
+/// Whether `inst` may store to the LDS (see [`Turn::StoresUntil`]).
+#[inline(never)]
+fn stores_shared(inst: Option<&Instruction>) -> bool {
+    inst.is_some_and(crate::program::stores_shared)
 }
 
 /// The block at `pc` of another code object than `program` (the one in `foreign`,

@@ -326,10 +326,11 @@ fn the_waves_of_a_workgroup_start_together() {
 
 /// (c) After a barrier, every wave of a workgroup of four reads a flag the first
 /// wave set before it, although the first wave clears it a dozen instructions
-/// after the barrier: the clearing waits for a global load first, and while a
-/// wave waits for memory the others issue, as on a GPU.
+/// after the barrier: a wave ahead of the others stores to shared memory only
+/// once they caught up, as the waves of a GPU's workgroup, issuing together,
+/// all read before that store lands.
 #[test]
-fn a_wave_waiting_for_memory_lets_the_others_issue() {
+fn a_wave_ahead_stores_to_shared_memory_after_the_others_caught_up() {
     let _s = open();
     let gpu = gpus()[0];
     let main = load_executable(gpu, main_image());

@@ -32,35 +32,26 @@ use crate::loader::KernelDescriptor;
 /// Instructions a wave may run before it yields to the other waves of its
 /// workgroup (fair scheduling of spin loops).
 const YIELD_SLICE: u64 = 20_000;
-/// The short turn of a wave while the waves of its workgroup start together: from
-/// the workgroup's start and from each barrier that releases them, for their
-/// first [`START_PHASE`] instructions, while more than one of them can run.
+/// Instructions of a wave, counted from its workgroup's start or from the
+/// barrier that last released it, during which it writes no shared memory
+/// ahead of the others (its start phase).
 ///
-/// On a GPU the waves of a workgroup are resident at once and issue in turn, so
+/// On a GPU the waves of a workgroup are resident at once and issue together, so
 /// a read that every wave makes early after a barrier happens in all of them
-/// before any wave's store a few dozen instructions later, behind a memory
-/// access, lands. Runtime code relies on it without saying so: LLVM 19's
-/// `pushDST` (`offload/DeviceRTL/src/Workshare.cpp`) tests a shared pointer,
-/// lets one thread allocate and set it, then meets the others at a barrier that
-/// only the threads that saw it unset reach; run one wave at a time until its
-/// barrier, the others see it set, skip that barrier and the workgroup hangs
+/// before a store that one of them makes a few dozen instructions later lands.
+/// Runtime code relies on it without saying so: LLVM 19's `pushDST`
+/// (`offload/DeviceRTL/src/Workshare.cpp`) tests a pointer in LDS, lets one
+/// thread allocate and set it, then meets the others at a barrier that only the
+/// threads that saw it unset reach; run one wave at a time until its barrier,
+/// the others see it set, skip that barrier and the workgroup hangs
 /// (`offload/test/offloading/dynamic-schedule-non-spmd.cpp`); its `popDST`
-/// then reads the pointer after a barrier while the first thread clears it 12
-/// instructions later, behind a global load. Turns that end at each `s_waitcnt`
-/// ([`Turn::UntilWait`]: where a GPU's wave waits for memory and the others
-/// issue), and after 32 instructions at most, interleave such code as a GPU
-/// does.
-const START_SLICE: u64 = 32;
-/// Branches back after which a wave in its start phase is taken to run a loop
-/// (not the once-per-region loop of a generic-mode worker's state machine, nor
-/// a short copy) and gets long turns (see [`START_PHASE`]).
-const LOOP_BRANCHES: u32 = 8;
-/// Instructions of a wave, counted from its workgroup's start or the barrier
-/// that last released it, that run in short turns ([`START_SLICE`]) unless the
-/// wave branches back [`LOOP_BRANCHES`] times first; past them, or in the loop, the wave
-/// runs [`YIELD_SLICE`] at a time, with its fused runs, so that hot loops keep
-/// their speed, their registers and cache lines between turns. Workgroups
-/// without LDS, or of one wave, never take short turns.
+/// reads the pointer after a barrier while the first thread clears it 12
+/// instructions later. So, in its start phase, while other waves of its
+/// workgroup can run, a wave that is ahead of the slowest of them (more
+/// instructions since the release) stops before a store they may read (DS or
+/// FLAT; [`Turn::StoresUntil`]) and lets them catch up. Its turns stay long and its
+/// blocks without such stores keep their fused runs; workgroups without LDS,
+/// or with one wave, are not held at all.
 const START_PHASE: u64 = 1024;
 /// Dwords of a kernel descriptor (64 bytes).
 const DESCRIPTOR_DWORDS: usize = 16;
@@ -447,6 +438,31 @@ impl Job {
         DispatchError::Fault { fault, site }
     }
 
+    /// The turn of wave `w` of `waves` (with the instruction counts `phase` at
+    /// the last release): in its start phase, while another wave can run, it may
+    /// store to the LDS only up to the count of the slowest other runnable wave
+    /// (see [`START_PHASE`]).
+    fn start_turn(
+        waves: &[Wave],
+        phase: &[u64; WaveSet::CAPACITY],
+        waiting: WaveSet,
+        ended: WaveSet,
+        w: usize,
+    ) -> Turn {
+        let since = |v: usize| waves[v].instructions - phase[v];
+        if since(w) >= START_PHASE {
+            return Turn::Slice;
+        }
+        let slowest = (0..waves.len().min(WaveSet::CAPACITY))
+            .filter(|&v| v != w && !waiting.has(v) && !ended.has(v))
+            .map(since)
+            .min();
+        match slowest {
+            Some(s) => Turn::StoresUntil(phase[w] + s),
+            None => Turn::Slice,
+        }
+    }
+
     /// Runs the waves of one workgroup cooperatively until all ended, meeting at
     /// barriers.
     fn run_waves(
@@ -474,12 +490,9 @@ impl Job {
         let (mut arrived, mut live) = (0, n);
         let yield_after = if n > 1 { YIELD_SLICE } else { u64::MAX };
         // The instruction count of each wave when its workgroup started or the last
-        // barrier released it, and the waves that entered a loop since (see
-        // START_SLICE). Only waves that share an LDS take short turns: without one
-        // they have no shared state the device runtime's code races on.
+        // barrier released it (see START_PHASE). Only waves that share an LDS are
+        // held: without one they have no shared state the device runtime races on.
         let mut phase = [0u64; WaveSet::CAPACITY];
-        let mut loops = [0u32; WaveSet::CAPACITY];
-        let mut settled = WaveSet::default();
         let shared = self.req.group_segment_size > 0;
         let mut ctx = WaveContext {
             memory: self.memory.as_ref(),
@@ -490,20 +503,15 @@ impl Job {
             yield_after,
         };
         loop {
-            // More than one wave can run: those starting together take short turns.
-            let together = shared && live - arrived > 1;
-            for (w, wave) in waves.iter_mut().enumerate() {
+            for w in 0..n {
                 if waiting.has(w) || ended.has(w) {
                     continue;
                 }
-                let since = wave.instructions - phase.get(w).copied().unwrap_or(0);
-                let turn = if together && since < START_PHASE && !settled.has(w) {
-                    ctx.yield_after = START_SLICE;
-                    Turn::UntilWait
-                } else {
-                    ctx.yield_after = yield_after;
-                    Turn::Slice
+                let turn = match shared {
+                    true => Self::start_turn(waves, &phase, waiting, ended, w),
+                    false => Turn::Slice,
                 };
+                let Some(wave) = waves.get_mut(w) else { break };
                 let exit = wave.run_cached(&self.program, &mut ctx, blocks, (Some(self), turn));
                 if let Some(hole) = holes.and_then(Scope::take_fault) {
                     // Host memory the wave held was unmapped under it: its access
@@ -533,16 +541,7 @@ impl Job {
                         waiting.add(w);
                         arrived += 1;
                     }
-                    Ok(WaveExit::Yield) => {
-                        if turn == Turn::UntilWait && wave.looped() {
-                            if let Some(n) = loops.get_mut(w) {
-                                *n += 1;
-                                if *n >= LOOP_BRANCHES {
-                                    settled.add(w);
-                                }
-                            }
-                        }
-                    }
+                    Ok(WaveExit::Yield) => {}
                     Err(fault) => {
                         let site = FaultSite {
                             workgroup: id,
@@ -559,8 +558,6 @@ impl Job {
             if arrived == live {
                 // Every live wave reached the barrier: they start together again.
                 waiting = WaveSet::default();
-                settled = WaveSet::default();
-                loops = [0; WaveSet::CAPACITY];
                 arrived = 0;
                 for (p, w) in phase.iter_mut().zip(waves.iter()) {
                     *p = w.instructions;
