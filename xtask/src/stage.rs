@@ -46,7 +46,7 @@ pub struct Staged {
 
 fn copy(from: &Path, to: &Path) -> Result<(), String> {
     // Write to a temporary name and rename, so a running program never sees a half file.
-    let tmp = to.with_extension("tmp-stage");
+    let tmp = to.with_extension(format!("tmp-stage-{}", std::process::id()));
     std::fs::copy(from, &tmp)
         .map_err(|e| format!("copying {} to {}: {e}", from.display(), tmp.display()))?;
     std::fs::rename(&tmp, to)
@@ -68,7 +68,7 @@ pub const SIM_NAMES: [&str; 2] = ["libhsa-runtime64.so.1", "libhsa-runtime64.so"
 /// directory), replacing whatever `link` was by a rename, so a program
 /// starting meanwhile finds the old file or the new link, never nothing.
 fn symlink(target: &str, link: &Path) -> Result<(), String> {
-    let tmp = link.with_extension("tmp-stage");
+    let tmp = link.with_extension(format!("tmp-stage-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     std::os::unix::fs::symlink(target, &tmp)
         .map_err(|e| format!("linking {} to {target}: {e}", tmp.display()))?;
