@@ -10,6 +10,7 @@
 //! | `HSA_SIM_TRACE` | `all`, or a comma-separated list of linear workgroup ids whose instructions are printed | off |
 //! | `HSA_XNACK` | `1`: XNACK on (ROCr's variable): the agents report `xnack+` and kernels may reach any host memory the process maps ([`crate::host_memory`]); anything else: off | off |
 //! | `HSA_SCRATCH_MEM` | scratch bytes per lane of a queue created with `private_segment_size` UINT32_MAX (ROCr's variable, read by `GpuAgent` in its `src/core/runtime/amd_gpu_agent.cpp`): the least slot each wave of its dispatches gets ([`crate::dispatch`]'s scratch layout) | 2048 (ROCr's `DEFAULT_SCRATCH_BYTES_PER_THREAD`) |
+//! | `HSA_SIM_WAVES_TOGETHER` | true (`1`, `on`, `yes`, `true`): hold the waves of a workgroup with LDS together after its start and each barrier, as a GPU runs them, so device-runtime races such as LLVM 19's `pushDST` in non-SPMD dynamic schedules (`offload/test/offloading/dynamic-schedule-non-spmd.cpp`) behave as on hardware; costs about 2.5x on OpenMP STREAM | off |
 //! | `HSA_SIM_FUSION` | false (`0`, `off`, `no`, `false`; read by [`knobs::parse_bool`], as the plugin reads its knobs): interpret every instruction (no run of integer VALU and scalar instructions compiled to host code) | on |
 //!
 //! The last three configure the runtime's dispatcher
@@ -112,6 +113,10 @@ impl Config {
                     .ok()
                     .and_then(|v| knobs::parse_bool(&v))
                     .unwrap_or(true),
+                waves_together: std::env::var("HSA_SIM_WAVES_TOGETHER")
+                    .ok()
+                    .and_then(|v| knobs::parse_bool(&v))
+                    .unwrap_or(false),
             },
         }
     }

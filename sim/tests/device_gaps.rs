@@ -47,6 +47,9 @@ impl log::Log for Keep {
 fn open() -> Session {
     static LOGGER: OnceLock<()> = OnceLock::new();
     LOGGER.get_or_init(|| {
+        // The start-phase holding of (c) is opt-in for its cost; the runtime reads
+        // its knobs at the first hsa_init, which comes after this.
+        std::env::set_var("HSA_SIM_WAVES_TOGETHER", "1");
         log::set_logger(&Keep).expect("no logger yet");
         log::set_max_level(log::LevelFilter::Warn);
     });

@@ -51,7 +51,8 @@ const YIELD_SLICE: u64 = 20_000;
 /// instructions since the release) stops before a store they may read (DS or
 /// FLAT; [`Turn::StoresUntil`]) and lets them catch up. Its turns stay long and its
 /// blocks without such stores keep their fused runs; workgroups without LDS,
-/// or with one wave, are not held at all.
+/// or with one wave, are not held at all. Only with
+/// [`DispatchSettings::waves_together`] (`HSA_SIM_WAVES_TOGETHER`), for its cost.
 const START_PHASE: u64 = 1024;
 /// Dwords of a kernel descriptor (64 bytes).
 const DESCRIPTOR_DWORDS: usize = 16;
@@ -155,6 +156,8 @@ pub(super) struct Job {
     /// the kernel's own ([`CodeObjects`]), and whether new ones fuse runs.
     programs: Arc<ProgramCache>,
     fusion: bool,
+    /// [`DispatchSettings::waves_together`].
+    waves_together: bool,
     launch: KernelLaunch,
     grid_wgs: [u32; 3],
     claims: WorkgroupClaims,
@@ -215,6 +218,7 @@ impl Job {
             program,
             programs: programs.clone(),
             fusion: settings.fusion,
+            waves_together: settings.waves_together,
             launch: KernelLaunch::new(kd, entry),
             grid_wgs,
             claims: WorkgroupClaims::new(total_workgroups, workers),
@@ -493,7 +497,7 @@ impl Job {
         // barrier released it (see START_PHASE). Only waves that share an LDS are
         // held: without one they have no shared state the device runtime races on.
         let mut phase = [0u64; WaveSet::CAPACITY];
-        let shared = self.req.group_segment_size > 0;
+        let shared = self.waves_together && self.req.group_segment_size > 0;
         let mut ctx = WaveContext {
             memory: self.memory.as_ref(),
             lds,

@@ -20,6 +20,12 @@ pub struct DispatchSettings {
     /// Whether straight runs of integer VALU instructions are compiled to host code
     /// (`isa::Program::without_fusion` when not); results are the same either way.
     pub fusion: bool,
+    /// Whether the waves of a workgroup with LDS are held together in their start
+    /// phase (`HSA_SIM_WAVES_TOGETHER`; see `dispatch::job`'s `START_PHASE`):
+    /// device-runtime races that need a GPU's simultaneous waves then behave as on
+    /// one, at a cost (OpenMP STREAM through our plugin about 2.5x slower). Off by
+    /// default: without it a workgroup's waves run one at a time between barriers.
+    pub waves_together: bool,
 }
 
 impl Default for DispatchSettings {
@@ -28,6 +34,7 @@ impl Default for DispatchSettings {
             max_wave_instructions: DEFAULT_MAX_WAVE_INSTRUCTIONS,
             trace: TraceFilter::Off,
             fusion: true,
+            waves_together: false,
         }
     }
 }

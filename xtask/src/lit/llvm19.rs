@@ -253,6 +253,10 @@ config.environment["OMP_TARGET_OFFLOAD"] = "MANDATORY"
 # (KMP_TEAMS_THREAD_LIMIT's default): api/ompx_3d.* run teams of 2 threads
 # on the host too and expect them, which a 2-core machine cannot give.
 config.environment["KMP_TEAMS_THREAD_LIMIT"] = "16"
+# The virtual device holds a workgroup's waves together after its start and
+# each barrier, as a GPU runs them (opt-in for its cost): LLVM 19's pushDST
+# race in offloading/dynamic-schedule-non-spmd.cpp needs it.
+config.environment["HSA_SIM_WAVES_TOGETHER"] = "1"
 config.environment["LD_LIBRARY_PATH"] = {ld}
 config.environment["LD_PRELOAD"] = {preload}
 config.environment["PATH"] = "{bin}:" + os.environ.get("PATH", "")
