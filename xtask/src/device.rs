@@ -41,27 +41,30 @@ fn install(from: &Path, to: &Path, executable: bool) -> Result<(), String> {
         .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), to.display()))
 }
 
-/// Flags every device library source is compiled with.
+/// Flags every device library source is compiled with (LLVM 16's and LLVM 19's
+/// clang alike), before its include directory.
+pub const DEVICE_CFLAGS: [&str; 12] = [
+    "--target=amdgcn-amd-amdhsa",
+    "-mcpu=gfx90a",
+    "-nogpulib",
+    "-ffreestanding",
+    "-fno-builtin",
+    "-nostdlibinc",
+    "-flto",
+    "-O2",
+    "-std=c11",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+];
+
+/// [`DEVICE_CFLAGS`] with the device library's headers as system headers.
 fn device_cflags(include: &Path) -> Vec<String> {
-    [
-        "--target=amdgcn-amd-amdhsa",
-        "-mcpu=gfx90a",
-        "-nogpulib",
-        "-ffreestanding",
-        "-fno-builtin",
-        "-nostdlibinc",
-        "-flto",
-        "-O2",
-        "-std=c11",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-isystem",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain([include.display().to_string()])
-    .collect()
+    DEVICE_CFLAGS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["-isystem".to_string(), include.display().to_string()])
+        .collect()
 }
 
 /// Builds the device library, `amdgpu-cc` and the LLVM oracle into

@@ -170,21 +170,8 @@ fn build_device_library() -> Result<PathBuf, String> {
         let packaged = build.join(format!("{m}.gpubin"));
         let obj = build.join(format!("{m}.o"));
         run(Command::new("clang-19")
-            .args([
-                "--target=amdgcn-amd-amdhsa",
-                "-mcpu=gfx90a",
-                "-nogpulib",
-                "-ffreestanding",
-                "-fno-builtin",
-                "-nostdlibinc",
-                "-flto",
-                "-O2",
-                "-std=c11",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-c",
-            ])
+            .args(crate::device::DEVICE_CFLAGS)
+            .arg("-c")
             .arg(src.join(format!("omp19/{m}.c")))
             .arg("-o")
             .arg(&bc))?;
