@@ -8,6 +8,10 @@
 //   device_bench gather [REPS]            random indexed reads into a 64 MiB table
 //   device_bench saxpy  [N_LOG2 [REPS]]   y = a*x + y over floats
 //   device_bench matmul [N [REPS]]        N x N float matrix product
+//   device_bench stencil [N [SWEEPS]]     Jacobi sweeps of an N x N grid, each
+//                                         with a max reduction of the change
+//   device_bench calls [N_LOG2 [REPS]]    a small noinline device function
+//                                         called many times per element
 //
 // Bandwidths count bytes as STREAM does: copy and scale move 2 arrays per
 // element, add and triad 3, dot reads 2. Every timing is the best of REPS runs
@@ -181,6 +185,85 @@ static int matmul(long n, int reps) {
   return 0;
 }
 
+// Jacobi relaxation of an N x N grid (fixed boundary: 1.0 on the top row),
+// one target region per sweep that also reduces the largest change (max), as
+// a solver tests convergence. Timed: all sweeps after a first, untimed one.
+static int stencil(long n, int sweeps) {
+  double *u = malloc(n * n * sizeof(double));
+  double *v = malloc(n * n * sizeof(double));
+  if (!u || !v) return 1;
+  for (long i = 0; i < n * n; ++i) u[i] = v[i] = i < n ? 1.0 : 0.0;
+  double t = 1e30, change = 0.0;
+#pragma omp target enter data map(to : u[0:n * n], v[0:n * n])
+  for (int r = 0; r <= 1; ++r) {
+    double t0 = omp_get_wtime();
+    for (int s = 0; s < (r ? sweeps : 1); ++s) {
+      double m = 0.0;
+#pragma omp target teams distribute parallel for collapse(2) reduction(max : m)
+      for (long i = 1; i < n - 1; ++i)
+        for (long j = 1; j < n - 1; ++j) {
+          double x = 0.25 * (u[(i - 1) * n + j] + u[(i + 1) * n + j] +
+                             u[i * n + j - 1] + u[i * n + j + 1]);
+          double d = x - u[i * n + j];
+          v[i * n + j] = x;
+          m = m > (d < 0 ? -d : d) ? m : (d < 0 ? -d : d);
+        }
+      double *w = u;
+      u = v;
+      v = w;
+      change = m;
+    }
+    double t1 = omp_get_wtime();
+    if (r > 0) t = t1 - t0;
+  }
+#pragma omp target exit data map(from : u[0:n * n]) map(delete : v[0:n * n])
+  double su = 0;
+  for (long i = 0; i < n * n; ++i) su += u[i];
+  printf("stencil_ms %.4f\n", t * 1e3);
+  printf("check_stencil %.17g\n", su);
+  printf("check_stencil_change %.17g\n", change);
+  free(u);
+  free(v);
+  return 0;
+}
+
+// A small device function, never inlined: -O2 code calls it too, so the
+// call and its stack frame cost at every level.
+#pragma omp declare target
+__attribute__((noinline)) static float poly_step(float acc, float x, int k) {
+  float p = acc * x;  // two statements: no contraction to an fma anywhere
+  return p + (float)(k & 7) * 0.125f;
+}
+#pragma omp end declare target
+
+static int calls(long n, int reps) {
+  float *x = malloc(n * sizeof(float));
+  float *y = malloc(n * sizeof(float));
+  if (!x || !y) return 1;
+  for (long i = 0; i < n; ++i) x[i] = (float)(i % 100) * 0.01f;
+  double t = 1e30;
+#pragma omp target enter data map(to : x[0:n]) map(alloc : y[0:n])
+  for (int r = 0; r <= reps; ++r) {
+    double t0 = omp_get_wtime();
+#pragma omp target teams distribute parallel for
+    for (long i = 0; i < n; ++i) {
+      float acc = 0.0f;
+      for (int k = 0; k < 16; ++k) acc = poly_step(acc, x[i], k);
+      y[i] = acc;
+    }
+    double t1 = omp_get_wtime();
+    if (r > 0) t = best(t, t1 - t0);
+  }
+#pragma omp target exit data map(from : y[0:n]) map(delete : x[0:n])
+  double sy = 0;
+  for (long i = 0; i < n; ++i) sy += y[i];
+  printf("calls_ms %.4f\n", t * 1e3);
+  printf("check_calls %.9g\n", sy);
+  free(x);
+  free(y);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   long p1 = argc > 2 ? atol(argv[2]) : 0;
@@ -189,6 +272,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "gather")) return gather(p1 ? (int)p1 : 3);
   if (!strcmp(mode, "saxpy")) return saxpy(1L << (p1 ? p1 : 24), p2 ? p2 : 3);
   if (!strcmp(mode, "matmul")) return matmul(p1 ? p1 : 512, p2 ? p2 : 2);
-  fprintf(stderr, "usage: %s stream|gather|saxpy|matmul [args]\n", argv[0]);
+  if (!strcmp(mode, "stencil")) return stencil(p1 ? p1 : 256, p2 ? p2 : 20);
+  if (!strcmp(mode, "calls")) return calls(1L << (p1 ? p1 : 20), p2 ? p2 : 2);
+  fprintf(stderr, "usage: %s stream|gather|saxpy|matmul|stencil|calls [args]\n", argv[0]);
   return 2;
 }
