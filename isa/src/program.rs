@@ -23,7 +23,7 @@ use crate::salu::ScalarPlan;
 use crate::state::Flow;
 use crate::state::ScalarFlow;
 use crate::valu::{IntPlan, PkPlan};
-use crate::vmem::FlatPlan;
+use crate::vmem::{FlatPlan, ScratchPlan};
 
 /// Dwords per lazily allocated page of block slots.
 const PAGE_DWORDS: usize = 1024;
@@ -50,6 +50,9 @@ pub(crate) enum Run {
     /// A GLOBAL/FLAT load or store of 4 or 8 bytes per lane (see `vmem::FlatPlan`);
     /// runs only whole-wave consecutive accesses, declining the rest to `WaveState::step`.
     Flat(FlatPlan),
+    /// A MUBUF load or store of whole dwords through the private segment buffer
+    /// (see `vmem::ScratchPlan`): joins fused runs; alone, `WaveState::step` runs it.
+    Scratch(ScratchPlan),
     /// `WaveState::step` on the decoded instruction.
     General,
 }
@@ -68,9 +71,25 @@ impl Run {
             Instruction::Valu(i) => IntPlan::of(i).map(Run::Int),
             Instruction::Ds(i) => LdsPlan::of(i).map(Run::Lds),
             Instruction::Flat(i) => FlatPlan::of(i).map(Run::Flat),
+            Instruction::Mubuf(i) => ScratchPlan::of(i).map(Run::Scratch),
             _ => None,
         };
         vector.unwrap_or(Run::General)
+    }
+
+    /// What the entry of this plan and `inst` is to the search for fused runs
+    /// (`valu::find_runs`).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn slot(&self, inst: &Instruction) -> crate::valu::Slot<'_> {
+        use crate::valu::Slot;
+        match self {
+            Run::Int(p) => Slot::Int(p),
+            Run::Lds(p) => Slot::Lds(p),
+            Run::Flat(p) => Slot::Flat(p),
+            Run::Scratch(p) => Slot::Private(p.0),
+            Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
+            Run::PkF32(_) | Run::General => Slot::Other,
+        }
     }
 
     /// The [`Flow`] of a plan that ran: a scalar plan's own, else the next entry.
@@ -455,14 +474,7 @@ impl Program {
 /// which the block must keep with the entries.
 #[cfg(target_arch = "x86_64")]
 fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu::Code> {
-    use crate::valu::Slot;
-    let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| match &e.run {
-        Run::Int(p) => Slot::Int(p),
-        Run::Lds(p) => Slot::Lds(p),
-        Run::Flat(p) => Slot::Flat(p),
-        Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
-        _ => Slot::Other,
-    }));
+    let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| e.run.slot(inst)));
     let (code, fused) = crate::valu::compile_runs(&runs)?;
     for (at, f) in fused {
         if let Some(e) = entries.get_mut(at) {

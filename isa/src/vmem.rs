@@ -138,6 +138,106 @@ pub(crate) struct FlatFusion {
     pub(crate) key: u64,
 }
 
+/// How a fused run finds the private (scratch) bytes of a whole-wave access whose
+/// lanes all name one offset into their own private space (see [`PrivateFusion`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PrivateAddress {
+    /// A FLAT access through a generic pointer: the VGPR pair at vector-file index
+    /// `vaddr` holds the same private-aperture address in every lane, plus `offset`.
+    Flat {
+        /// Vector-file index of the address pair's low dword.
+        vaddr: u16,
+        /// The instruction's immediate byte offset.
+        offset: i64,
+    },
+    /// A MUBUF access without VADDR through the private segment buffer: the V# in
+    /// the four SGPRs from scalar-file index `rsrc` (swizzled, ADD_TID, 4-byte
+    /// elements, index stride 64, as ROCr builds it: `AqlQueue::InitScratchSRD`),
+    /// SOFFSET added unswizzled, then the immediate `offset` (a multiple of 4).
+    Buffer {
+        /// Scalar-file index of the V#'s first dword.
+        rsrc: u8,
+        /// SOFFSET: a scalar-file index, or a constant.
+        soffset: ScalarOffset,
+        /// The instruction's immediate byte offset (a multiple of 4).
+        offset: u16,
+    },
+}
+
+/// A MUBUF SOFFSET a fused run reads (see [`PrivateAddress::Buffer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScalarOffset {
+    /// The low dword of the SGPR at this scalar-file index.
+    Sgpr(u8),
+    /// An inline constant or literal.
+    Const(u32),
+}
+
+/// A whole-wave private access a fused run makes (`valu::jit`): dword k of lane l
+/// of the slot at private offset p is scratch byte `p + 4k` of lane l, at
+/// `base + (p / 4 + k) · 256 + 4l` for wave64 (`AMDGPUUsage.rst`, "Private
+/// Segment Buffer"; see [`Swizzle::scratch`]), so each dword of the access is one
+/// row of 64 consecutive dwords: a stack slot or a spill of unoptimised code. The
+/// run does it only when every lane is active and (FLAT) every lane's address is
+/// lane 0's and in the private aperture, as [`Wave::run_flat_plan`] does, and stops
+/// before it otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PrivateFusion {
+    /// Where the bytes are.
+    pub(crate) address: PrivateAddress,
+    /// A load (else a store).
+    pub(crate) load: bool,
+    /// Dwords per lane: 1 to 4.
+    pub(crate) dwords: u8,
+    /// Vector-file index of a load's destination or a store's data.
+    pub(crate) reg: u16,
+}
+
+/// A MUBUF load or store of 1 to 4 whole dwords through the private segment buffer
+/// without VADDR (`buffer_store_dword v1, off, s[0:3], s33 offset:8`: the spills
+/// and stack slots of unoptimised code), resolved at decode time for fused runs
+/// ([`PrivateFusion`]); the interpreter runs it by [`WaveState::exec_mubuf`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ScratchPlan(pub(crate) PrivateFusion);
+
+impl ScratchPlan {
+    /// The plan of `i`, if its form has one (see [`ScratchPlan`]).
+    pub(crate) fn of(i: &Mubuf) -> Option<ScratchPlan> {
+        if i.lds || i.idxen || i.offen || i.vaddr.is_some() || i.offset % 4 != 0 {
+            return None;
+        }
+        let (bytes, load) = match mubuf_access(i.op)? {
+            Access::Load { bytes, .. } => (bytes, true),
+            Access::Store { bytes, hi16: false } => (bytes, false),
+            _ => return None,
+        };
+        if !matches!(bytes, 4 | 8 | 12 | 16) {
+            return None;
+        }
+        let rsrc = match i.srsrc? {
+            Operand::Sreg { code, count: 4 } if code <= 98 => code,
+            _ => return None,
+        };
+        let soffset = match i.soffset {
+            Operand::Sreg { code, .. } if code <= 101 => ScalarOffset::Sgpr(code),
+            Operand::Const { value, .. } => ScalarOffset::Const(value as u32),
+            Operand::Literal { value, .. } => ScalarOffset::Const(value),
+            _ => return None,
+        };
+        let reg = u16::try_from(reg_base(i.vdata.as_ref()?)?.0).ok()?;
+        Some(ScratchPlan(PrivateFusion {
+            address: PrivateAddress::Buffer {
+                rsrc,
+                soffset,
+                offset: i.offset,
+            },
+            load,
+            dwords: (bytes / 4) as u8,
+            reg,
+        }))
+    }
+}
+
 impl FlatPlan {
     /// The plan's operands in one word, naming its instruction for the wave's
     /// [`StrideTable`](crate::stride::StrideTable) (the same from whichever copy of
@@ -871,6 +971,38 @@ fn swizzled_form(access: Access, swz: &Swizzle) -> Option<(usize, bool)> {
         && swz.element.is_power_of_two()
         && swz.index_stride.is_power_of_two();
     shaped.then_some((bytes / 4, load))
+}
+
+/// Whether every lane's address pair (`lo`, `hi`) is lane 0's and lies in the
+/// private aperture: the generic pointer to a stack slot that unoptimised code
+/// passes to FLAT (every lane's private byte p is its own scratch byte p).
+#[inline]
+fn private_uniform(lo: &VReg, hi: &VReg, ctx: &WaveContext<'_>) -> bool {
+    let (l0, h0) = (lo[0], hi[0]);
+    if u64::from(h0) != ctx.apertures.private_base >> 32 {
+        return false;
+    }
+    let mut other = 0u32;
+    for l in 0..WAVE_SIZE {
+        other |= (lo[l] ^ l0) | (hi[l] ^ h0);
+    }
+    other == 0
+}
+
+/// The register operand of `count` dwords at vector-file index `reg` (an AGPR from
+/// [`AGPR_BASE`](crate::arch::AGPR_BASE) on), as [`reg_base`] reads it back.
+fn register_operand(reg: usize, count: usize) -> Operand {
+    let count = count as u8;
+    match reg.checked_sub(crate::arch::AGPR_BASE) {
+        Some(a) => Operand::Agpr {
+            index: a as u8,
+            count,
+        },
+        None => Operand::Vgpr {
+            index: reg as u8,
+            count,
+        },
+    }
 }
 
 /// Dwords of a register operand in lane `l`, `n` of them from dword 0.
@@ -1752,6 +1884,9 @@ impl WaveState {
             (Some(lo), Some(hi)) if pair_consecutive(lo, hi, p.offset, step) => {
                 (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(p.offset)
             }
+            (Some(lo), Some(hi)) if p.flat && private_uniform(lo, hi, ctx) => {
+                return Planned::of(self.private_rows(p, ctx));
+            }
             (Some(_), Some(_)) if p.load => return self.gather_fast(p, ctx, may_defer),
             _ => return Planned::Declined,
         };
@@ -1769,6 +1904,31 @@ impl WaveState {
         let bytes = usize::from(p.bytes);
         let ahead = self.strides.observe(p.key(), base);
         Planned::of(self.consecutive_fast(ctx, base, bytes, p.load, p.reg, ahead))
+    }
+
+    /// [`run_flat_plan`](Self::run_flat_plan) for a FLAT access of every lane to one
+    /// address in the private aperture (see [`private_uniform`]): a stack slot of
+    /// unoptimised code, which LLVM addresses through a generic pointer. Lane l's
+    /// byte p is its scratch byte p (`AMDGPUUsage.rst`, "Flat Scratch"), so dword k of
+    /// the 64 lanes is one row of 64 dwords, moved as a SCRATCH access of the same
+    /// offset is ([`swizzled_rows`](Self::swizzled_rows)). False, having done nothing
+    /// visible, when the offset is not dword-aligned or a row is not inside one
+    /// region (the general path then runs and reports any fault).
+    #[inline(never)]
+    fn private_rows(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>) -> bool {
+        let (lo, hi) = (&self.vgpr[p.vaddr], &self.vgpr[p.vaddr + 1]);
+        let address = (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(p.offset);
+        // The offset added may carry out of the aperture: that lane is global then.
+        if address >> 32 != ctx.apertures.private_base >> 32 {
+            return false;
+        }
+        let index: [u64; WAVE_SIZE] = std::array::from_fn(|l| l as u64);
+        let offset = [address & 0xFFFF_FFFF; WAVE_SIZE];
+        let nd = usize::from(p.bytes) / 4;
+        let reg = p.reg.map(|r| register_operand(r, nd));
+        let (data, vdst) = if p.load { (None, reg) } else { (reg, None) };
+        let swz = Swizzle::scratch(self.flat_scratch());
+        self.swizzled_rows(ctx, swz, &index, &offset, nd, p.load, data, vdst)
     }
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a load whose lanes' addresses are
@@ -1955,6 +2115,24 @@ impl WaveState {
                 }
                 if !apertured
                     && self.global_fast(ctx, access, &addrs, (lo, hi), seq, exec, i.data, i.vdst)
+                {
+                    return Ok(());
+                }
+                // Every active lane in the private aperture (stack slots of unoptimised
+                // code): as a SCRATCH access at each lane's aperture offset.
+                if apertured
+                    && lo >> 32 == private
+                    && hi >> 32 == private
+                    && self.swizzled_fast(
+                        ctx,
+                        access,
+                        Swizzle::scratch(flat_scratch),
+                        |l| l as u64,
+                        |l| addrs[l] & 0xFFFF_FFFF,
+                        exec,
+                        i.data,
+                        i.vdst,
+                    )
                 {
                     return Ok(());
                 }

@@ -1406,3 +1406,114 @@ s_endpgm
         assert_eq!(fused, 10, "the loop's block runs as one fused run");
     }
 }
+
+/// `w`'s private memory around the data region at `base`: FLAT_SCRATCH and the
+/// private segment buffer V# in s[0:3] at `base` (the V# swizzled, ADD_TID, 4-byte
+/// elements, index stride 64 as ROCr builds it, or, one case in eight, with another
+/// element size, which fused runs decline), SOFFSET s33 a multiple of 256 (one case
+/// in eight, 2: rows off the host's dword alignment), and the generic pointers
+/// v[12:13] and v[14:15] each one private offset for every lane (dword-aligned, or
+/// not; one case in eight, one lane elsewhere; one in eight, past the aperture).
+fn private_addresses(rng: &mut Rng, w: &mut Wave, base: u64) {
+    w.sgpr[102] = base as u32;
+    w.sgpr[103] = (base >> 32) as u32;
+    let element = if rng.below(8) == 0 { 2 } else { 1 };
+    w.sgpr[0] = base as u32;
+    w.sgpr[1] = (base >> 32) as u32 & 0xFFFF | 1 << 31;
+    w.sgpr[2] = u32::MAX;
+    w.sgpr[3] = 1 << 23 | 3 << 21 | element << 19;
+    w.sgpr[33] = if rng.below(8) == 0 {
+        2
+    } else {
+        256 * rng.below(8) as u32
+    };
+    for r in [12, 14] {
+        let shape = rng.below(8);
+        let p = 4 * rng.below(20) as u64 + u64::from(shape == 0);
+        let odd = rng.below(WAVE_SIZE);
+        for l in 0..WAVE_SIZE {
+            let a = match shape {
+                1 if l == odd => Apertures::KFD.private_base + p + 4,
+                2 => Apertures::KFD.private_base + (1 << 32) + p,
+                _ => Apertures::KFD.private_base + p,
+            };
+            (w.vgpr[r][l], w.vgpr[r + 1][l]) = (a as u32, (a >> 32) as u32);
+        }
+    }
+}
+
+/// A random private access of the forms fused runs take: a MUBUF load or store of
+/// 1 to 4 dwords through s[0:3] and s33 (the spills of unoptimised code), or a
+/// FLAT one of 1 or 2 dwords through v[12:13] or v[14:15] (its stack slots).
+fn private_inst(rng: &mut Rng) -> String {
+    let n = 1 + rng.below(4);
+    // gfx90a's register tuples start at even registers.
+    let d = match n {
+        1 => rng.below(VREGS),
+        _ => 2 * rng.below((VREGS - n) / 2 + 1),
+    };
+    let regs = match n {
+        1 => format!("v{d}"),
+        _ => format!("v[{d}:{}]", d + n - 1),
+    };
+    let sizes = ["dword", "dwordx2", "dwordx3", "dwordx4"];
+    let off = 4 * rng.below(20);
+    let a = if rng.below(2) == 0 {
+        "v[12:13]"
+    } else {
+        "v[14:15]"
+    };
+    let pair = 2 * rng.below(VREGS / 2);
+    match rng.below(6) {
+        0 | 1 => format!(
+            "buffer_store_{} {regs}, off, s[0:3], s33 offset:{off}",
+            sizes[n - 1]
+        ),
+        2 | 3 => format!(
+            "buffer_load_{} {regs}, off, s[0:3], s33 offset:{off}",
+            sizes[n - 1]
+        ),
+        4 => match rng.below(2) {
+            0 => format!("flat_store_dword {a}, v{d} offset:{off}"),
+            _ => format!(
+                "flat_store_dwordx2 {a}, v[{pair}:{}] offset:{off}",
+                pair + 1
+            ),
+        },
+        _ => match rng.below(2) {
+            0 => format!("flat_load_dword v{d}, {a} offset:{off}"),
+            _ => format!("flat_load_dwordx2 v[{pair}:{}], {a} offset:{off}", pair + 1),
+        },
+    }
+}
+
+#[test]
+fn private_accesses_in_fused_runs_give_the_interpreters_results() {
+    // The EXECs unoptimised code spills under: every lane, lane 0 alone (the device
+    // runtime's serial parts), none, and others.
+    let execs = [u64::MAX, 1, 0, u64::MAX >> 3, 0x8000_0000_0000_0001];
+    let mut rng = Rng(0x5EED_5C2A);
+    let mem = TestMemory::default();
+    let (data, base) = mem.alloc_guarded(DATA_BYTES, GUARD);
+    let mut fused = 0;
+    for case in 0..150 {
+        let src: Vec<String> = (0..16)
+            .map(|_| match rng.below(8) {
+                0..=3 => private_inst(&mut rng),
+                _ => Gen { rng: &mut rng }.inst(),
+            })
+            .collect();
+        let text = src.join("\n") + "\ns_endpgm\n";
+        let exec = execs[case % execs.len()];
+        let seed = rng.next() | 1;
+        fused += compare_memory_runs(&mem, &data, &small_lds(), &text, 0, || {
+            let mut r = Rng(seed);
+            let mut w = random_wave(&mut r, exec);
+            private_addresses(&mut r, &mut w, base);
+            w
+        });
+    }
+    if fuses() {
+        assert!(fused > 150 * 16 / 4, "only {fused} instructions ran fused");
+    }
+}

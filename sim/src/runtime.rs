@@ -450,9 +450,20 @@ impl QueueHost for Runtime {
         self.dispatches.fetch_add(1, Ordering::Relaxed);
         // The host may have changed its mappings since the last kernel.
         self.host_maps.invalidate();
-        self.dispatcher
+        let start = std::time::Instant::now();
+        let executed = self
+            .dispatcher
             .dispatch_cancellable(req, memory, self.config.workers, cancel)
-            .map(|_| ())
-            .map_err(|e| e.with_kernel(|| self.kernel_name(req.kernel_object)))
+            .map_err(|e| e.with_kernel(|| self.kernel_name(req.kernel_object)))?;
+        if log::log_enabled!(log::Level::Debug) {
+            let ns = start.elapsed().as_nanos() as f64;
+            log::debug!(
+                "dispatch of {}: {executed} wave-instructions in {:.3} ms ({:.1} ns each)",
+                self.kernel_name(req.kernel_object).unwrap_or_default(),
+                ns / 1e6,
+                ns / executed.max(1) as f64
+            );
+        }
+        Ok(())
     }
 }

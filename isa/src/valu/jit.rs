@@ -99,7 +99,7 @@ use crate::operand::code;
 use crate::salu::{lshl_add_shift, Dst, Native, NativeForm, Src};
 use crate::state::{WaveContext, WaveState};
 use crate::stride::{MAX_STRIDE, NEXT_OFFSET};
-use crate::vmem::{FlatFusion, FlatPlan};
+use crate::vmem::{FlatFusion, FlatPlan, PrivateAddress, PrivateFusion, ScalarOffset};
 
 /// Most masks (AVX registers ymm8..ymm11) one run keeps.
 const MASK_REGS: usize = 4;
@@ -707,6 +707,9 @@ pub(crate) struct RunEnv {
     /// 0, 1, ... 7: the lane numbers of a group (a bpermute's consecutive-lanes
     /// check).
     iota: [u32; 8],
+    /// 1, 2, 4, ... 128: each lane's bit in its group's byte of EXEC (a private
+    /// access's lane mask).
+    lane_bits: [u32; 8],
 }
 
 impl RunEnv {
@@ -718,6 +721,7 @@ impl RunEnv {
             shared: ctx.apertures.shared_base & !0xFFFF_FFFF,
             private: ctx.apertures.private_base & !0xFFFF_FFFF,
             iota: [0, 1, 2, 3, 4, 5, 6, 7],
+            lane_bits: [1, 2, 4, 8, 16, 32, 64, 128],
         }
     }
 }
@@ -728,6 +732,7 @@ const ENV_LDS_LEN: i32 = 8;
 const ENV_SHARED: i32 = 16;
 const ENV_PRIVATE: i32 = 24;
 const ENV_IOTA: i32 = 32;
+const ENV_LANE_BITS: i32 = 64;
 
 /// Where the code finds the wave's parts, from rsi (its scalar file): SCC, the
 /// regions it has cached (`RegionCache::table`) and its stride table.
@@ -745,6 +750,7 @@ const _: () = {
     assert!(offset_of!(RunEnv, shared) == ENV_SHARED as usize);
     assert!(offset_of!(RunEnv, private) == ENV_PRIVATE as usize);
     assert!(offset_of!(RunEnv, iota) == ENV_IOTA as usize);
+    assert!(offset_of!(RunEnv, lane_bits) == ENV_LANE_BITS as usize);
     assert!(offset_of!(WindowTable, n) == 0);
     assert!(offset_of!(WindowTable, windows) == 8);
     assert!(size_of::<crate::memory::Window>() == 24);
@@ -1592,6 +1598,7 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
         }
         match c.accesses.get(k) {
             Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32),
+            Some(Some(Access::Private(p))) => emit_private(a, p, 2 + done as i32),
             Some(Some(Access::Bpermute(p))) => {
                 let q = match (c.parts.get(k + 1), c.accesses.get(k + 1)) {
                     (Some(between), Some(Some(Access::Bpermute(q))))
@@ -1707,11 +1714,209 @@ fn emit_part(a: &mut Assembler, b: &Builder, done: usize) {
 fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     let stop = a.new_dynamic_label();
     let done = a.new_dynamic_label();
+    if f.flat {
+        // Lanes 0 and 1 at one address: a private stack slot of every lane (see
+        // `PrivateFusion`), or nothing this code does.
+        let consecutive = a.new_dynamic_label();
+        let lo = i32::from(f.vaddr) * ROW;
+        dynasm!(a ; .arch x64 ; mov eax, [rdi + lo] ; cmp eax, [rdi + lo + 4] ; jne =>consecutive);
+        let slot = PrivateFusion {
+            address: PrivateAddress::Flat {
+                vaddr: f.vaddr,
+                offset: f.offset,
+            },
+            load: f.load,
+            dwords: f.bytes / 4,
+            reg: f.reg,
+        };
+        emit_private_rows(a, &slot, stop, done);
+        dynasm!(a ; .arch x64 ; jmp =>done ; =>consecutive);
+    }
     emit_flat_range(a, f, stop);
-    emit_flat_window(a, f, stop);
+    emit_window(a, i32::from(f.bytes), stop);
     emit_flat_data(a, f);
     emit_flat_stride(a, f, done);
     emit_stop_exit(a, stop, done, stop_code);
+}
+
+/// Emits a MUBUF access to the private segment of a run (see [`Chain`] and
+/// [`PrivateFusion`]); returns `stop` when it cannot run. Registers as
+/// [`emit_flat`].
+fn emit_private(a: &mut Assembler, p: &PrivateFusion, stop_code: i32) {
+    let stop = a.new_dynamic_label();
+    let done = a.new_dynamic_label();
+    emit_private_rows(a, p, stop, done);
+    emit_stop_exit(a, stop, done, stop_code);
+}
+
+/// Bits of a V#'s dword 3 a private segment buffer's rows depend on: ADD_TID_ENABLE
+/// (23), INDEX_STRIDE (22:21) and ELEMENT_SIZE (20:19) (`AMDGPUUsage.rst`, "Private
+/// Segment Buffer"), and their values for wave64 scratch: ADD_TID on, index stride
+/// 64 (3), 4-byte elements (1).
+const SCRATCH_DW3_MASK: i32 = 1 << 23 | 3 << 21 | 3 << 19;
+/// See [`SCRATCH_DW3_MASK`].
+const SCRATCH_DW3: i32 = 1 << 23 | 3 << 21 | 1 << 19;
+/// Scalar-file index of FLAT_SCRATCH's low dword.
+const FLAT_SCRATCH_LO: i32 = 102;
+
+/// Emits a private access's checks and copy: the lanes (FLAT: every lane active;
+/// MUBUF: none active goes to `done`), the address of row 0 (dword 0 of the 64
+/// lanes) in rax (FLAT: every lane's address lane 0's, in the private aperture,
+/// dword-aligned, the row at FLAT_SCRATCH + offset · 64; MUBUF: the V# a
+/// swizzled wave64 scratch buffer, the row at its base + SOFFSET + offset · 64),
+/// the rows inside one window the wave has cached, then one 256-byte row per dword
+/// between the host memory and the vector file, the active lanes' dwords only.
+/// Goes to `stop`, having changed nothing, when a check fails.
+fn emit_private_rows(a: &mut Assembler, p: &PrivateFusion, stop: DynamicLabel, done: DynamicLabel) {
+    let exec = 4 * i32::from(EXEC_LO);
+    let flat = matches!(p.address, PrivateAddress::Flat { .. });
+    if flat {
+        dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], -1 ; jne =>stop);
+    } else {
+        dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], 0 ; je =>done);
+    }
+    match p.address {
+        PrivateAddress::Flat { vaddr, offset } => {
+            let lo = i32::from(vaddr) * ROW;
+            let hi = lo + ROW;
+            dynasm!(a
+                ; .arch x64
+                ; mov eax, [rdi + lo]
+                ; vmovd xmm0, eax
+                ; vpbroadcastd ymm0, xmm0
+                ; mov ecx, [rdi + hi]
+                ; vmovd xmm1, ecx
+                ; vpbroadcastd ymm1, xmm1
+                ; vpcmpeqd ymm2, ymm2, ymm2
+            );
+            for g in 0..8 {
+                let d = 32 * g;
+                dynasm!(a
+                    ; .arch x64
+                    ; vpcmpeqd ymm3, ymm0, [rdi + lo + d]
+                    ; vpand ymm2, ymm2, ymm3
+                    ; vpcmpeqd ymm3, ymm1, [rdi + hi + d]
+                    ; vpand ymm2, ymm2, ymm3
+                );
+            }
+            dynasm!(a
+                ; .arch x64
+                ; vpcmpeqd ymm5, ymm5, ymm5
+                ; vptest ymm2, ymm5
+                ; jnc =>stop
+                ; shl rcx, 32
+                ; or rax, rcx
+                ; mov rcx, QWORD offset
+                ; add rax, rcx
+                ; mov rcx, rax
+                ; shr rcx, 32
+                ; mov rdx, [r10 + ENV_PRIVATE]
+                ; shr rdx, 32
+                ; cmp rcx, rdx
+                ; jne =>stop
+                ; test eax, 3
+                ; jnz =>stop
+                ; mov eax, eax
+                ; shl rax, 6
+                ; add rax, [rsi + 4 * FLAT_SCRATCH_LO]
+            );
+        }
+        PrivateAddress::Buffer {
+            rsrc,
+            soffset,
+            offset,
+        } => {
+            let c = 4 * i32::from(rsrc);
+            dynasm!(a
+                ; .arch x64
+                ; mov ecx, [rsi + c + 4]
+                ; test ecx, ecx
+                ; jns =>stop
+                ; mov edx, [rsi + c + 12]
+                ; and edx, SCRATCH_DW3_MASK
+                ; cmp edx, SCRATCH_DW3
+                ; jne =>stop
+                ; mov eax, [rsi + c]
+                ; and ecx, 0xFFFF
+                ; shl rcx, 32
+                ; or rax, rcx
+            );
+            match soffset {
+                ScalarOffset::Sgpr(r) => {
+                    let at = 4 * i32::from(r);
+                    dynasm!(a ; .arch x64 ; mov ecx, [rsi + at] ; add rax, rcx);
+                }
+                ScalarOffset::Const(v) => {
+                    dynasm!(a ; .arch x64 ; mov ecx, v as i32 ; add rax, rcx);
+                }
+            }
+            let rows = i32::from(offset) * 64;
+            dynasm!(a ; .arch x64 ; add rax, rows);
+        }
+    }
+    let size = ROW * i32::from(p.dwords);
+    dynasm!(a ; .arch x64 ; mov rcx, rax ; add rcx, size ; jc =>stop);
+    emit_window(a, 4, stop);
+    let copied = a.new_dynamic_label();
+    if !flat {
+        let masked = a.new_dynamic_label();
+        dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], -1 ; jne =>masked);
+        emit_private_copy(a, p, false);
+        dynasm!(a ; .arch x64 ; jmp =>copied ; =>masked);
+        emit_private_copy(a, p, true);
+    } else {
+        emit_private_copy(a, p, false);
+    }
+    dynasm!(a ; .arch x64 ; =>copied ; vzeroupper);
+}
+
+/// Emits a private access's copy between the rows at rdx and the vector file:
+/// whole rows, or (`masked`) the dwords of the lanes EXEC has (the others of a
+/// row written back as they were: scratch is the wave's own).
+fn emit_private_copy(a: &mut Assembler, p: &PrivateFusion, masked: bool) {
+    let exec = 4 * i32::from(EXEC_LO);
+    if masked {
+        dynasm!(a ; .arch x64 ; vmovdqu ymm4, [r10 + ENV_LANE_BITS]);
+    }
+    for g in 0..8 {
+        if masked {
+            // ymm3: all ones in the group's lanes EXEC has.
+            dynasm!(a
+                ; .arch x64
+                ; movzx ecx, BYTE [rsi + exec + g]
+                ; vmovd xmm3, ecx
+                ; vpbroadcastd ymm3, xmm3
+                ; vpand ymm3, ymm3, ymm4
+                ; vpcmpeqd ymm3, ymm3, ymm4
+            );
+        }
+        for k in 0..i32::from(p.dwords) {
+            let mem = ROW * k + 32 * g;
+            let row = (i32::from(p.reg) + k) * ROW + 32 * g;
+            match (p.load, masked) {
+                (true, false) => {
+                    dynasm!(a ; .arch x64 ; vmovdqu ymm0, [rdx + mem] ; vmovdqu [rdi + row], ymm0)
+                }
+                (false, false) => {
+                    dynasm!(a ; .arch x64 ; vmovdqu ymm0, [rdi + row] ; vmovdqu [rdx + mem], ymm0)
+                }
+                (true, true) => dynasm!(a
+                    ; .arch x64
+                    ; vmovdqu ymm0, [rdx + mem]
+                    ; vmovdqu ymm1, [rdi + row]
+                    ; vpblendvb ymm1, ymm1, ymm0, ymm3
+                    ; vmovdqu [rdi + row], ymm1
+                ),
+                (false, true) => dynasm!(a
+                    ; .arch x64
+                    ; vmovdqu ymm0, [rdi + row]
+                    ; vmovdqu ymm1, [rdx + mem]
+                    ; vpblendvb ymm1, ymm1, ymm0, ymm3
+                    ; vmovdqu [rdx + mem], ymm1
+                ),
+            }
+        }
+    }
 }
 
 /// Emits a FLAT or GLOBAL access's address checks (every lane active, the lanes'
@@ -1791,10 +1996,10 @@ fn emit_flat_range(a: &mut Assembler, f: &FlatFusion, stop: DynamicLabel) {
     }
 }
 
-/// Emits the lookup of the window holding a FLAT or GLOBAL access's range [rax, rcx):
-/// rdx = the host address of the base, the window's bounds in the red zone.
-fn emit_flat_window(a: &mut Assembler, f: &FlatFusion, stop: DynamicLabel) {
-    let s = i32::from(f.bytes);
+/// Emits the lookup of the window holding an access's range [rax, rcx): rdx = the
+/// host address of the base, which must be a multiple of `s` (else `stop`), the
+/// window's bounds in the red zone.
+fn emit_window(a: &mut Assembler, s: i32, stop: DynamicLabel) {
     // The window holding [rax, rcx): rdx = its host address of the base; its bounds
     // kept in the red zone for the stride's next range. (The table: its count, then
     // three qwords per window.)
@@ -2609,6 +2814,8 @@ pub(crate) enum Slot<'p> {
     Lds(&'p LdsPlan),
     /// A planned FLAT or GLOBAL load or store (see [`Chain`]).
     Flat(&'p FlatPlan),
+    /// A planned MUBUF access to the private segment (see [`Chain`]).
+    Private(PrivateFusion),
     /// A scalar instruction that falls through and touches only the scalar file and
     /// SCC (see `ScalarPlan::native`).
     Scalar(Native),
@@ -2679,6 +2886,8 @@ enum Access {
     Flat(FlatFusion),
     /// A `ds_bpermute_b32`.
     Bpermute(BpermuteFusion),
+    /// A MUBUF access to one private offset of every lane.
+    Private(PrivateFusion),
 }
 
 /// A run: runs of the [`Builder`] rules (parts), with an access (a FLAT or GLOBAL
@@ -2743,7 +2952,7 @@ impl Chain {
             Slot::Int(p) => b.push(p, features),
             Slot::Lds(p) => b.push_lds(p),
             Slot::Scalar(n) => b.push_scalar(n),
-            Slot::Flat(_) | Slot::Other => false,
+            Slot::Flat(_) | Slot::Private(_) | Slot::Other => false,
         };
         let access = match slot {
             Slot::Flat(p) => match p.fusion() {
@@ -2751,6 +2960,7 @@ impl Chain {
                 None => return false,
             },
             Slot::Lds(p) => p.bpermute().map(Access::Bpermute),
+            Slot::Private(p) => Some(Access::Private(*p)),
             _ => None,
         };
         if let Some(x) = access {
@@ -2790,6 +3000,7 @@ impl Chain {
                 data.max(usize::from(f.vaddr) + 2)
             }
             Access::Bpermute(p) => usize::from(p.addr.max(p.data).max(p.dst)) + 1,
+            Access::Private(p) => usize::from(p.reg) + usize::from(p.dwords),
         });
         parts.chain(accesses).max().unwrap_or(0)
     }

@@ -234,13 +234,7 @@ fn compile_block(src: &str, features: HostFeatures) -> (Vec<(usize, Chain)>, Vec
         insts.push((inst, pc));
     }
     let runs: Vec<Run> = insts.iter().map(|(i, next)| Run::of(i, *next)).collect();
-    let slots = runs.iter().zip(&insts).map(|(r, (inst, _))| match r {
-        Run::Int(p) => Slot::Int(p),
-        Run::Lds(p) => Slot::Lds(p),
-        Run::Flat(p) => Slot::Flat(p),
-        Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
-        _ => Slot::Other,
-    });
+    let slots = runs.iter().zip(&insts).map(|(r, (inst, _))| r.slot(inst));
     let found = find_runs_for(slots, features);
     let bytes = compile_for(&found, features).map_or_else(Vec::new, |(code, _)| code.to_vec());
     (found, bytes)
@@ -253,7 +247,7 @@ const HOST: HostFeatures = HostFeatures {
 };
 
 /// Blocks whose runs use every op, access and scalar form the JIT fuses.
-const PROGRAMS: [&str; 7] = [
+const PROGRAMS: [&str; 8] = [
     // Integer ops: every binary and three-source kind, the carries (in registers
     // and from before the run), selects, 32- and 64-bit compares of every condition,
     // 64-bit shifts; scalar, inline and literal sources; three and four masks.
@@ -433,6 +427,15 @@ v_add_u32_e32 v1, v3, v2
 flat_store_dwordx2 v[14:15], v[0:1] offset:8
 v_add_u32_e32 v1, v1, v2
 s_endpgm",
+    // Private accesses (spills through the private segment buffer) between vector
+    // ops, SOFFSET a register and a constant.
+    "v_add_u32_e32 v1, v1, v2
+buffer_store_dword v1, off, s[0:3], s33 offset:8
+buffer_load_dwordx2 v[2:3], off, s[0:3], s33 offset:16
+v_add_u32_e32 v1, v1, v2
+buffer_store_dwordx4 v[4:7], off, s[0:3], 4 offset:32
+v_add_u32_e32 v1, v1, v2
+s_endpgm",
     // One bpermute alone, then a pair through one address.
     "v_add_u32_e32 v1, v1, v2
 ds_bpermute_b32 v12, v0, v1 offset:4
@@ -456,13 +459,14 @@ s_endpgm",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 147] = [
+const FORMS: [&str; 150] = [
     "adc r32, r32",
     "add r32, imm",
     "add r32, r32",
     "add r64, imm",
     "add r64, m64",
     "add r64, r64",
+    "and r32, imm",
     "and r32, r32",
     "and r64, imm",
     "and r64, r64",
@@ -479,6 +483,7 @@ const FORMS: [&str; 147] = [
     "cmp m64, r64",
     "cmp m8, imm",
     "cmp r32, imm",
+    "cmp r32, m32",
     "cmp r32, r32",
     "cmp r64, m64",
     "cmp r64, r64",
@@ -494,6 +499,7 @@ const FORMS: [&str; 147] = [
     "je imm",
     "jmp imm",
     "jne imm",
+    "jns imm",
     "lea r64, m",
     "mov m32, imm",
     "mov m32, r32",
