@@ -22,7 +22,7 @@ use crate::memory::{read_region_dwords, MemoryRegion};
 use crate::salu::ScalarPlan;
 use crate::state::Flow;
 use crate::state::ScalarFlow;
-use crate::valu::{IntPlan, PkPlan};
+use crate::valu::{IntPlan, LanePlan, PkPlan};
 use crate::vmem::{FlatPlan, ScratchPlan};
 
 /// Dwords per lazily allocated page of block slots.
@@ -53,6 +53,9 @@ pub(crate) enum Run {
     /// A MUBUF load or store of whole dwords through the private segment buffer
     /// (see `vmem::ScratchPlan`): joins fused runs; alone, `WaveState::step` runs it.
     Scratch(ScratchPlan),
+    /// `v_readlane_b32` / `v_writelane_b32` (see `valu::LanePlan`): joins fused runs;
+    /// alone, `WaveState::step` runs it.
+    Lane(LanePlan),
     /// `WaveState::step` on the decoded instruction.
     General,
 }
@@ -68,7 +71,9 @@ impl Run {
             Instruction::Vop3p(i) => PkPlan::of(i)
                 .map(Run::PkF32)
                 .or_else(|| IntPlan::of_vop3p(i).map(Run::Int)),
-            Instruction::Valu(i) => IntPlan::of(i).map(Run::Int),
+            Instruction::Valu(i) => IntPlan::of(i)
+                .map(Run::Int)
+                .or_else(|| LanePlan::of(i).map(Run::Lane)),
             Instruction::Ds(i) => LdsPlan::of(i).map(Run::Lds),
             Instruction::Flat(i) => FlatPlan::of(i).map(Run::Flat),
             Instruction::Mubuf(i) => ScratchPlan::of(i).map(Run::Scratch),
@@ -87,6 +92,7 @@ impl Run {
             Run::Lds(p) => Slot::Lds(p),
             Run::Flat(p) => Slot::Flat(p),
             Run::Scratch(p) => Slot::Private(p.0),
+            Run::Lane(p) => Slot::Lane(*p),
             Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
             Run::PkF32(_) | Run::General => Slot::Other,
         }

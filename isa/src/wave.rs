@@ -318,7 +318,7 @@ impl Wave {
             Run::Lds(p) => crate::lds::run_lds_plan(self, p, ctx.lds),
             Run::PkF32(p) => crate::valu::run_pk_plan(self, p),
             Run::Flat(p) => return self.run_flat_plan(p, ctx, true),
-            Run::Scratch(_) | Run::General => false,
+            Run::Scratch(_) | Run::Lane(_) | Run::General => false,
         };
         Planned::of(ran)
     }

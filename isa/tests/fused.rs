@@ -1517,3 +1517,63 @@ fn private_accesses_in_fused_runs_give_the_interpreters_results() {
         assert!(fused > 150 * 16 / 4, "only {fused} instructions ran fused");
     }
 }
+
+#[test]
+fn agpr_moves_run_fused_as_the_interpreter_runs_them() {
+    // Unoptimised code parks values in AGPRs between VALU ops: the moves join runs.
+    let text = "v_accvgpr_write_b32 a3, v1
+v_add_u32_e32 v2, v1, v0
+v_accvgpr_write_b32 a4, v2
+v_accvgpr_write_b32 a5, 7
+v_accvgpr_read_b32 v4, a3
+v_accvgpr_read_b32 v5, a4
+v_accvgpr_read_b32 v6, a5
+v_xor_b32_e32 v7, v4, v5";
+    for seed in 1..6 {
+        let fused = check_text(text, seed);
+        if fuses() {
+            assert_eq!(fused, 8, "the moves joined no run:\n{text}");
+        }
+    }
+}
+
+/// A random lane move of the forms fused runs take: `v_readlane_b32` and
+/// `v_writelane_b32` by a constant lane or by s8's low six bits, and
+/// `v_readfirstlane_b32`, between v0..v11 and s8..s13.
+fn lane_inst(rng: &mut Rng) -> String {
+    let (v, s) = (rng.below(VREGS), 8 + rng.below(6));
+    let lane = match rng.below(3) {
+        0 => "s8".to_string(),
+        _ => rng.below(64).to_string(),
+    };
+    match rng.below(3) {
+        0 => format!("v_readlane_b32 s{s}, v{v}, {lane}"),
+        // (One scalar register at most: the constant bus.)
+        1 if lane == "s8" => format!("v_writelane_b32 v{v}, {}, s8", rng.below(65)),
+        1 => format!("v_writelane_b32 v{v}, s{s}, {lane}"),
+        _ => format!("v_readfirstlane_b32 s{s}, v{v}"),
+    }
+}
+
+#[test]
+fn lane_moves_in_fused_runs_give_the_interpreters_results() {
+    // EXEC: every lane, lane 0 alone (SGPR spills), none, the top lanes off.
+    let execs = [u64::MAX, 1, 0, u64::MAX >> 3, 0x8000_0000_0000_0000];
+    let mut rng = Rng(0x5EED_1A7E);
+    let mut fused = 0;
+    for case in 0..150 {
+        let src: Vec<String> = (0..16)
+            .map(|_| match rng.below(8) {
+                0..=2 => lane_inst(&mut rng),
+                _ => Gen { rng: &mut rng }.inst(),
+            })
+            .collect();
+        let text = src.join("\n");
+        let exec = execs[case % execs.len()];
+        let seed = rng.next() | 1;
+        fused += check_wave(&text, || random_wave(&mut Rng(seed), exec));
+    }
+    if fuses() {
+        assert!(fused > 150 * 16 / 8, "only {fused} instructions ran fused");
+    }
+}

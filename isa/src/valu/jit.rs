@@ -88,7 +88,7 @@ use std::sync::Arc;
 use dynasmrt::x64::Assembler;
 use dynasmrt::{dynasm, AssemblyOffset, DynamicLabel, DynasmApi, DynasmLabelApi, ExecutableBuffer};
 
-use super::plan::{Bin, F64Op, IntPlan, Kind, Tri};
+use super::plan::{Bin, F64Op, IntPlan, Kind, LanePlan, Tri};
 use super::vop3p::PlanSrc;
 use crate::arch::WAVE_SIZE;
 use crate::fp::FpMode;
@@ -232,6 +232,17 @@ enum Op {
     Shift64 {
         k: u8,
         n: u32,
+        d: u16,
+        lo: Val,
+        hi: Val,
+    },
+    /// `k` as `Kind::Shift64`, each lane by its `amount` (a register's lanes, or a
+    /// scalar's value for all; unoptimised code shifts by an SGPR) modulo 64:
+    /// frame row `mask` holds 63.
+    Shift64By {
+        k: u8,
+        amount: Val,
+        mask: usize,
         d: u16,
         lo: Val,
         hi: Val,
@@ -665,14 +676,23 @@ impl Builder {
                 }
             }
             Kind::Shift64(k) => {
-                let PlanSrc::Imm(n) = s0[0] else { return None };
                 let (lo, hi) = (self.val(s1[0])?, self.val(s1[1])?);
-                Op::Shift64 {
-                    k,
-                    n: n & 63,
-                    d: self.dst(p.dst, 2),
-                    lo,
-                    hi,
+                match s0[0] {
+                    PlanSrc::Imm(n) => Op::Shift64 {
+                        k,
+                        n: n & 63,
+                        d: self.dst(p.dst, 2),
+                        lo,
+                        hi,
+                    },
+                    by => Op::Shift64By {
+                        k,
+                        amount: self.val(by)?,
+                        mask: self.row_of(63),
+                        d: self.dst(p.dst, 2),
+                        lo,
+                        hi,
+                    },
                 }
             }
             _ => return None,
@@ -1599,6 +1619,7 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
         match c.accesses.get(k) {
             Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32),
             Some(Some(Access::Private(p))) => emit_private(a, p, 2 + done as i32),
+            Some(Some(Access::Lane(p))) => emit_lane(a, p),
             Some(Some(Access::Bpermute(p))) => {
                 let q = match (c.parts.get(k + 1), c.accesses.get(k + 1)) {
                     (Some(between), Some(Some(Access::Bpermute(q))))
@@ -1737,6 +1758,61 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     emit_flat_data(a, f);
     emit_flat_stride(a, f, done);
     emit_stop_exit(a, stop, done, stop_code);
+}
+
+/// Emits a move between a vector register's lane and a scalar register (see
+/// [`LanePlan`]; between parts, it cannot fail): rax = the lane, rcx = the dword
+/// moved.
+fn emit_lane(a: &mut Assembler, p: &LanePlan) {
+    // rax = the lane (modulo 64).
+    let lane = |a: &mut Assembler, s: PlanSrc| match s {
+        PlanSrc::Imm(n) => dynasm!(a ; .arch x64 ; mov eax, (n & 63) as i32),
+        PlanSrc::Sreg(c) => {
+            let at = 4 * i32::from(c);
+            dynasm!(a ; .arch x64 ; mov eax, [rsi + at] ; and eax, 63);
+        }
+        // (A lane operand is a scalar: `scalar_dword` resolves nothing else.)
+        PlanSrc::Vreg(_) => dynasm!(a ; .arch x64 ; xor eax, eax),
+    };
+    match *p {
+        LanePlan::Read { sdst, src, lane: l } => {
+            lane(a, l);
+            let (row, d) = (i32::from(src) * ROW, 4 * i32::from(sdst));
+            dynasm!(a ; .arch x64 ; mov ecx, [rdi + rax * 4 + row] ; mov [rsi + d], ecx);
+        }
+        LanePlan::Write {
+            dst,
+            value,
+            lane: l,
+        } => {
+            lane(a, l);
+            match value {
+                PlanSrc::Imm(v) => dynasm!(a ; .arch x64 ; mov ecx, v as i32),
+                PlanSrc::Sreg(c) => {
+                    let at = 4 * i32::from(c);
+                    dynasm!(a ; .arch x64 ; mov ecx, [rsi + at]);
+                }
+                PlanSrc::Vreg(_) => dynasm!(a ; .arch x64 ; xor ecx, ecx),
+            }
+            let row = i32::from(dst) * ROW;
+            dynasm!(a ; .arch x64 ; mov [rdi + rax * 4 + row], ecx);
+        }
+        LanePlan::First { sdst, src } => {
+            let (row, d) = (i32::from(src) * ROW, 4 * i32::from(sdst));
+            let exec = 4 * i32::from(EXEC_LO);
+            dynasm!(a
+                ; .arch x64
+                ; xor eax, eax
+                ; mov rcx, [rsi + exec]
+                ; test rcx, rcx
+                ; jz >first
+                ; bsf rax, rcx
+                ; first:
+                ; mov ecx, [rdi + rax * 4 + row]
+                ; mov [rsi + d], ecx
+            );
+        }
+    }
 }
 
 /// Emits a MUBUF access to the private segment of a run (see [`Chain`] and
@@ -2507,6 +2583,14 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
         }
         Op::F64 { op, d, src } => emit_f64(a, op, d, src),
         Op::Shift64 { k, n, d, lo, hi } => emit_shift64(a, k, n, d, lo, hi),
+        Op::Shift64By {
+            k,
+            amount,
+            mask,
+            d,
+            lo,
+            hi,
+        } => emit_shift64_by(a, k, (amount, mask), d, lo, hi),
         Op::LdsStore { data, at } => {
             load(a, 0, data);
             dynasm!(a ; .arch x64 ; mov rax, [rbp + at] ; vmovdqu [rax + rdx], ymm0);
@@ -2806,6 +2890,53 @@ fn emit_shift64(a: &mut Assembler, k: u8, n: u32, d: u16, lo: Val, hi: Val) {
     store(a, d + 1, 3);
 }
 
+/// Emits a 64-bit shift by lane amounts ([`Op::Shift64By`]): the lanes' (low,
+/// high) dword pairs as qwords (lanes 0, 1, 4, 5 in ymm2, lanes 2, 3, 6, 7 in
+/// ymm3, as `vpunpck*dq` pair them), shifted by their amounts modulo 64 (an
+/// arithmetic shift as a logical one between two flips of a negative value's
+/// bits), then split back into the rows of the low and high dwords.
+fn emit_shift64_by(
+    a: &mut Assembler,
+    k: u8,
+    (amount, mask): (Val, usize),
+    d: u16,
+    lo: Val,
+    hi: Val,
+) {
+    load(a, 0, lo);
+    load(a, 1, hi);
+    load(a, 4, amount);
+    let m = 32 * mask as i32;
+    dynasm!(a
+        ; .arch x64
+        ; vpand ymm4, ymm4, [rsp + m]
+        ; vpxor ymm5, ymm5, ymm5
+        ; vpunpckldq ymm2, ymm0, ymm1
+        ; vpunpckhdq ymm3, ymm0, ymm1
+        ; vpunpckldq ymm0, ymm4, ymm5
+        ; vpunpckhdq ymm1, ymm4, ymm5
+    );
+    match k {
+        0 => dynasm!(a ; .arch x64 ; vpsllvq ymm2, ymm2, ymm0 ; vpsllvq ymm3, ymm3, ymm1),
+        1 => dynasm!(a ; .arch x64 ; vpsrlvq ymm2, ymm2, ymm0 ; vpsrlvq ymm3, ymm3, ymm1),
+        _ => {
+            for (x, n) in [(2u8, 0u8), (3, 1)] {
+                dynasm!(a
+                    ; .arch x64
+                    ; vpcmpgtq ymm4, ymm5, Ry(x)
+                    ; vpxor Ry(x), Ry(x), ymm4
+                    ; vpsrlvq Ry(x), Ry(x), Ry(n)
+                    ; vpxor Ry(x), Ry(x), ymm4
+                );
+            }
+        }
+    }
+    shufps(a, 0, 2, 3, 0x88);
+    shufps(a, 1, 2, 3, 0xDD);
+    store(a, d, 0);
+    store(a, d + 1, 1);
+}
+
 /// What a block entry is to [`find_runs`].
 pub(crate) enum Slot<'p> {
     /// An integer VALU plan.
@@ -2816,6 +2947,8 @@ pub(crate) enum Slot<'p> {
     Flat(&'p FlatPlan),
     /// A planned MUBUF access to the private segment (see [`Chain`]).
     Private(PrivateFusion),
+    /// A planned `v_readlane_b32` or `v_writelane_b32` (see [`Chain`]).
+    Lane(LanePlan),
     /// A scalar instruction that falls through and touches only the scalar file and
     /// SCC (see `ScalarPlan::native`).
     Scalar(Native),
@@ -2888,6 +3021,8 @@ enum Access {
     Bpermute(BpermuteFusion),
     /// A MUBUF access to one private offset of every lane.
     Private(PrivateFusion),
+    /// A move between a vector register's lane and a scalar register.
+    Lane(LanePlan),
 }
 
 /// A run: runs of the [`Builder`] rules (parts), with an access (a FLAT or GLOBAL
@@ -2952,7 +3087,7 @@ impl Chain {
             Slot::Int(p) => b.push(p, features),
             Slot::Lds(p) => b.push_lds(p),
             Slot::Scalar(n) => b.push_scalar(n),
-            Slot::Flat(_) | Slot::Private(_) | Slot::Other => false,
+            Slot::Flat(_) | Slot::Private(_) | Slot::Lane(_) | Slot::Other => false,
         };
         let access = match slot {
             Slot::Flat(p) => match p.fusion() {
@@ -2961,6 +3096,8 @@ impl Chain {
             },
             Slot::Lds(p) => p.bpermute().map(Access::Bpermute),
             Slot::Private(p) => Some(Access::Private(*p)),
+            Slot::Lane(p) => Some(Access::Lane(*p)),
+            Slot::Int(p) => LanePlan::first_lane(p).map(Access::Lane),
             _ => None,
         };
         if let Some(x) = access {
@@ -3001,6 +3138,11 @@ impl Chain {
             }
             Access::Bpermute(p) => usize::from(p.addr.max(p.data).max(p.dst)) + 1,
             Access::Private(p) => usize::from(p.reg) + usize::from(p.dwords),
+            Access::Lane(
+                LanePlan::Read { src: r, .. }
+                | LanePlan::Write { dst: r, .. }
+                | LanePlan::First { src: r, .. },
+            ) => usize::from(*r) + 1,
         });
         parts.chain(accesses).max().unwrap_or(0)
     }

@@ -41,7 +41,7 @@ use crate::state::reg_base;
 pub(crate) use jit::{
     compile as compile_runs, find_runs, run_fused, Code, Fused, Ran, RunEnv, Slot,
 };
-pub(crate) use plan::{run_int_plan, IntPlan};
+pub(crate) use plan::{run_int_plan, IntPlan, LanePlan};
 pub(crate) use vop3p::{run_pk_plan, PkPlan};
 
 impl WaveState {

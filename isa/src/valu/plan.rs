@@ -127,6 +127,80 @@ pub(crate) struct IntPlan {
     width: u8,
 }
 
+/// A move between one lane of a vector register and a scalar register, resolved at
+/// decode time for fused runs (`valu::jit`, which runs it between two parts of a
+/// run; the interpreter runs it by the general path): unoptimised code spills SGPRs
+/// into VGPR lanes (`v_writelane_b32 v40, s30, 0` ... `v_readlane_b32 s30, v40, 0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LanePlan {
+    /// `v_readlane_b32`: scalar-file index `sdst` (an SGPR) = lane `lane` (modulo
+    /// 64) of vector-file row `src`.
+    Read { sdst: u8, src: u16, lane: PlanSrc },
+    /// `v_writelane_b32`: lane `lane` (modulo 64) of row `dst` = `value`, whatever
+    /// EXEC says.
+    Write {
+        dst: u16,
+        value: PlanSrc,
+        lane: PlanSrc,
+    },
+    /// `v_readfirstlane_b32`: `sdst` = the lowest active lane of row `src`, lane 0
+    /// when none is active.
+    First { sdst: u8, src: u16 },
+}
+
+impl LanePlan {
+    /// The plan of `i`, if it is a `v_readlane_b32` or `v_writelane_b32` in a plain
+    /// e32/e64 form whose vector operand is a register, whose scalar destination is
+    /// an SGPR and whose scalar sources resolve.
+    pub(crate) fn of(i: &Valu) -> Option<LanePlan> {
+        if !matches!(i.encoding, ValuEncoding::E32 | ValuEncoding::Vop3)
+            || i.abs != 0
+            || i.neg != 0
+            || i.clamp
+            || i.omod != 0
+            || i.op_sel != 0
+        {
+            return None;
+        }
+        let scalar = |k: usize| scalar_dword(i.src[k].as_ref()?, 0);
+        match i.op {
+            O::VReadlaneB32 => Some(LanePlan::Read {
+                sdst: sgpr_destination(i.vdst.as_ref()?)?,
+                src: reg_base(i.src[0].as_ref()?)?.0 as u16,
+                lane: scalar(1)?,
+            }),
+            O::VWritelaneB32 => Some(LanePlan::Write {
+                dst: reg_base(i.vdst.as_ref()?)?.0 as u16,
+                value: scalar(0)?,
+                lane: scalar(1)?,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The plan of a planned `v_readfirstlane_b32` (see [`IntPlan`]) whose source is
+    /// a register and destination an SGPR.
+    pub(crate) fn first_lane(p: &IntPlan) -> Option<LanePlan> {
+        let (Kind::Readfirstlane, PlanSrc::Vreg(src), Some([sdst, _])) =
+            (p.kind, p.src[0][0], p.sdst)
+        else {
+            return None;
+        };
+        (usize::from(sdst) < SGPRS).then_some(LanePlan::First { sdst, src })
+    }
+}
+
+/// SGPRs s0..s101: the scalar-file indices a [`LanePlan`] writes.
+const SGPRS: usize = 102;
+
+/// The scalar-file index of a one-dword SGPR destination (s0..s101).
+fn sgpr_destination(op: &Operand) -> Option<u8> {
+    match *op {
+        Operand::Sreg { code, count: 1 } if usize::from(code) < SGPRS => Some(code),
+        _ => None,
+    }
+}
+
 /// Dword `dw` (0 or 1) of an operand read as a scalar (`WaveState::read_scalar`), or
 /// `None` for operands whose value is not in the register files.
 fn scalar_dword(op: &Operand, dw: u8) -> Option<PlanSrc> {
@@ -323,8 +397,17 @@ impl IntPlan {
 
     /// The plan of a `v_pk_mov_b32` (any OP_SEL, OP_SEL_HI, NEG, CLAMP: the general
     /// path reads only OP_SEL) whose two sources resolve and whose destination is a
-    /// vector register pair.
+    /// vector register pair, or of a `v_accvgpr_read_b32`/`v_accvgpr_write_b32` (a
+    /// move; unoptimised code parks values in AGPRs).
     pub(crate) fn of_vop3p(i: &Vop3p) -> Option<IntPlan> {
+        if matches!(i.op, Vop3pOp::VAccvgprReadB32 | Vop3pOp::VAccvgprWriteB32) {
+            // A move between the VGPRs and the AGPRs (one file here: AGPR k is row
+            // AGPR_BASE + k), as the general path moves it: dword 0, no modifier.
+            let dst = reg_base(&i.vdst?)?.0 as u16;
+            let mut src = [[PlanSrc::Imm(0); 2]; 3];
+            src[0][0] = pk_dword(i.src[0].as_ref()?, 0)?;
+            return Some(IntPlan::new(Kind::Mov, dst, None, src));
+        }
         if i.op != Vop3pOp::VPkMovB32 {
             return None;
         }

@@ -142,7 +142,7 @@ fn pk_f32(w: &mut WaveState, i: &Vop3p, pc: u64, ctx: &WaveContext<'_>) -> Resul
 
 /// Where one dword of a planned source comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum PlanSrc {
+pub(crate) enum PlanSrc {
     /// Index in the vector file ([`WaveState::vgpr`]).
     Vreg(u16),
     /// Index in the scalar file ([`WaveState::sgpr`]).

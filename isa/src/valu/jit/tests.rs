@@ -317,6 +317,9 @@ v_lshrrev_b64 v[8:9], 5, v[0:1]
 v_lshrrev_b64 v[8:9], 40, v[0:1]
 v_ashrrev_i64 v[8:9], 5, v[0:1]
 v_ashrrev_i64 v[8:9], 40, v[0:1]
+v_lshlrev_b64 v[8:9], s10, v[0:1]
+v_lshrrev_b64 v[8:9], v2, v[0:1]
+v_ashrrev_i64 v[8:9], s10, v[0:1]
 s_endpgm",
     // f64: add, multiply, fused multiply-add (both forms).
     "v_add_f64 v[0:1], v[2:3], v[4:5]
@@ -428,13 +431,21 @@ flat_store_dwordx2 v[14:15], v[0:1] offset:8
 v_add_u32_e32 v1, v1, v2
 s_endpgm",
     // Private accesses (spills through the private segment buffer) between vector
-    // ops, SOFFSET a register and a constant.
+    // ops, SOFFSET a register and a constant; lane moves (SGPR spills) and AGPR
+    // moves.
     "v_add_u32_e32 v1, v1, v2
 buffer_store_dword v1, off, s[0:3], s33 offset:8
 buffer_load_dwordx2 v[2:3], off, s[0:3], s33 offset:16
 v_add_u32_e32 v1, v1, v2
 buffer_store_dwordx4 v[4:7], off, s[0:3], 4 offset:32
 v_add_u32_e32 v1, v1, v2
+v_writelane_b32 v3, s8, 5
+v_writelane_b32 v3, 7, s9
+v_readlane_b32 s10, v3, 6
+v_readlane_b32 s11, v3, s9
+v_readfirstlane_b32 s12, v1
+v_accvgpr_write_b32 a1, v1
+v_accvgpr_read_b32 v2, a1
 s_endpgm",
     // One bpermute alone, then a pair through one address.
     "v_add_u32_e32 v1, v1, v2
@@ -459,7 +470,7 @@ s_endpgm",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 150] = [
+const FORMS: [&str; 154] = [
     "adc r32, r32",
     "add r32, imm",
     "add r32, r32",
@@ -470,6 +481,7 @@ const FORMS: [&str; 150] = [
     "and r32, r32",
     "and r64, imm",
     "and r64, r64",
+    "bsf r64, r64",
     "bt r32, r32",
     "bt r64, imm",
     "bt r64, r64",
@@ -579,6 +591,7 @@ const FORMS: [&str; 150] = [
     "vpbroadcastq ymm, xmm",
     "vpcmpeqd ymm, ymm, m256",
     "vpcmpeqd ymm, ymm, ymm",
+    "vpcmpgtq ymm, ymm, ymm",
     "vpcmpgtd ymm, ymm, ymm",
     "vperm2i128 ymm, ymm, ymm, imm",
     "vpermq ymm, ymm, imm",
@@ -595,11 +608,13 @@ const FORMS: [&str; 150] = [
     "vpslld ymm, ymm, imm",
     "vpsllq ymm, ymm, xmm",
     "vpsllvd ymm, ymm, ymm",
+    "vpsllvq ymm, ymm, ymm",
     "vpsrad ymm, ymm, imm",
     "vpsravd ymm, ymm, ymm",
     "vpsrld ymm, ymm, imm",
     "vpsrlq ymm, ymm, xmm",
     "vpsrlvd ymm, ymm, ymm",
+    "vpsrlvq ymm, ymm, ymm",
     "vpsubd ymm, ymm, ymm",
     "vptest ymm, ymm",
     "vpunpckhdq ymm, ymm, ymm",
@@ -780,7 +795,7 @@ type Case = (&'static str, fn(&mut Assembler));
 /// Forms the JIT has dynasm-rs encode, each written as the JIT writes it (one
 /// example, with registers the JIT uses) and as llvm-objdump-16 prints it: every
 /// VEX form the JIT emits but those encoded by hand.
-const DYNASM_FORMS: [Case; 53] = [
+const DYNASM_FORMS: [Case; 56] = [
     (
         "vperm2i128 ymm4, ymm2, ymm3, 0x20",
         |a| dynasm!(a ; .arch x64 ; vperm2i128 ymm4, ymm2, ymm3, 0x20),
@@ -818,6 +833,18 @@ const DYNASM_FORMS: [Case; 53] = [
     (
         "vpsrlvd ymm3, ymm0, ymm1",
         |a| dynasm!(a ; .arch x64 ; vpsrlvd ymm3, ymm0, ymm1),
+    ),
+    (
+        "vpsllvq ymm2, ymm2, ymm0",
+        |a| dynasm!(a ; .arch x64 ; vpsllvq ymm2, ymm2, ymm0),
+    ),
+    (
+        "vpsrlvq ymm3, ymm3, ymm1",
+        |a| dynasm!(a ; .arch x64 ; vpsrlvq ymm3, ymm3, ymm1),
+    ),
+    (
+        "vpcmpgtq ymm4, ymm5, ymm2",
+        |a| dynasm!(a ; .arch x64 ; vpcmpgtq ymm4, ymm5, ymm2),
     ),
     (
         "vpsravd ymm2, ymm1, ymm0",
@@ -1240,13 +1267,18 @@ fn fused_lane_ops_compute_what_sem_defines() {
             (Shift64::Lshr, "v_lshrrev_b64"),
             (Shift64::Ashr, "v_ashrrev_i64"),
         ] {
-            for n in [0u32, 1, 5, 31, 32, 33, 63] {
-                let src = format!("{name} v[4:5], {n}, v[0:1]");
+            // Constant amounts, and v3's lanes (each lane its own amount, modulo 64).
+            for n in [0u32, 1, 5, 31, 32, 33, 63, u32::MAX] {
+                let amount = match n {
+                    u32::MAX => "v3".to_string(),
+                    _ => n.to_string(),
+                };
+                let src = format!("{name} v[4:5], {amount}, v[0:1]");
                 let (out, k) = run_block(&src, w);
                 if k > 0 {
                     for l in 0..WAVE_SIZE {
                         let v = u64::from(a[l]) | u64::from(b[l]) << 32;
-                        let r = op.apply(v, n);
+                        let r = op.apply(v, if n == u32::MAX { c[l] } else { n });
                         assert_eq!(
                             (out.vgpr[4][l], out.vgpr[5][l]),
                             (r as u32, (r >> 32) as u32),
