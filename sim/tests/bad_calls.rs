@@ -722,6 +722,91 @@ fn freed_memory_and_destroyed_copy_signals() {
     assert_eq!(hsa_amd_memory_pool_free(std::ptr::null_mut()), 0);
 }
 
+/// The host's next `mmap`s (a thread's stack or signal stack, a `malloc`
+/// arena) never land on freed device memory, so a copy through a dangling
+/// device pointer fails every time instead of writing into them. Before the
+/// freed range was kept reserved, the kernel handed the hole out again at
+/// once (its top-down allocator fills the highest free gap first), and
+/// `hsa_memory_copy` into it succeeded whenever a runtime thread starting up
+/// happened to map its signal stack there.
+#[test]
+fn freed_device_memory_is_never_the_hosts_again() {
+    let _g = serial();
+    let _s = Session::open();
+    let gpu = gpus()[0];
+    let device_pool = pools(gpu)
+        .into_iter()
+        .find(|p| pool_u32(*p, HSA_AMD_MEMORY_POOL_INFO_SEGMENT) == HSA_AMD_SEGMENT_GLOBAL)
+        .expect("a device pool");
+    let mut mine = vec![7u8; 4096];
+    let freed = alloc(device_pool, 4096) as u64;
+    assert_eq!(hsa_amd_memory_pool_free(freed as *mut c_void), 0);
+    // What a thread starting now would map: its signal stack and stack.
+    let mut host_maps = Vec::new();
+    for len in [16048usize, 4096, 8192, 2 << 20] {
+        let m = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(m, libc::MAP_FAILED);
+        let m = m as u64;
+        assert!(
+            m + len as u64 <= freed || m >= freed + 4096,
+            "the host mapped {len} bytes at {m:#x}, over freed device memory {freed:#x}"
+        );
+        host_maps.push((m, len));
+    }
+    for _ in 0..3 {
+        // Both directions, and a range that only runs into the freed page.
+        assert_eq!(
+            unsafe { hsa_memory_copy(freed as *mut c_void, mine.as_ptr() as *const c_void, 4096) },
+            HSA_STATUS_ERROR_INVALID_ALLOCATION
+        );
+        assert_eq!(
+            unsafe {
+                hsa_memory_copy(mine.as_mut_ptr() as *mut c_void, freed as *const c_void, 64)
+            },
+            HSA_STATUS_ERROR_INVALID_ALLOCATION
+        );
+        assert_eq!(
+            unsafe {
+                hsa_memory_copy(
+                    mine.as_mut_ptr() as *mut c_void,
+                    (freed - 64) as *const c_void,
+                    128,
+                )
+            },
+            HSA_STATUS_ERROR_INVALID_ALLOCATION
+        );
+    }
+    assert!(mine.iter().all(|&b| b == 7), "a failed copy wrote nothing");
+    // Memory the program owns is still copied (checked), to and from the
+    // host mappings made after the free.
+    let (m, len) = host_maps[1];
+    assert_eq!(
+        unsafe { hsa_memory_copy(m as *mut c_void, mine.as_ptr() as *const c_void, len) },
+        0
+    );
+    assert_eq!(unsafe { *(m as *const u8).add(len - 1) }, 7);
+    // A later pool allocation may reuse the range: then it is live memory again.
+    let again = alloc(device_pool, 4096) as u64;
+    assert_eq!(
+        unsafe { hsa_memory_copy(again as *mut c_void, mine.as_ptr() as *const c_void, 4096) },
+        0
+    );
+    assert_eq!(unsafe { *(again as *const u8) }, 7);
+    assert_eq!(hsa_amd_memory_pool_free(again as *mut c_void), 0);
+    for (m, len) in host_maps {
+        unsafe { libc::munmap(m as *mut c_void, len) };
+    }
+}
+
 /// Gives `f`'s result, or fails if it has not returned within a minute (a
 /// hang is the bug looked for).
 fn returns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {

@@ -7,7 +7,7 @@ use super::{boundary, check_signature, non_null, write_info};
 use crate::agent::{agent_handle, AgentKind, InfoValue};
 use crate::copy::CopyJob;
 use crate::error::{SimError, SimResult};
-use crate::memory::{AllocKind, Allocation, Resolved};
+use crate::memory::{AllocKind, Resolved};
 use crate::runtime::{runtime, Runtime};
 use hsa_sys::*;
 use std::ffi::{c_int, c_void};
@@ -250,7 +250,7 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
                 rt.memory.first_fit(start, end, rounded, 2 << 20)
             })
             .flatten();
-        let alloc = match Allocation::new_at(size, AllocKind::Pool(p.index), p.agent, 0, place) {
+        let alloc = match rt.memory.allocate_pool(size, p.index, p.agent, place) {
             Ok(a) => a,
             Err(e) => {
                 p.used.fetch_sub(rounded, Ordering::AcqRel);
@@ -266,6 +266,10 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
 }
 
 /// `hsa_amd_memory_pool_free`: frees an allocation by its base; NULL is a no-op.
+///
+/// The range stays reserved, so that a later copy through the dangling
+/// pointer fails instead of reaching whatever the host maps there next
+/// ([`crate::memory`], "Freed pool memory stays reserved").
 #[no_mangle]
 pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> hsa_status_t {
     boundary("hsa_amd_memory_pool_free", || {
@@ -274,15 +278,15 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> hsa_status_t {
             return Ok(());
         }
         let base = ptr as u64;
-        match rt.memory.by_base(base) {
-            Some(a) if matches!(a.kind, AllocKind::Pool(_)) => {
+        // Removed in one step: of two threads freeing one pointer, one succeeds.
+        match rt.memory.free_pool(base) {
+            Some(a) => {
                 if let AllocKind::Pool(p) = a.kind {
                     rt.pools[p].used.fetch_sub(a.size, Ordering::AcqRel);
                 }
-                rt.memory.remove(base);
                 Ok(())
             }
-            _ => Err(SimError::InvalidAllocation(format!(
+            None => Err(SimError::InvalidAllocation(format!(
                 "{base:#x} is not the base of a pool allocation"
             ))),
         }
@@ -602,11 +606,17 @@ pub unsafe extern "C" fn hsa_memory_copy(
         if size == 0 {
             return Ok(());
         }
-        // A side that touches a runtime allocation must lie inside it (freed
-        // device memory is no longer one); any other address is the program's
-        // memory, reached through the kernel's checked copy, so memory that is
-        // gone or protected fails the call instead of faulting.
+        // A side that touches pool memory the client freed fails (its range
+        // stays reserved, so nothing else can be there); a side that touches a
+        // runtime allocation must lie inside it; any other address is the
+        // program's memory, reached through the kernel's checked copy, so
+        // memory that is gone or protected fails the call instead of faulting.
         for (p, what) in [(dst as u64, "destination"), (src as u64, "source")] {
+            if let Some((b, e)) = rt.memory.freed_overlapping(p, size as u64) {
+                return Err(SimError::InvalidAllocation(format!(
+                    "copy {what} {p:#x}..+{size:#x} touches freed pool memory {b:#x}..{e:#x}"
+                )));
+            }
             let fits = match rt.memory.gap_around(p) {
                 // Inside an allocation: wholly inside it.
                 None => rt.memory.resolve(p, size as u64).is_some(),
