@@ -1168,6 +1168,15 @@ impl ScalarPlan {
                 Src::of(&i.ssrc1)?,
                 nowhere,
             )),
+            Instruction::Sop1(i) if i.op == Sop1Op::SGetpcB64 => {
+                // The PC of the next instruction: a constant of this entry.
+                let d = Dst::of(i.sdst.as_ref()?)?;
+                let run: ScalarExec = |w, p| {
+                    p.d.set(w, p.a.get(w));
+                    ScalarFlow::Next
+                };
+                Some(plan(run, Src::K(next), none, d))
+            }
             Instruction::Sop1(i) => {
                 let a = Src::of(i.ssrc0.as_ref()?)?;
                 let d = Dst::of(i.sdst.as_ref()?)?;
@@ -1196,6 +1205,12 @@ impl ScalarPlan {
                     ScalarFlow::Next
                 };
                 Some(plan(run, Src::K(u64::from(simm)), none, d))
+            }
+            Instruction::Sopk(i) if arithk_as_sop2(i).is_some() => {
+                let (op, imm) = arithk_as_sop2(i)?;
+                let d = Dst::of(i.sdst.as_ref()?)?;
+                let a = Src::of(i.sdst.as_ref()?)?;
+                Some(plan(sop2_exec(op)?, a, Src::K(u64::from(imm)), d))
             }
             Instruction::Sopk(i) => {
                 let (op, imm) = cmpk_as_sopc(i)?;
@@ -1246,6 +1261,17 @@ impl ScalarPlan {
 /// second source (SOPK encoding, `SSRC1` = SIMM16: sign extended for the `_i32`
 /// forms, zero extended for the `_u32` ones; `SDST` is the first source); `None`
 /// for the other SOPK opcodes.
+/// `s_addk_i32` / `s_mulk_i32` as the SOP2 operation they are (SDST op the
+/// sign-extended SIMM16, into SDST; SCC as SOP2's), with that immediate.
+fn arithk_as_sop2(i: &Sopk) -> Option<(Sop2Op, u32)> {
+    let op = match i.op {
+        SopkOp::SAddkI32 => Sop2Op::SAddI32,
+        SopkOp::SMulkI32 => Sop2Op::SMulI32,
+        _ => return None,
+    };
+    Some((op, i.simm16 as i16 as i32 as u32))
+}
+
 fn cmpk_as_sopc(i: &Sopk) -> Option<(SopcOp, u32)> {
     use SopcOp as C;
     use SopkOp as K;
@@ -1356,6 +1382,12 @@ impl ScalarPlan {
                 dst(self.d) | exec,
             ),
             Instruction::Sopk(i) if i.op == SopkOp::SMovkI32 => (NativeForm::Mov, 0, dst(self.d)),
+            Instruction::Sopk(i) if arithk_as_sop2(i).is_some() => (
+                NativeForm::Sop2(arithk_as_sop2(i)?.0),
+                src(self.a),
+                dst(self.d),
+            ),
+            Instruction::Sop1(i) if i.op == Sop1Op::SGetpcB64 => (NativeForm::Mov, 0, dst(self.d)),
             Instruction::Sopk(i) => (NativeForm::Sopc(cmpk_as_sopc(i)?.0), src(self.a), 0),
             Instruction::Sop1(i) if matches!(i.op, Sop1Op::SSextI32I8 | Sop1Op::SSextI32I16) => {
                 (NativeForm::Sext(i.op), src(self.a), dst(self.d))
@@ -2059,6 +2091,7 @@ mod plan_tests {
                 "SAndn2SaveexecB64",
                 "SSextI32I8",
                 "SSextI32I16",
+                "SGetpcB64",
             ],
         );
         // No plan may touch an absent operand.
@@ -2082,6 +2115,8 @@ mod plan_tests {
             &planned,
             &[
                 "SMovkI32",
+                "SAddkI32",
+                "SMulkI32",
                 "SCmpkEqI32",
                 "SCmpkLgI32",
                 "SCmpkGtI32",

@@ -2118,6 +2118,15 @@ impl WaveState {
                 {
                     return Ok(());
                 }
+                // Every active lane in the shared aperture (the device runtime's team
+                // state through generic pointers): as a DS access at each lane's offset.
+                if apertured
+                    && lo >> 32 == shared
+                    && hi >> 32 == shared
+                    && self.flat_lds(ctx, access, &addrs, exec, i)
+                {
+                    return Ok(());
+                }
                 // Every active lane in the private aperture (stack slots of unoptimised
                 // code): as a SCRATCH access at each lane's aperture offset.
                 if apertured
@@ -2284,6 +2293,42 @@ impl WaveState {
         let nd = access.data_dwords();
         let data = self.read_regs(i.vdata.as_ref(), nd, ctx);
         self.run_access(ctx, access, &targets, &data[..nd], i.vdata, i.glc, pc)
+    }
+
+    /// A FLAT load or store (not d16) whose active lanes all address the shared
+    /// aperture: lane l's LDS byte `addrs[l] - shared_base` (`AMDGPUUsage.rst`,
+    /// "Address Spaces"), straight on the LDS bytes as a DS access. Returns false,
+    /// having done nothing, for another access or when a lane's range is outside the
+    /// LDS (the per-lane path then runs and reports the faulting lane).
+    fn flat_lds(
+        &mut self,
+        ctx: &mut WaveContext<'_>,
+        access: Access,
+        addrs: &[u64; WAVE_SIZE],
+        exec: u64,
+        i: &Flat,
+    ) -> bool {
+        let lane: VReg = std::array::from_fn(|l| addrs[l] as u32);
+        let (bytes, load, signed, hi16) = match access {
+            Access::Load { bytes, signed } => (bytes, true, signed, false),
+            Access::Store { bytes, hi16 } => (bytes, false, false, hi16),
+            _ => return false,
+        };
+        if !Self::lds_lanes_in_range(ctx.lds.len(), exec, &lane, 0, u64::from(bytes)) {
+            return false;
+        }
+        let bytes = bytes as usize;
+        if load {
+            if let Some(d) = i.vdst {
+                self.lds_load_fast(ctx.lds, exec, &lane, 0, bytes, signed, &d, 0);
+            }
+        } else {
+            // Take the LDS out of the context so that operands can be read from it.
+            let lds = std::mem::take(&mut ctx.lds);
+            self.lds_store_fast(ctx, lds, exec, &lane, 0, bytes, hi16, i.data.as_ref(), 0);
+            ctx.lds = lds;
+        }
+        true
     }
 
     /// Whether every active lane's LDS range `[addr + off, addr + off + bytes)` lies

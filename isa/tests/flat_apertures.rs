@@ -117,3 +117,96 @@ fn one_lane_outside_the_apertures_among_lds_lanes_faults_as_global() {
         }
     );
 }
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// Runs `text` on a wave with EXEC `exec`, v0..v15 as `regs` gives them, over a
+/// copy of `lds`; returns v0..v15 and the LDS after.
+fn run_over_lds(
+    text: &str,
+    exec: u64,
+    regs: &dyn Fn(&mut Wave),
+    lds: &[u8],
+) -> (Vec<[u32; 64]>, Vec<u8>) {
+    let mem = TestMemory::default();
+    let c = code(&mem, &format!("{text}\ns_endpgm"));
+    let mut w = Wave::new();
+    w.pc = c.region.device_base();
+    regs(&mut w);
+    w.set_exec(exec);
+    let mut lds = lds.to_vec();
+    assert_eq!(
+        run_wave(&mem, &c, &mut w, &mut lds),
+        Ok(WaveExit::Ended),
+        "{text}"
+    );
+    ((0..16).map(|r| w.vgpr[r]).collect(), lds)
+}
+
+#[test]
+fn flat_accesses_to_the_shared_aperture_equal_their_ds_forms() {
+    // (FLAT form through v[2:3], the DS form through v8 = the lanes' LDS offsets.)
+    let pairs = [
+        ("flat_load_dword v1, v[2:3]", "ds_read_b32 v1, v8"),
+        ("flat_load_dwordx2 v[0:1], v[2:3]", "ds_read_b64 v[0:1], v8"),
+        (
+            "flat_load_dwordx4 v[4:7], v[2:3]",
+            "ds_read_b128 v[4:7], v8",
+        ),
+        ("flat_load_ubyte v1, v[2:3]", "ds_read_u8 v1, v8"),
+        ("flat_load_sbyte v1, v[2:3]", "ds_read_i8 v1, v8"),
+        ("flat_load_sshort v1, v[2:3]", "ds_read_i16 v1, v8"),
+        ("flat_store_dword v[2:3], v9", "ds_write_b32 v8, v9"),
+        (
+            "flat_store_dwordx2 v[2:3], v[10:11]",
+            "ds_write_b64 v8, v[10:11]",
+        ),
+        ("flat_store_byte v[2:3], v9", "ds_write_b8 v8, v9"),
+        ("flat_store_short v[2:3], v9", "ds_write_b16 v8, v9"),
+    ];
+    let mut rng = Rng(0x5EED_F1A7);
+    let lds: Vec<u8> = (0..1024).map(|_| rng.next() as u8).collect();
+    for case in 0..200 {
+        let (flat, ds) = pairs[case % pairs.len()];
+        let exec = match case % 4 {
+            0 => u64::MAX,
+            1 => 1,
+            _ => rng.next(),
+        };
+        // Every lane one address, or its own (aligned to the access).
+        let one = rng.next() % 2 == 0;
+        let offsets: Vec<u32> = (0..64)
+            .map(|_| (rng.next() % 1000) as u32 & !15)
+            .map(|o| if one { 512 } else { o })
+            .collect();
+        let values: Vec<u32> = (0..64 * 16).map(|_| rng.next() as u32).collect();
+        let regs = |w: &mut Wave| {
+            for r in 0..16 {
+                for l in 0..64 {
+                    w.vgpr[r][l] = values[r * 64 + l];
+                }
+            }
+            for l in 0..64 {
+                let a = Apertures::KFD.shared_base + u64::from(offsets[l]);
+                (w.vgpr[2][l], w.vgpr[3][l]) = (a as u32, (a >> 32) as u32);
+                w.vgpr[8][l] = offsets[l];
+            }
+        };
+        let (fv, fl) = run_over_lds(flat, exec, &regs, &lds);
+        let (dv, dl) = run_over_lds(ds, exec, &regs, &lds);
+        for r in [0, 1, 4, 5, 6, 7] {
+            assert_eq!(fv[r], dv[r], "v{r}: {flat} vs {ds}, exec {exec:#x}");
+        }
+        assert!(fl == dl, "the LDS: {flat} vs {ds}, exec {exec:#x}");
+    }
+}

@@ -1577,3 +1577,30 @@ fn lane_moves_in_fused_runs_give_the_interpreters_results() {
         assert!(fused > 150 * 16 / 8, "only {fused} instructions ran fused");
     }
 }
+
+#[test]
+fn getpc_and_arithmetic_with_an_immediate_run_fused_as_interpreted() {
+    // Unoptimised code's calls (s_getpc_b64 before s_swappc_b64) and stack pointer
+    // updates (s_addk_i32 s32, ...), with SCC (signed overflow) read back.
+    let text = "s_getpc_b64 s[8:9]
+s_addk_i32 s10, 0x4400
+s_cselect_b32 s12, 1, 2
+s_addk_i32 s11, 0x8000
+s_mulk_i32 s13, -3
+s_cselect_b32 s4, 3, 4
+v_mov_b32_e32 v1, s8
+v_add_u32_e32 v2, s9, v1";
+    let mut fused = 0;
+    for seed in 1..40 {
+        fused += check_wave(text, || {
+            let mut w = random_wave(&mut Rng(seed), u64::MAX);
+            // Values at the edges of signed overflow.
+            w.sgpr[10] = [0x7FFF_BBFF, 0x7FFF_BC00, 0, u32::MAX][seed as usize % 4];
+            w.sgpr[11] = [0x8000_0000, 0x8000_7FFF, 1][seed as usize % 3];
+            w
+        });
+    }
+    if fuses() {
+        assert_eq!(fused, 39 * 8, "the scalar forms joined no run:\n{text}");
+    }
+}

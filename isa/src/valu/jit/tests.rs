@@ -387,6 +387,9 @@ s_mov_b64 s[10:11], s[12:13]
 s_mov_b64 s[10:11], 0x12345678
 s_sext_i32_i8 s10, s11
 s_sext_i32_i16 s10, s11
+s_getpc_b64 s[10:11]
+s_addk_i32 s8, 0x4400
+s_mulk_i32 s9, 0xfffd
 s_cbranch_scc0 2
 s_and_saveexec_b64 s[12:13], s[8:9]
 s_or_saveexec_b64 s[12:13], s[8:9]
