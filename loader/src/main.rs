@@ -135,7 +135,11 @@ fn run(options: &cli::Options) -> Result<i32, Error> {
     let service = launch::start_rpc(&hsa, &pools, exe, gpu, wavefront)?;
     launch::set_clock_frequency(&hsa, &fine, exe, gpu)?;
 
-    let queue_size: u32 = hsa.agent_info(gpu, HSA_AGENT_INFO_QUEUE_MAX_SIZE)?;
+    // The loader has one dispatch in flight at a time (`_begin`, `_start`,
+    // `_end`, each waited for), so the smallest queue the agent offers
+    // serves it; the largest (131072 packets, 8 MiB, on the virtual device)
+    // made every start clear 8 MiB of pages.
+    let queue_size: u32 = hsa.agent_info(gpu, HSA_AGENT_INFO_QUEUE_MIN_SIZE)?;
     let queue = launch::Queue::create(&hsa, gpu, queue_size)?;
     let metadata = code_object::kernel_metadata(&image)?;
     let launcher = launch::Launcher {

@@ -23,6 +23,7 @@
 //! live one), and `FILE`
 //! handles from the device are checked against the ones the server opened.
 
+mod backoff;
 mod heap;
 pub mod layout;
 mod port;

@@ -6,12 +6,9 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 
+use crate::backoff;
 use crate::layout::Layout;
 use crate::{Error, Result, PACKET_BYTES};
-
-/// How long a wait for the device spins before it starts yielding the
-/// core between polls.
-pub(crate) const SPIN_BEFORE_YIELD: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// One lane's 64-byte packet (`rpc::Buffer`).
 pub type Packet = [u64; 8];
@@ -195,31 +192,34 @@ impl<'a> Port<'a> {
 
     /// Waits until the device has handed the packet back (inbox != outbox).
     ///
-    /// Spins (with the CPU's pause hint) for up to [`SPIN_BEFORE_YIELD`]
-    /// first: the device answers a packet in microseconds, and giving the
-    /// core away with `sched_yield` while the device's own threads are
-    /// runnable costs a scheduler slice (milliseconds on a loaded machine)
-    /// per packet. After that it yields between polls.
+    /// Spins (with the CPU's pause hint) for up to [`backoff::SPIN_FOR`]
+    /// first: the device answers a packet in microseconds. After that it
+    /// naps between polls (see `backoff` for why it never yields), and
+    /// after [`backoff::NAP_FOR`] it sleeps longer between them (the device
+    /// is computing, e.g. the length of a long `%s` string).
     fn wait_for_ownership(&self) -> Result<()> {
         let inbox = self.shared.inbox(self.index);
-        let mut spins = 0u32;
-        let mut start: Option<std::time::Instant> = None;
-        while inbox.load(Ordering::Relaxed) == self.out {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) {
-                if self.stop.load(Ordering::Relaxed) {
-                    return Err(Error::Stopped(self.index));
+        if inbox.load(Ordering::Relaxed) != self.out {
+            fence(Ordering::Acquire);
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        loop {
+            for _ in 0..backoff::SPINS_PER_CHECK {
+                if inbox.load(Ordering::Relaxed) != self.out {
+                    fence(Ordering::Acquire);
+                    return Ok(());
                 }
-                let t0 = *start.get_or_insert_with(std::time::Instant::now);
-                if t0.elapsed() >= SPIN_BEFORE_YIELD {
-                    std::thread::yield_now();
-                }
-            } else {
                 std::hint::spin_loop();
             }
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(Error::Stopped(self.index));
+            }
+            let waited = start.elapsed();
+            if waited >= backoff::SPIN_FOR {
+                backoff::pause(waited);
+            }
         }
-        fence(Ordering::Acquire);
-        Ok(())
     }
 
     fn each_lane<F>(&mut self, mut f: F) -> Result<()>

@@ -7,13 +7,16 @@
 //! the opcode is a PACKED one. The format is parsed here with the same rules
 //! as LLVM libc's `printf_core::Parser` (flags, `*` width and precision,
 //! length modifiers incl. C23 `wN`/`wfN`, unknown conversions printed as
-//! written); each conversion is then rendered by the host C library's
-//! `snprintf`, so the output follows C's rules exactly. Written here rather
+//! written); each number and pointer is then rendered by the host C
+//! library's `snprintf` (one call into a stack buffer, the directive built
+//! on the stack), so the output follows C's rules exactly, and `%s`, `%c`
+//! and `%%` are copied with glibc's padding rules (a 1 MiB `%s` is one
+//! copy, not two `snprintf` passes over a `CString` copy). Written here rather
 //! than taken from a crate because the argument block's layout is the RPC
 //! protocol's own, and no Rust formatting crate reproduces C's `printf`
 //! byte for byte.
 
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int};
 
 /// A source of argument values: the sizing pass counts, the formatting pass
 /// reads the device's bytes.
@@ -351,98 +354,201 @@ pub(crate) fn parse<'f>(format: &'f [u8], args: &mut dyn ArgSource) -> Vec<Secti
     out
 }
 
-/// The printf directive (without length) for a conversion: `%`, flags,
-/// width, precision.
-fn directive(c: &Conversion, extra_flags: u8) -> String {
-    let flags = c.flags | extra_flags;
-    let mut s = String::from("%");
-    for (bit, ch) in [
-        (LEFT, '-'),
-        (PLUS, '+'),
-        (SPACE, ' '),
-        (ALT, '#'),
-        (ZERO, '0'),
-    ] {
-        if flags & bit != 0 {
-            s.push(ch);
-        }
-    }
-    if c.width > 0 {
-        s.push_str(&c.width.to_string());
-    }
-    if c.precision >= 0 {
-        s.push('.');
-        s.push_str(&c.precision.to_string());
-    }
-    s
+/// Bytes of a directive's buffer: `%`, five flags, a width and a
+/// precision of at most 20 digits each, `.`, `ll`, the conversion and the
+/// NUL need at most 51.
+const DIRECTIVE_BYTES: usize = 64;
+
+/// The C directive of one conversion, NUL-terminated on the stack: `%`,
+/// flags, width, precision, a length (`ll` or none) and the conversion
+/// character. No heap allocation per conversion.
+struct Directive {
+    bytes: [u8; DIRECTIVE_BYTES],
+    len: usize,
 }
 
-/// Runs `snprintf(buf, n, fmt, arg)` twice (measure, then write) and
-/// returns the bytes, or `None` when the C library reports an error or the
-/// output would exceed `limit` bytes.
-fn c_format(fmt: &str, arg: CArg<'_>, limit: u64) -> Option<Vec<u8>> {
-    let cfmt = CString::new(fmt).ok()?;
+impl Directive {
+    /// The directive of `c` with `extra_flags` added, `length` and `conv`.
+    fn new(c: &Conversion, extra_flags: u8, length: &[u8], conv: u8) -> Directive {
+        let mut d = Directive {
+            bytes: [0; DIRECTIVE_BYTES],
+            len: 0,
+        };
+        d.push(b'%');
+        let flags = c.flags | extra_flags;
+        for (bit, ch) in [
+            (LEFT, b'-'),
+            (PLUS, b'+'),
+            (SPACE, b' '),
+            (ALT, b'#'),
+            (ZERO, b'0'),
+        ] {
+            if flags & bit != 0 {
+                d.push(ch);
+            }
+        }
+        if c.width > 0 {
+            d.number(c.width.unsigned_abs());
+        }
+        if c.precision >= 0 {
+            d.push(b'.');
+            d.number(c.precision.unsigned_abs());
+        }
+        for &b in length {
+            d.push(b);
+        }
+        d.push(conv);
+        d
+    }
+
+    /// Appends a byte, always leaving the last byte of the buffer NUL.
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self
+            .bytes
+            .get_mut(self.len)
+            .filter(|_| self.len + 1 < DIRECTIVE_BYTES)
+        {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    /// Appends `v` in decimal.
+    fn number(&mut self, mut v: u64) {
+        let mut digits = [0u8; 20];
+        let mut n = 0;
+        loop {
+            digits[n] = b'0' + (v % 10) as u8;
+            n += 1;
+            v /= 10;
+            if v == 0 || n == digits.len() {
+                break;
+            }
+        }
+        for &d in digits[..n].iter().rev() {
+            self.push(d);
+        }
+    }
+}
+
+/// Output of one conversion that fits on the stack; longer output (a wide
+/// field, a `%f` of a huge value) is written by a second `snprintf` into
+/// the output vector itself.
+const STACK_OUTPUT: usize = 128;
+
+/// Appends `snprintf(directive, arg)` to `out`. `None` (nothing appended)
+/// when the C library reports an error or the output would exceed `limit`
+/// bytes.
+fn c_format(d: &Directive, arg: CArg, limit: u64, out: &mut Vec<u8>) -> Option<()> {
+    let fmt = d.bytes.as_ptr() as *const c_char;
     let call = |buf: *mut c_char, n: usize| -> c_int {
-        // SAFETY: `cfmt` is a NUL-terminated directive with exactly one
-        // conversion whose C type matches the variant passed; `buf` is NULL
-        // with n = 0, or a writable buffer of `n` bytes.
+        // SAFETY: `fmt` is a NUL-terminated directive (the buffer's last
+        // byte is never written) with exactly one conversion whose C type
+        // matches the variant passed; `buf` is a writable buffer of `n`
+        // bytes.
         unsafe {
             match arg {
-                CArg::I64(v) => libc::snprintf(buf, n, cfmt.as_ptr(), v as libc::c_longlong),
-                CArg::U64(v) => libc::snprintf(buf, n, cfmt.as_ptr(), v as libc::c_ulonglong),
-                CArg::Int(v) => libc::snprintf(buf, n, cfmt.as_ptr(), v),
-                CArg::F64(v) => libc::snprintf(buf, n, cfmt.as_ptr(), v),
-                CArg::Str(s) => libc::snprintf(buf, n, cfmt.as_ptr(), s.as_ptr()),
+                CArg::I64(v) => libc::snprintf(buf, n, fmt, v as libc::c_longlong),
+                CArg::U64(v) => libc::snprintf(buf, n, fmt, v as libc::c_ulonglong),
+                CArg::F64(v) => libc::snprintf(buf, n, fmt, v),
             }
         }
     };
-    let len = call(std::ptr::null_mut(), 0);
+    let mut stack = [0u8; STACK_OUTPUT];
+    let len = call(stack.as_mut_ptr() as *mut c_char, stack.len());
     if len < 0 || len as u64 > limit {
         return None;
     }
-    let mut buf = vec![0u8; len as usize + 1];
-    let written = call(buf.as_mut_ptr() as *mut c_char, buf.len());
-    if written != len {
+    let len = len as usize;
+    if let Some(bytes) = stack.get(..len).filter(|_| len < STACK_OUTPUT) {
+        out.extend_from_slice(bytes);
+        return Some(());
+    }
+    let start = out.len();
+    out.resize(start + len + 1, 0);
+    let written = call(out[start..].as_mut_ptr() as *mut c_char, len + 1);
+    if usize::try_from(written).ok() != Some(len) {
+        out.truncate(start);
         return None;
     }
-    buf.truncate(len as usize);
-    Some(buf)
+    out.truncate(start + len);
+    Some(())
 }
 
 #[derive(Clone, Copy)]
-enum CArg<'a> {
+enum CArg {
     I64(i64),
     U64(u64),
-    Int(c_int),
     F64(f64),
-    Str(&'a CString),
 }
 
-/// Renders one conversion. `string` is the text a `%s` prints (`None`:
-/// NULL). `None` means the conversion failed (LLVM's `-1`).
-pub(crate) fn render(c: &Conversion, string: Option<&[u8]>, limit: u64) -> Option<Vec<u8>> {
+/// Appends `text` padded with spaces to the conversion's width (after it
+/// with the `-` flag), as glibc prints `%s` and `%c`: the `0`, `+`, space
+/// and `#` flags change nothing there. `None` when the field would exceed
+/// `limit` bytes or C's `int` result.
+fn padded(c: &Conversion, text: &[u8], limit: u64, out: &mut Vec<u8>) -> Option<()> {
+    let width = usize::try_from(c.width).unwrap_or(0);
+    let fill = width.saturating_sub(text.len());
+    let total = (text.len() + fill) as u64;
+    if total > limit || total > i32::MAX as u64 {
+        return None;
+    }
+    if c.flags & LEFT == 0 {
+        out.resize(out.len() + fill, b' ');
+    }
+    out.extend_from_slice(text);
+    if c.flags & LEFT != 0 {
+        out.resize(out.len() + fill, b' ');
+    }
+    Some(())
+}
+
+/// A `%s` field's bytes: up to the first NUL, at most `precision` of them.
+fn string_field(c: &Conversion, text: &[u8]) -> usize {
+    let text = c_string(text);
+    match usize::try_from(c.precision) {
+        Ok(p) => text.len().min(p),
+        Err(_) => text.len(),
+    }
+}
+
+/// Appends one conversion's output to `out`. `string` is the text a `%s`
+/// prints (`None`: NULL, printed as `(null)`). `None` (nothing appended)
+/// means the conversion failed (LLVM's `-1`).
+///
+/// `%s`, `%c` and `%%` are copied here, byte for byte what glibc's
+/// `snprintf` prints for them (the padding of [`padded`]); numbers and
+/// pointers go through `snprintf` with one directive built on the stack.
+pub(crate) fn render(
+    c: &Conversion,
+    string: Option<&[u8]>,
+    limit: u64,
+    out: &mut Vec<u8>,
+) -> Option<()> {
     if c.width as u64 > limit || (c.precision > 0 && c.precision as u64 > limit) {
         return None;
     }
     match (c.conv, c.value) {
-        (b'%', _) => Some(b"%".to_vec()),
-        (b'n', _) => Some(Vec::new()),
-        (b'c', Value::Int(v)) => c_format(
-            &format!("{}c", directive(c, 0)),
-            CArg::Int(v as u32 as i32),
-            limit,
-        ),
+        (b'%', _) => {
+            out.push(b'%');
+            Some(())
+        }
+        (b'n', _) => Some(()),
+        (b'c', Value::Int(v)) => padded(c, &[v as u8], limit, out),
         (b's', _) => {
-            let text = CString::new(c_string(string.unwrap_or(b"(null)"))).ok()?;
-            c_format(&format!("{}s", directive(c, 0)), CArg::Str(&text), limit)
+            let text = string.unwrap_or(b"(null)");
+            padded(c, &text[..string_field(c, text)], limit, out)
         }
         (b'p', Value::Ptr(0)) => {
-            let text = CString::new("(nullptr)").ok()?;
-            c_format(&format!("{}s", directive(c, 0)), CArg::Str(&text), limit)
+            let text: &[u8] = b"(nullptr)";
+            padded(c, &text[..string_field(c, text)], limit, out)
         }
-        (b'p', Value::Ptr(p)) => {
-            c_format(&format!("{}llx", directive(c, ALT)), CArg::U64(p), limit)
-        }
+        (b'p', Value::Ptr(p)) => c_format(
+            &Directive::new(c, ALT, b"ll", b'x'),
+            CArg::U64(p),
+            limit,
+            out,
+        ),
         (conv, Value::Int(raw)) => {
             let bits = match c.length {
                 Length::Hh => 8,
@@ -452,7 +558,7 @@ pub(crate) fn render(c: &Conversion, string: Option<&[u8]>, limit: u64) -> Optio
                 _ => 64,
             };
             let signed = matches!(conv, b'd' | b'i');
-            let fmt = format!("{}ll{}", directive(c, 0), conv as char);
+            let d = Directive::new(c, 0, b"ll", conv);
             let mask = if bits >= 64 {
                 u64::MAX
             } else {
@@ -476,17 +582,15 @@ pub(crate) fn render(c: &Conversion, string: Option<&[u8]>, limit: u64) -> Optio
                 } else {
                     magnitude as i64
                 };
-                c_format(&fmt, CArg::I64(value), limit)
+                c_format(&d, CArg::I64(value), limit, out)
             } else {
-                c_format(&fmt, CArg::U64(raw & mask), limit)
+                c_format(&d, CArg::U64(raw & mask), limit, out)
             }
         }
-        (conv, Value::Float(v)) => c_format(
-            &format!("{}{}", directive(c, 0), conv as char),
-            CArg::F64(v),
-            limit,
-        ),
-        _ => Some(Vec::new()),
+        (conv, Value::Float(v)) => {
+            c_format(&Directive::new(c, 0, b"", conv), CArg::F64(v), limit, out)
+        }
+        _ => Some(()),
     }
 }
 
@@ -511,7 +615,7 @@ mod tests {
                     } else {
                         None
                     };
-                    out.extend(render(&c, st, 1 << 20).unwrap_or_default());
+                    let _ = render(&c, st, 1 << 20, &mut out);
                 }
             }
         }
@@ -549,6 +653,62 @@ mod tests {
         assert_eq!(run(b"tail %", &[], &[]), b"tail %");
     }
 
+    /// `%s`, `%c` and a NULL `%p` are copied, not formatted by the C
+    /// library: every flag, width and precision gives glibc's bytes.
+    #[test]
+    fn copied_conversions_match_snprintf() {
+        let flag_sets: [&str; 8] = ["", "-", "0", "-0", "+", " ", "#", "-+ #0"];
+        let widths = ["", "1", "3", "7", "12"];
+        let precisions = ["", ".", ".0", ".2", ".5", ".20"];
+        let strings: [&[u8]; 4] = [b"", b"ab", b"hello world", b"stop\0after"];
+        for flags in flag_sets {
+            for width in widths {
+                for precision in precisions {
+                    for (conv, arg) in [("s", 0), ("c", 1), ("p", 2)] {
+                        let fmt = format!("%{flags}{width}{precision}{conv}");
+                        for s in strings {
+                            let text = c_string(s);
+                            let cs = std::ffi::CString::new(text).unwrap();
+                            let cfmt = std::ffi::CString::new(fmt.replace('p', "s")).unwrap();
+                            let (args, expected_arg): (Vec<u8>, &std::ffi::CStr) = match arg {
+                                0 => (0x1000u64.to_le_bytes().to_vec(), &cs),
+                                2 => (0u64.to_le_bytes().to_vec(), c"(nullptr)"),
+                                _ => ((b'q' as i32).to_le_bytes().to_vec(), c""),
+                            };
+                            let mut buf = [0u8; 64];
+                            // SAFETY: a NUL-terminated directive with one
+                            // conversion of the type passed; 64 bytes.
+                            let n = unsafe {
+                                if arg == 1 {
+                                    let cfmt = std::ffi::CString::new(fmt.clone()).unwrap();
+                                    libc::snprintf(
+                                        buf.as_mut_ptr() as *mut c_char,
+                                        64,
+                                        cfmt.as_ptr(),
+                                        b'q' as c_int,
+                                    )
+                                } else {
+                                    libc::snprintf(
+                                        buf.as_mut_ptr() as *mut c_char,
+                                        64,
+                                        cfmt.as_ptr(),
+                                        expected_arg.as_ptr(),
+                                    )
+                                }
+                            };
+                            let expected = &buf[..n as usize];
+                            assert_eq!(
+                                run(fmt.as_bytes(), &args, &[s]),
+                                expected,
+                                "{fmt} of {s:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn random_formats_and_arguments_never_panic() {
         let mut state: u64 = 0x2545_F491_4F6C_DD1D;
@@ -577,7 +737,7 @@ mod tests {
             };
             for s in parse(&fmt, &mut src) {
                 if let Section::Conv(c) = s {
-                    let _ = render(&c, Some(b"abc"), 1 << 16);
+                    let _ = render(&c, Some(b"abc"), 1 << 16, &mut Vec::new());
                 }
             }
         }

@@ -4,20 +4,9 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// How long the thread polls without giving up the core after the last
-/// request while a kernel is in flight.
-const SPIN_FOR: Duration = Duration::from_micros(200);
-
-/// Until this long after the last request, it yields between polls; after
-/// it, it sleeps [`SLEEP`] between polls.
-const YIELD_FOR: Duration = Duration::from_millis(2);
-
-/// The sleep between polls of a kernel that has not called the host for
-/// [`YIELD_FOR`]: the latency of its next request.
-const SLEEP: Duration = Duration::from_micros(50);
-
+use crate::backoff;
 use crate::server::{Outcome, Server};
 use crate::Error;
 
@@ -100,6 +89,7 @@ impl Service {
         let thread = std::thread::Builder::new()
             .name("rpc-server".into())
             .spawn(move || {
+                backoff::tighten_timer_slack();
                 let mut idle_since: Option<Instant> = None;
                 let mut drain_again = false;
                 loop {
@@ -135,24 +125,14 @@ impl Service {
                     if active == 0 {
                         continue;
                     }
-                    // A kernel is in flight: poll hot (pause hint only) for
-                    // SPIN_FOR after the last request, the time a device
-                    // takes between the requests of a busy phase; then yield
-                    // the core between polls up to YIELD_FOR; then sleep
-                    // SLEEP between polls, so a kernel that computes without
-                    // calling the host costs almost no CPU.
+                    // A kernel is in flight: poll on the schedule of
+                    // `backoff` from the last request on (spin, then nap,
+                    // then sleep between polls), so a kernel that
+                    // computes without calling the host costs almost no
+                    // CPU.
                     if served == 0 {
                         let idle = *idle_since.get_or_insert_with(Instant::now);
-                        let waited = idle.elapsed();
-                        if waited < SPIN_FOR {
-                            for _ in 0..64 {
-                                std::hint::spin_loop();
-                            }
-                        } else if waited < YIELD_FOR {
-                            std::thread::yield_now();
-                        } else {
-                            std::thread::sleep(SLEEP);
-                        }
+                        backoff::pause(idle.elapsed());
                     } else {
                         idle_since = None;
                     }
