@@ -94,7 +94,8 @@ impl Run {
             Run::Scratch(p) => Slot::Private(p.0),
             Run::Lane(p) => Slot::Lane(*p),
             Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
-            Run::PkF32(_) | Run::General => Slot::Other,
+            Run::General => crate::salu::aperture_move(inst).map_or(Slot::Other, Slot::Scalar),
+            Run::PkF32(_) => Slot::Other,
         }
     }
 

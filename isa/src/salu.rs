@@ -1347,6 +1347,48 @@ pub(crate) enum NativeForm {
     /// `s_branch` (the last instruction of its block) or an `s_cbranch_*` on SCC,
     /// VCC or EXEC (its target is the plan's, [`ScalarPlan::flow`]).
     Branch(SoppOp),
+    /// `s_mov_b64 d, src_shared_base` (`private` false) or `src_private_base`: `d`
+    /// = the aperture's base, which the wave's context holds (no plan: see
+    /// [`aperture_move`]).
+    Aperture { private: bool },
+}
+
+/// `s_mov_b64 sdst, src_shared_base` / `src_private_base` as a [`Native`]
+/// instruction (unoptimised code reads an aperture before each generic pointer it
+/// makes). The interpreter reads the apertures from the wave's context, which
+/// scalar plans do not see, so these have no [`ScalarPlan`]; a fused run reads them
+/// from its environment.
+pub(crate) fn aperture_move(inst: &Instruction) -> Option<Native> {
+    let Instruction::Sop1(i) = inst else {
+        return None;
+    };
+    let private = match (i.op, i.ssrc0?) {
+        (
+            Sop1Op::SMovB64,
+            Operand::Special {
+                code: code::SHARED_BASE,
+                count: 2,
+            },
+        ) => false,
+        (
+            Sop1Op::SMovB64,
+            Operand::Special {
+                code: code::PRIVATE_BASE,
+                count: 2,
+            },
+        ) => true,
+        _ => return None,
+    };
+    let d = Dst::of(i.sdst.as_ref()?)?;
+    let Dst::D64(c) = d else { return None };
+    Some(Native {
+        form: NativeForm::Aperture { private },
+        a: Src::K(0),
+        b: Src::K(0),
+        d,
+        reads: 0,
+        writes: 3u128 << c,
+    })
 }
 
 impl ScalarPlan {

@@ -1604,3 +1604,54 @@ v_add_u32_e32 v2, s9, v1";
         assert_eq!(fused, 39 * 8, "the scalar forms joined no run:\n{text}");
     }
 }
+
+#[test]
+fn sixteen_bit_compares_run_fused_as_interpreted() {
+    // The device runtime's -O0 code compares 16-bit values (v_cmp_*_u16/_i16); the
+    // high halves must not count. Masks land in VCC and s[8:9], read back by selects.
+    let mut fused = 0;
+    for (cond, ty) in [
+        ("eq", "u16"),
+        ("lt", "u16"),
+        ("ge", "u16"),
+        ("lt", "i16"),
+        ("gt", "i16"),
+        ("ne", "i16"),
+    ] {
+        let text = format!(
+            "v_cmp_{cond}_{ty}_e32 vcc, v0, v1
+v_cmp_{cond}_{ty}_e64 s[8:9], v2, 5
+v_cndmask_b32_e32 v3, v4, v5, vcc
+v_cndmask_b32_e64 v6, v4, v5, s[8:9]"
+        );
+        for seed in 1..8 {
+            fused += check_wave(&text, || {
+                let mut w = random_wave(&mut Rng(seed), u64::MAX);
+                // Equal low halves under different high halves, in half the lanes.
+                for l in (0..WAVE_SIZE).step_by(2) {
+                    w.vgpr[1][l] = w.vgpr[0][l] ^ 0xABCD_0000;
+                    w.vgpr[2][l] = (w.vgpr[2][l] & 0xFFFF_0000) | 5;
+                }
+                w
+            });
+        }
+    }
+    if fuses() {
+        assert_eq!(fused, 6 * 7 * 4, "the compares joined no run");
+    }
+}
+
+#[test]
+fn aperture_reads_run_fused_as_interpreted() {
+    // Unoptimised code reads an aperture's base before each generic pointer it
+    // makes: the fused run's copy of the bases must be the context's.
+    let text = "s_mov_b64 s[8:9], src_shared_base
+s_mov_b64 s[10:11], src_private_base
+v_mov_b32_e32 v1, s9
+v_add_u32_e32 v2, s11, v0
+s_mov_b64 s[12:13], src_shared_base";
+    let fused = check_text(text, 7);
+    if fuses() {
+        assert_eq!(fused, 5, "the aperture moves joined no run:\n{text}");
+    }
+}

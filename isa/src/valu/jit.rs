@@ -213,6 +213,9 @@ enum Op {
         a: Val,
         b: Val,
         out: usize,
+        /// A 16-bit compare (`v_cmp_*_i16`/`_u16`): the low halves, compared as
+        /// 32-bit values shifted up by 16 (the order and equality of the halves).
+        half: bool,
     },
     Cmp64 {
         signed: bool,
@@ -632,6 +635,11 @@ impl Builder {
                 signed,
                 cond,
                 cmpx: false,
+            }
+            | Kind::Cmp16 {
+                signed,
+                cond,
+                cmpx: false,
             } => {
                 let (a, b) = (self.val(s0[0])?, self.val(s1[0])?);
                 let out = self.mask_out(p.sdst)??;
@@ -641,6 +649,7 @@ impl Builder {
                     a,
                     b,
                     out,
+                    half: matches!(p.kind, Kind::Cmp16 { .. }),
                 }
             }
             Kind::Cmp64 {
@@ -1009,6 +1018,12 @@ fn emit_native<A: DynasmApi>(a: &mut A, n: &Native) -> bool {
         }
         NativeForm::Mov => {
             scalar_src(a, 0, n.a, matches!(n.d, Dst::D64(_)));
+            scalar_dst(a, n.d);
+        }
+        NativeForm::Aperture { private } => {
+            // (`RunEnv` holds each aperture's first address: its base, 4 GiB-aligned.)
+            let env = if private { ENV_PRIVATE } else { ENV_SHARED };
+            dynasm!(a ; .arch x64 ; mov rax, [r10 + env]);
             scalar_dst(a, n.d);
         }
         NativeForm::Sopc(op) => return emit_sopc(a, op, n),
@@ -2557,12 +2572,16 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
             a: x,
             b: y,
             out,
+            half,
         } => {
             if !live {
                 return;
             }
             load(a, 0, x);
             load(a, 1, y);
+            if half {
+                dynasm!(a ; .arch x64 ; vpslld ymm0, ymm0, 16 ; vpslld ymm1, ymm1, 16);
+            }
             if !signed {
                 bias(a, 0, 0);
                 bias(a, 1, 1);

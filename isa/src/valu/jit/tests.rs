@@ -388,6 +388,8 @@ s_mov_b64 s[10:11], 0x12345678
 s_sext_i32_i8 s10, s11
 s_sext_i32_i16 s10, s11
 s_getpc_b64 s[10:11]
+s_mov_b64 s[12:13], src_shared_base
+s_mov_b64 s[10:11], src_private_base
 s_addk_i32 s8, 0x4400
 s_mulk_i32 s9, 0xfffd
 s_cbranch_scc0 2
