@@ -1,8 +1,9 @@
 //! `cargo xtask loader-bench`: the standalone loader's benchmark on the
 //! virtual gfx90a, for LLVM 19's RPC server (`llvm-rpc-oracle`) and ours
-//! (`amdhsa-loader`). Each measurement runs in [`rounds`] rounds, the
-//! servers taking turns, and each server keeps its best figure (and its
-//! highest CPU use). It prints, asserts nothing:
+//! (`amdhsa-loader`), side by side. Each measurement runs in [`rounds`]
+//! rounds, the servers taking turns; each figure is printed as the best
+//! and the median of the rounds (the CPU use: the highest). It prints,
+//! asserts nothing:
 //!
 //! - the round trip of one `puts` from one lane (median, 10th and 90th
 //!   percentiles over 500 calls, timed on the device with the 100 MHz
@@ -12,11 +13,15 @@
 //! - printf lines per second from 16384 threads (64 workgroups x 256), from
 //!   the wall time of a run printing [`LINES_PER_THREAD`] lines per thread
 //!   minus that of the same run printing none;
-//! - one `printf("%s\n")` of a 1 MiB string from one lane, in seconds: the
-//!   wall time of the run minus that of the same run with a 1-byte string;
-//! - the server's CPU use while a kernel computes for 2 s without RPC: CPU
-//!   time of the loader's threads other than the virtual device's own
-//!   (`hsa-*`), read from `/proc/PID/task/*/stat`, over the wall time.
+//! - one `printf("%s\n")` of a 1 MiB string from one lane, in seconds,
+//!   timed on the device around the call (`device/bench/long_string.c`):
+//!   the device's `strlen`, 16,384 packets through the RPC buffer and the
+//!   host's write, without the process start and the filling of the
+//!   string, whose noise was larger than the difference between servers;
+//! - the server's CPU use while a kernel computes without RPC: CPU time of
+//!   the loader's threads other than the virtual device's own (`hsa-*`),
+//!   read from `/proc/PID/task/*/schedstat` over 2 s of the kernel's
+//!   [`SPIN_MS`], over the wall time.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -108,45 +113,77 @@ impl std::fmt::Display for RoundTrip {
     }
 }
 
-/// One server's figures: the best over the rounds.
+/// One server's figures over the rounds.
 #[derive(Default)]
-struct Best {
-    alone: Option<RoundTrip>,
-    loaded: Option<RoundTrip>,
-    lines: Option<f64>,
-    long: Option<f64>,
-    /// The highest CPU use seen (the worst case, not the best).
-    cpu: Option<f64>,
+struct Samples {
+    alone: Vec<RoundTrip>,
+    loaded: Vec<RoundTrip>,
+    lines: Vec<f64>,
+    long: Vec<f64>,
+    cpu: Vec<f64>,
     errors: Vec<String>,
 }
 
-impl Best {
-    fn keep<T: Copy>(
-        slot: &mut Option<T>,
-        errors: &mut Vec<String>,
-        r: Result<T, String>,
-        better: impl Fn(&T, &T) -> bool,
-    ) {
+impl Samples {
+    fn keep<T>(slot: &mut Vec<T>, errors: &mut Vec<String>, r: Result<T, String>) {
         match r {
-            Ok(v) => {
-                if slot.as_ref().is_none_or(|old| better(&v, old)) {
-                    *slot = Some(v);
-                }
-            }
+            Ok(v) => slot.push(v),
             Err(e) => errors.push(e),
         }
     }
 }
 
-/// Rounds of every measurement (`LOADER_BENCH_ROUNDS`, default 3): the
-/// servers take turns, one round after another, and each keeps its best
-/// figure (the machine's other load slows a run down, never up).
+/// `values` sorted ascending (NaN last): empty when there are none.
+fn sorted(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The median of sorted values (the lower middle of an even count).
+fn median_of(sorted: &[f64]) -> Option<f64> {
+    sorted.get(sorted.len().saturating_sub(1) / 2).copied()
+}
+
+/// "best (median)" of `values`, best being the highest when
+/// `higher_is_better`, else the lowest; `error` when there are none.
+fn best_and_median(
+    values: impl IntoIterator<Item = f64>,
+    higher_is_better: bool,
+    show: impl Fn(f64) -> String,
+) -> String {
+    let v = sorted(values);
+    let best = if higher_is_better {
+        v.last()
+    } else {
+        v.first()
+    };
+    match (best, median_of(&v)) {
+        (Some(&b), Some(m)) => format!("{} ({})", show(b), show(m)),
+        _ => "error".to_string(),
+    }
+}
+
+/// The round trip of the round with the lowest median, and the median of
+/// the rounds' medians.
+fn round_trips(values: &[RoundTrip]) -> String {
+    let best = values.iter().min_by(|a, b| a.median.total_cmp(&b.median));
+    match (best, median_of(&sorted(values.iter().map(|r| r.median)))) {
+        (Some(b), Some(m)) => format!("{b}, median {m:.1}"),
+        _ => "error".to_string(),
+    }
+}
+
+/// Rounds of every measurement (`LOADER_BENCH_ROUNDS`, default 5): the
+/// servers take turns, one round after another. The best round is the
+/// figure least slowed by the machine's other load (which slows a run
+/// down, never up); the median says how typical it is.
 fn rounds() -> usize {
     std::env::var("LOADER_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|&n| n > 0)
-        .unwrap_or(3)
+        .unwrap_or(5)
 }
 
 fn wall_time(mut cmd: Command) -> Result<f64, String> {
@@ -174,70 +211,79 @@ fn printf_rate(loader: &Path, image: &Path) -> Result<f64, String> {
     Ok(f64::from(16384 * LINES_PER_THREAD) / (with - without).max(1e-6))
 }
 
-/// Seconds to print one 1 MiB string with `%s` from one lane.
+/// Seconds one `printf("%s\n")` of a 1 MiB string from one lane takes, as
+/// the program reports it (`printf_ns=` on stderr, timed on the device).
 fn long_string(loader: &Path, image: &Path) -> Result<f64, String> {
     let mib = (1u32 << 20).to_string();
-    let with = wall_time(loader_command(loader, (1, 1), image, &[mib.as_str()]))?;
-    let without = wall_time(loader_command(loader, (1, 1), image, &["1"]))?;
-    Ok((with - without).max(0.0))
+    let out = loader_command(loader, (1, 1), image, &[mib.as_str()])
+        .stdout(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", loader.display()))?;
+    if !out.status.success() {
+        return Err(format!("the 1 MiB %s run failed ({})", out.status));
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.split_whitespace()
+        .find_map(|w| w.strip_prefix("printf_ns="))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|ns| ns / 1e9)
+        .ok_or_else(|| format!("no printf_ns= in the output: {err}"))
 }
 
-/// User + system clock ticks of the threads of `pid` whose name does not
-/// start with `hsa-`.
-fn server_ticks(pid: u32) -> Option<u64> {
+/// Nanoseconds on a CPU of the threads of `pid` whose name does not start
+/// with `hsa-` (the first field of `/proc/PID/task/TID/schedstat`, exact,
+/// where the tick counts of `stat` have a 10 ms grain); `None` when the
+/// process is gone.
+fn server_cpu_ns(pid: u32) -> Option<u64> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut total = 0;
+    let mut threads = 0;
     for t in tasks.flatten() {
-        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+        let Ok(comm) = std::fs::read_to_string(t.path().join("comm")) else {
             continue;
         };
-        // "tid (comm) state ..."; comm may hold spaces, so split at the last ')'.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        if stat[open + 1..close].starts_with("hsa-") {
+        threads += 1;
+        if comm.starts_with("hsa-") {
             continue;
         }
-        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        // After the comm: state is field 0, utime 11, stime 12.
-        let utime = fields.get(11).and_then(|v| v.parse::<u64>().ok())?;
-        let stime = fields.get(12).and_then(|v| v.parse::<u64>().ok())?;
-        total += utime + stime;
+        let Ok(stat) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
     }
-    Some(total)
+    (threads > 0).then_some(total)
 }
 
-/// Server CPU use in percent of one core while the spin kernel runs.
+/// Milliseconds the spin kernel computes without RPC.
+const SPIN_MS: u64 = 3000;
+
+/// Server CPU use in percent of one core while the spin kernel runs: CPU
+/// time between two samples, 500 ms after the start (loading and `_begin`
+/// are over) and 2 s later, while the kernel still computes. (Samples
+/// taken once the process had ended read its exited threads as 0 and made
+/// an earlier version of this figure 0.0 for our loader whatever it used.)
 fn server_cpu(loader: &Path, image: &Path) -> Result<f64, String> {
-    let mut child = loader_command(loader, (1, 1), image, &["2000"])
+    let ms = SPIN_MS.to_string();
+    let mut child = loader_command(loader, (1, 1), image, &[ms.as_str()])
         .stdout(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", loader.display()))?;
-    // Skip the start-up (loading, the _begin kernel), then sample.
-    std::thread::sleep(Duration::from_millis(300));
-    let first = server_ticks(child.id());
+    std::thread::sleep(Duration::from_millis(500));
+    let first = server_cpu_ns(child.id());
     let t0 = Instant::now();
-    let mut last = first;
-    let mut t_last = t0;
-    while child
+    std::thread::sleep(Duration::from_millis(2000));
+    let last = server_cpu_ns(child.id());
+    let wall = t0.elapsed();
+    let running = child
         .try_wait()
         .map_err(|e| format!("waiting: {e}"))?
-        .is_none()
-    {
-        std::thread::sleep(Duration::from_millis(50));
-        if let Some(t) = server_ticks(child.id()) {
-            last = Some(t);
-            t_last = Instant::now();
-        }
-    }
-    // /proc stat times are in USER_HZ, fixed at 100 per second on x86-64 Linux.
-    let ticks_per_s = 100.0;
+        .is_none();
+    let _ = child.wait();
     match (first, last) {
-        (Some(a), Some(b)) if t_last > t0 => {
-            let cpu = (b.saturating_sub(a)) as f64 / ticks_per_s;
-            Ok(100.0 * cpu / (t_last - t0).as_secs_f64())
+        (Some(a), Some(b)) if running => {
+            Ok(100.0 * b.saturating_sub(a) as f64 / wall.as_nanos() as f64)
         }
-        _ => Err("the run ended before it could be sampled".into()),
+        _ => Err("the spin run ended before its CPU use could be sampled".into()),
     }
 }
 
@@ -262,60 +308,69 @@ pub fn run_command(args: &[String]) -> Result<(), String> {
         ("ours (amdhsa-loader)", stage().join("bin/amdhsa-loader")),
     ];
     let rounds = rounds();
-    let mut best: Vec<Best> = loaders.iter().map(|_| Best::default()).collect();
+    let mut samples: Vec<Samples> = loaders.iter().map(|_| Samples::default()).collect();
     for _ in 0..rounds {
-        for ((_, loader), b) in loaders.iter().zip(best.iter_mut()) {
+        for ((_, loader), b) in loaders.iter().zip(samples.iter_mut()) {
             if !loader.exists() {
                 continue;
             }
             let e = &mut b.errors;
-            Best::keep(
-                &mut b.alone,
-                e,
-                puts_round_trip(loader, &puts, false),
-                |a, b| a.median < b.median,
-            );
-            Best::keep(
-                &mut b.loaded,
-                e,
-                puts_round_trip(loader, &puts, true),
-                |a, b| a.median < b.median,
-            );
-            Best::keep(&mut b.lines, e, printf_rate(loader, &printf), |a, b| a > b);
-            Best::keep(&mut b.long, e, long_string(loader, &long), |a, b| a < b);
-            Best::keep(&mut b.cpu, e, server_cpu(loader, &spin), |a, b| a > b);
+            Samples::keep(&mut b.alone, e, puts_round_trip(loader, &puts, false));
+            Samples::keep(&mut b.loaded, e, puts_round_trip(loader, &puts, true));
+            Samples::keep(&mut b.lines, e, printf_rate(loader, &printf));
+            Samples::keep(&mut b.long, e, long_string(loader, &long));
+            Samples::keep(&mut b.cpu, e, server_cpu(loader, &spin));
         }
     }
     println!(
-        "standalone loader on the virtual gfx90a, best of {rounds} alternating rounds (prints, asserts nothing)"
+        "standalone loader on the virtual gfx90a, {rounds} alternating rounds: best (median); CPU: highest (prints, asserts nothing)"
     );
     println!(
-        "{:<34} {:>32} {:>32} {:>16} {:>14} {:>20}",
+        "{:<34} {:>42} {:>42} {:>18} {:>18} {:>20}",
         "server",
-        "puts round trip (median)",
-        "under load (median)",
+        "puts round trip",
+        "under load",
         "printf lines/s",
         "1 MiB %s",
         "server CPU, no RPC"
     );
-    for ((name, loader), b) in loaders.iter().zip(&best) {
+    for ((name, loader), b) in loaders.iter().zip(&samples) {
         if !loader.exists() {
             println!("{name:<34} not staged ({})", loader.display());
             continue;
         }
-        let or_none = |v: Option<String>| v.unwrap_or_else(|| "error".to_string());
+        let cpu = sorted(b.cpu.iter().copied())
+            .last()
+            .map_or_else(|| "error".to_string(), |v| format!("{v:.1} % of a core"));
         println!(
-            "{:<34} {:>32} {:>32} {:>16} {:>14} {:>20}",
+            "{:<34} {:>42} {:>42} {:>18} {:>18} {:>20}",
             name,
-            or_none(b.alone.map(|r| r.to_string())),
-            or_none(b.loaded.map(|r| r.to_string())),
-            or_none(b.lines.map(|v| format!("{v:.0}"))),
-            or_none(b.long.map(|v| format!("{v:.2} s"))),
-            or_none(b.cpu.map(|v| format!("{v:.1} % of a core"))),
+            round_trips(&b.alone),
+            round_trips(&b.loaded),
+            best_and_median(b.lines.iter().copied(), true, |v| format!("{v:.0}")),
+            best_and_median(b.long.iter().copied(), false, |v| format!("{v:.3} s")),
+            cpu,
         );
         for e in &b.errors {
             println!("  {name}: {e}");
         }
+    }
+    // The two servers' ratio on the figures the issue compares.
+    if let [llvm, ours] = &samples[..] {
+        let ratio = |o: &[f64], l: &[f64], higher: bool| {
+            let (o, l) = (sorted(o.iter().copied()), sorted(l.iter().copied()));
+            match (median_of(&o), median_of(&l)) {
+                (Some(o), Some(l)) if o > 0.0 && l > 0.0 => {
+                    format!("{:.2}x", if higher { o / l } else { l / o })
+                }
+                _ => "-".to_string(),
+            }
+        };
+        println!(
+            "ours against LLVM 19's, medians (above 1: ours faster): printf lines/s {}, 1 MiB %s {}",
+            ratio(&ours.lines, &llvm.lines, true),
+            ratio(&ours.long, &llvm.long, false)
+        );
     }
     Ok(())
 }
