@@ -18,9 +18,10 @@
 //! its own lanes, so the group order gives the results of the op order.
 //!
 //! What fuses ([`Builder::push`]): the integer plans with a lane-wise host form:
-//! moves, selects, logic, shifts, min/max, 32-bit and high-half multiplies, the
-//! three-source adds/shifts/logic, the carry ops, the 32- and 64-bit compares
-//! without CMPX, 64-bit shifts by a constant, and the f64 add, multiply and fused
+//! moves (AGPR moves among them), selects, logic, shifts, min/max, 32-bit and
+//! high-half multiplies, the three-source adds/shifts/logic, the carry ops, the
+//! 16-, 32- and 64-bit compares without CMPX, 64-bit shifts (by a constant, a
+//! scalar or each lane's amount), and the f64 add, multiply and fused
 //! multiply-add (the last only on a host with FMA3; host IEEE arithmetic, NaN
 //! results replaced as `fp::nan_of` says).
 //! A run ends before an op that would read, as a value, a scalar dword the run
@@ -44,10 +45,19 @@
 //! clauses are chains of them between a few VALU ops, one chain per team and loop
 //! chunk.
 //!
+//! Unoptimised (-O0) code keeps its values in memory and moves them between the
+//! files, and each such instruction used to end a run; these join too, as accesses
+//! between parts: private (scratch) accesses whose lanes name one offset of their
+//! own private space (MUBUF spills through the private segment buffer, any EXEC;
+//! FLAT through a generic pointer to a stack slot, every lane active), copied as
+//! whole 256-byte rows ([`emit_private_rows`]), and the lane moves
+//! `v_readlane_b32`, `v_writelane_b32` and `v_readfirstlane_b32` ([`emit_lane`]).
+//!
 //! Scalar instructions join the run when they fall through and touch only scalar
 //! registers (EXEC among them) and SCC ([`Builder::push_scalar`], [`emit_native`]:
 //! SOP2 arithmetic, logic, shifts, selects and multiplies, SOPC and SOPK compares,
-//! moves, sign extensions, `s_*_saveexec_b64`, the SOPP no-ops); they keep their order among themselves, and
+//! `s_addk_i32`/`s_mulk_i32`, moves (of an aperture's base among them),
+//! `s_getpc_b64`, sign extensions, `s_*_saveexec_b64`, the SOPP no-ops); they keep their order among themselves, and
 //! run before the vector ops while that gives the program's results (they write
 //! nothing the vector ops before them read or wrote, and read nothing those wrote),
 //! else after them (and then the vector ops after them must not read what they
