@@ -37,12 +37,12 @@ pub(crate) const NAP_FOR: Duration = Duration::from_millis(2);
 /// The shortest sleep between polls after [`NAP_FOR`].
 pub(crate) const SLEEP_MIN: Duration = Duration::from_micros(100);
 
-/// The longest sleep between polls (reached after 64 ms of waiting): the
-/// most latency a long wait adds to the device's next step, and 250
-/// wake-ups a second. A wake-up and its scan of the ports cost 15-25 µs of
-/// CPU on a 2-core virtual machine (mostly the context switch), so 1,000 a
-/// second (1 ms) came to 2% of a core.
-pub(crate) const SLEEP_MAX: Duration = Duration::from_millis(4);
+/// The longest sleep between polls (reached after 128 ms of waiting): the
+/// most latency a long wait adds to the device's next step, and 125
+/// wake-ups a second. A wake-up and its scan of the ports cost 20-40 µs of
+/// CPU on a loaded 2-core virtual machine (mostly the context switch):
+/// 1,000 a second (1 ms) came to 2% of a core, 250 (4 ms) to 0.55-1.0%.
+pub(crate) const SLEEP_MAX: Duration = Duration::from_millis(8);
 
 /// Timer slack of the service thread, in nanoseconds (`PR_SET_TIMERSLACK`).
 pub(crate) const TIMER_SLACK_NS: u64 = 1_000;
