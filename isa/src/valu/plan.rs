@@ -127,6 +127,17 @@ pub(crate) struct IntPlan {
     width: u8,
 }
 
+/// Whether `i` is in a plain e32/e64 form: no modifier, clamp, output modifier or
+/// OP_SEL, neither DPP nor SDWA (the forms the plans take).
+fn plain_form(i: &Valu) -> bool {
+    matches!(i.encoding, ValuEncoding::E32 | ValuEncoding::Vop3)
+        && i.abs == 0
+        && i.neg == 0
+        && !i.clamp
+        && i.omod == 0
+        && i.op_sel == 0
+}
+
 /// A move between one lane of a vector register and a scalar register, resolved at
 /// decode time for fused runs (`valu::jit`, which runs it between two parts of a
 /// run; the interpreter runs it by the general path): unoptimised code spills SGPRs
@@ -153,13 +164,7 @@ impl LanePlan {
     /// e32/e64 form whose vector operand is a register, whose scalar destination is
     /// an SGPR and whose scalar sources resolve.
     pub(crate) fn of(i: &Valu) -> Option<LanePlan> {
-        if !matches!(i.encoding, ValuEncoding::E32 | ValuEncoding::Vop3)
-            || i.abs != 0
-            || i.neg != 0
-            || i.clamp
-            || i.omod != 0
-            || i.op_sel != 0
-        {
+        if !plain_form(i) {
             return None;
         }
         let scalar = |k: usize| scalar_dword(i.src[k].as_ref()?, 0);
@@ -265,13 +270,7 @@ impl IntPlan {
     /// The plan of `i`, if it is a planned op in a plain e32/e64 form whose operands
     /// all resolve.
     pub(crate) fn of(i: &Valu) -> Option<IntPlan> {
-        if !matches!(i.encoding, ValuEncoding::E32 | ValuEncoding::Vop3)
-            || i.abs != 0
-            || i.neg != 0
-            || i.clamp
-            || i.omod != 0
-            || i.op_sel != 0
-        {
+        if !plain_form(i) {
             return None;
         }
         let n = i.op as u16;
