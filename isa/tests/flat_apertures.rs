@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{code, run_wave, TestMemory};
+use common::{code, run_wave, Rng, TestMemory};
 use isa::{Apertures, Fault, MemoryRegion, Wave, WaveExit};
 
 /// `flat_store_dword v[2:3], v4 offset:20` by lane 0 alone, to `addr - 20`,
@@ -116,18 +116,6 @@ fn one_lane_outside_the_apertures_among_lds_lanes_faults_as_global() {
             lane: Some(40),
         }
     );
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
 }
 
 /// Runs `text` on a wave with EXEC `exec`, v0..v15 as `regs` gives them, over a

@@ -8,50 +8,8 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{assemble, TestMemory};
+use common::{assemble, Rng, TestMemory};
 use isa::{Apertures, HostRegion, MemoryRegion, Program, Wave, WaveContext, WaveExit, WAVE_SIZE};
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-    /// A lane value: mostly edge values and small numbers, so that carries,
-    /// equalities and sign changes occur.
-    fn value(&mut self) -> u32 {
-        match self.below(10) {
-            0 => 0,
-            1 => u32::MAX,
-            2 => 0x8000_0000,
-            3 => 0x7FFF_FFFF,
-            4 => self.below(4) as u32,
-            5 => u32::MAX - self.below(4) as u32,
-            // High dwords of f64 specials: infinity, quiet and signalling NaNs, a
-            // denormal, 1.0.
-            6 => *[
-                0x7FF0_0000,
-                0x7FF8_0000,
-                0x7FF4_0000,
-                0x000F_FFFF,
-                0x3FF0_0000,
-            ]
-            .get(self.below(5))
-            .unwrap_or(&0),
-            _ => self.next() as u32,
-        }
-    }
-}
 
 /// The compare conditions of `v_cmp_*` (the e64 cases leave out `f` and `t`).
 const CONDITIONS: [&str; 8] = ["f", "lt", "eq", "le", "gt", "ne", "ge", "t"];

@@ -193,3 +193,45 @@ pub fn exec(mem: &TestMemory, src: &str, setup: impl FnOnce(&mut Wave)) -> Wave 
     assert_eq!(exit, WaveExit::Ended);
     w
 }
+
+/// A small deterministic generator (xorshift64*).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+    /// A lane value: mostly edge values and small numbers, so that carries,
+    /// equalities and sign changes occur.
+    pub fn value(&mut self) -> u32 {
+        match self.below(10) {
+            0 => 0,
+            1 => u32::MAX,
+            2 => 0x8000_0000,
+            3 => 0x7FFF_FFFF,
+            4 => self.below(4) as u32,
+            5 => u32::MAX - self.below(4) as u32,
+            // High dwords of f64 specials: infinity, quiet and signalling NaNs, a
+            // denormal, 1.0.
+            6 => *[
+                0x7FF0_0000,
+                0x7FF8_0000,
+                0x7FF4_0000,
+                0x000F_FFFF,
+                0x3FF0_0000,
+            ]
+            .get(self.below(5))
+            .unwrap_or(&0),
+            _ => self.next() as u32,
+        }
+    }
+}
