@@ -136,6 +136,9 @@ pub struct WaveState {
     pub hw_id: u32,
     /// Instructions executed so far.
     pub instructions: u64,
+    /// Of `instructions`, those that ran inside fused runs (compiled host code,
+    /// `valu::jit`) rather than one by one (for statistics and tests).
+    pub fused_instructions: u64,
     /// Regions this wave used recently plus its private (scratch) regions.
     pub regions: RegionCache,
     /// Strides of this wave's whole-wave accesses, for prefetching (no state a
@@ -168,6 +171,7 @@ impl WaveState {
             trapsts: 0,
             hw_id: 0,
             instructions: 0,
+            fused_instructions: 0,
             regions: RegionCache::new(),
             strides: Default::default(),
             deferred: DeferredGather::default(),
@@ -192,6 +196,7 @@ impl WaveState {
         self.trapsts = 0;
         self.hw_id = 0;
         self.instructions = 0;
+        self.fused_instructions = 0;
         self.deferred.clear();
     }
 

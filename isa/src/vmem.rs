@@ -989,6 +989,14 @@ fn private_uniform(lo: &VReg, hi: &VReg, ctx: &WaveContext<'_>) -> bool {
     other == 0
 }
 
+/// Whether the address `lo`, `hi` plus `offset` (lane 0's, of a FLAT access) lies in
+/// the shared or private aperture of `ctx` (the caller then checks every active
+/// lane's).
+fn apertured(lo: u32, hi: u32, offset: i64, ctx: &WaveContext<'_>) -> bool {
+    let top = (u64::from(lo) | u64::from(hi) << 32).wrapping_add_signed(offset) >> 32;
+    top == ctx.apertures.shared_base >> 32 || top == ctx.apertures.private_base >> 32
+}
+
 /// The register operand of `count` dwords at vector-file index `reg` (an AGPR from
 /// [`AGPR_BASE`](crate::arch::AGPR_BASE) on), as [`reg_base`] reads it back.
 fn register_operand(reg: usize, count: usize) -> Operand {
@@ -1849,9 +1857,24 @@ impl WaveState {
     /// [`run_flat_plan`](Self::run_flat_plan). Returns false, having done nothing
     /// visible, for any other form or access (the general path then runs).
     #[inline]
-    fn flat_consecutive(&mut self, i: &Flat, ctx: &WaveContext<'_>) -> bool {
+    fn flat_consecutive(&mut self, i: &Flat, ctx: &mut WaveContext<'_>) -> bool {
         FlatPlan::of(i)
             .is_some_and(|p| matches!(self.run_flat_plan(&p, ctx, false), Planned::Ran(_)))
+    }
+
+    /// Runs a fused run's FLAT access `f` that the run's code declined, as the
+    /// interpreter runs its plan ([`run_flat_plan`](Self::run_flat_plan), a gather
+    /// deferring itself if it may).
+    pub(crate) fn run_flat_fusion(&mut self, f: &FlatFusion, ctx: &mut WaveContext<'_>) -> Planned {
+        let p = FlatPlan {
+            flat: f.flat,
+            bytes: f.bytes,
+            load: f.load,
+            vaddr: usize::from(f.vaddr),
+            offset: f.offset,
+            reg: Some(usize::from(f.reg)),
+        };
+        self.run_flat_plan(&p, ctx, true)
     }
 
     /// Runs a [`FlatPlan`] when every lane is active and lane l's address is lane 0's
@@ -1868,11 +1891,14 @@ impl WaveState {
     pub(crate) fn run_flat_plan(
         &mut self,
         p: &FlatPlan,
-        ctx: &WaveContext<'_>,
+        ctx: &mut WaveContext<'_>,
         may_defer: bool,
     ) -> Planned {
-        if self.exec() != u64::MAX {
-            return Planned::Declined;
+        let exec = self.exec();
+        if exec != u64::MAX {
+            // Partial EXEC: LLVM's sections for some lanes (thread 0's, at -O0
+            // through generic pointers to its stack or the team state).
+            return Planned::of(p.flat && self.flat_apertured(p, ctx, exec));
         }
         // A gather that deferred itself resumes here with its registers as they were
         // (the wave yielded at it): its lanes are still scattered.
@@ -1887,6 +1913,11 @@ impl WaveState {
             (Some(lo), Some(hi)) if p.flat && private_uniform(lo, hi, ctx) => {
                 return Planned::of(self.private_rows(p, ctx));
             }
+            // Every lane in the shared aperture (a team-state variable that
+            // unoptimised code reads through a generic pointer) or the private one.
+            (Some(lo), Some(hi)) if p.flat && apertured(lo[0], hi[0], p.offset, ctx) => {
+                return Planned::of(self.flat_apertured(p, ctx, exec));
+            }
             (Some(_), Some(_)) if p.load => return self.gather_fast(p, ctx, may_defer),
             _ => return Planned::Declined,
         };
@@ -1898,12 +1929,72 @@ impl WaveState {
                 start <= last && base <= start | 0xFFFF_FFFF
             };
             if meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base) {
-                return Planned::Declined;
+                return Planned::of(self.flat_apertured(p, ctx, exec));
             }
         }
         let bytes = usize::from(p.bytes);
         let ahead = self.strides.observe(p.key(), base);
         Planned::of(self.consecutive_fast(ctx, base, bytes, p.load, p.reg, ahead))
+    }
+
+    /// [`run_flat_plan`](Self::run_flat_plan) for a FLAT access whose active lanes
+    /// (EXEC, not empty) all address one aperture (`AMDGPUUsage.rst`, "Address
+    /// Spaces"): the shared one as its DS form on the LDS bytes
+    /// ([`flat_lds`](Self::flat_lds)), the private one as a SCRATCH access at each
+    /// lane's aperture offset ([`swizzled_fast`](Self::swizzled_fast)), as the general
+    /// path takes them once it has found every lane's aperture. Unoptimised code
+    /// reaches its stack slots and the device runtime's team state through generic
+    /// pointers, in every lane or in a few (thread 0's sections). False, having done
+    /// nothing visible, for lanes in different apertures or outside both, or when a
+    /// lane's range is outside the LDS or its scratch (the general path then runs and
+    /// reports the faulting lane).
+    fn flat_apertured(&mut self, p: &FlatPlan, ctx: &mut WaveContext<'_>, exec: u64) -> bool {
+        let (Some(lo), Some(hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) else {
+            return false;
+        };
+        if exec == 0 {
+            return false;
+        }
+        let addrs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
+            (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(p.offset)
+        });
+        let top = addrs[exec.trailing_zeros() as usize] >> 32;
+        let mut other = 0u64;
+        for (l, a) in addrs.iter().enumerate() {
+            other |= ((a >> 32) ^ top) & (exec >> l & 1).wrapping_neg();
+        }
+        if other != 0 {
+            return false;
+        }
+        let nd = usize::from(p.bytes) / 4;
+        let reg = p.reg.map(|r| register_operand(r, nd));
+        let (access, data, vdst) = match p.load {
+            true => (
+                Access::Load {
+                    bytes: u32::from(p.bytes),
+                    signed: false,
+                },
+                None,
+                reg,
+            ),
+            false => (
+                Access::Store {
+                    bytes: u32::from(p.bytes),
+                    hi16: false,
+                },
+                reg,
+                None,
+            ),
+        };
+        if top == ctx.apertures.shared_base >> 32 {
+            self.flat_lds(ctx, access, &addrs, exec, data, vdst)
+        } else if top == ctx.apertures.private_base >> 32 {
+            let swz = Swizzle::scratch(self.flat_scratch());
+            let offset = |l: usize| addrs[l] & 0xFFFF_FFFF;
+            self.swizzled_fast(ctx, access, swz, |l| l as u64, offset, exec, data, vdst)
+        } else {
+            false
+        }
     }
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a FLAT access of every lane to one
@@ -2123,7 +2214,7 @@ impl WaveState {
                 if apertured
                     && lo >> 32 == shared
                     && hi >> 32 == shared
-                    && self.flat_lds(ctx, access, &addrs, exec, i)
+                    && self.flat_lds(ctx, access, &addrs, exec, i.data, i.vdst)
                 {
                     return Ok(());
                 }
@@ -2306,7 +2397,8 @@ impl WaveState {
         access: Access,
         addrs: &[u64; WAVE_SIZE],
         exec: u64,
-        i: &Flat,
+        data: Option<Operand>,
+        vdst: Option<Operand>,
     ) -> bool {
         let lane: VReg = std::array::from_fn(|l| addrs[l] as u32);
         let (bytes, load, signed, hi16) = match access {
@@ -2319,13 +2411,13 @@ impl WaveState {
         }
         let bytes = bytes as usize;
         if load {
-            if let Some(d) = i.vdst {
+            if let Some(d) = vdst {
                 self.lds_load_fast(ctx.lds, exec, &lane, 0, bytes, signed, &d, 0);
             }
         } else {
             // Take the LDS out of the context so that operands can be read from it.
             let lds = std::mem::take(&mut ctx.lds);
-            self.lds_store_fast(ctx, lds, exec, &lane, 0, bytes, hi16, i.data.as_ref(), 0);
+            self.lds_store_fast(ctx, lds, exec, &lane, 0, bytes, hi16, data.as_ref(), 0);
             ctx.lds = lds;
         }
         true

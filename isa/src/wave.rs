@@ -211,18 +211,29 @@ impl Wave {
                         if let Some(f) = e.fused.as_ref().filter(|f| {
                             fused_ok && (stores == 0 || clear(stores, k, f.len as usize))
                         }) {
-                            match crate::valu::run_fused(self, f, ctx.lds, &mut env) {
+                            match crate::valu::run_fused(self, f, ctx, &mut env) {
                                 // Nothing ran: the interpreter runs the entry.
                                 Ran::Stopped(0) => {}
                                 Ran::Stopped(n) => {
+                                    self.fused_instructions += n as u64;
                                     next = k + n;
                                     continue 'entries;
                                 }
                                 Ran::Next => {
+                                    self.fused_instructions += u64::from(f.len);
                                     next = k + f.len as usize;
                                     continue 'entries;
                                 }
+                                Ran::Deferred(n) => {
+                                    // As a deferred plan below: the wave resumes at
+                                    // the gather.
+                                    self.fused_instructions += n as u64;
+                                    self.instructions = before + (k + n) as u64;
+                                    self.pc = block.entries.get(k + n).map_or(e.pc, |g| g.pc);
+                                    return Ok(WaveExit::Yield);
+                                }
                                 Ran::Jumped(n) => {
+                                    self.fused_instructions += n as u64;
                                     next = k + n;
                                     // The run's last entry that ran (a branch) jumped.
                                     let last = block.entries.get(next - 1).unwrap_or(e);

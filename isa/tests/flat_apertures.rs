@@ -198,3 +198,100 @@ fn flat_accesses_to_the_shared_aperture_equal_their_ds_forms() {
         assert!(fl == dl, "the LDS: {flat} vs {ds}, exec {exec:#x}");
     }
 }
+
+/// Bytes of the scratch region of [`run_over_scratch`]: 256 rows of 64 lanes'
+/// dwords (private offsets below 1 KiB).
+const SCRATCH_BYTES: usize = 256 * 256;
+
+/// Runs `text` on a wave with EXEC `exec`, v0..v15 as `regs` gives them and
+/// FLAT_SCRATCH at a region holding `scratch`; returns v0..v15 and the region's
+/// bytes after.
+fn run_over_scratch(
+    text: &str,
+    exec: u64,
+    regs: &dyn Fn(&mut Wave),
+    scratch: &[u8],
+) -> (Vec<[u32; 64]>, Vec<u8>) {
+    let mem = TestMemory::default();
+    let c = code(&mem, &format!("{text}\ns_endpgm"));
+    let region = mem.alloc(SCRATCH_BYTES as u64);
+    assert!(region.write_bytes(0, scratch));
+    let mut w = Wave::new();
+    w.pc = c.region.device_base();
+    regs(&mut w);
+    let base = region.device_base();
+    (w.sgpr[102], w.sgpr[103]) = (base as u32, (base >> 32) as u32);
+    w.set_exec(exec);
+    let mut lds = vec![0u8; 256];
+    assert_eq!(
+        run_wave(&mem, &c, &mut w, &mut lds),
+        Ok(WaveExit::Ended),
+        "{text}"
+    );
+    let mut bytes = vec![0u8; SCRATCH_BYTES];
+    assert!(region.read_bytes(0, &mut bytes));
+    ((0..16).map(|r| w.vgpr[r]).collect(), bytes)
+}
+
+#[test]
+fn flat_accesses_to_the_private_aperture_equal_their_scratch_forms() {
+    // (FLAT form through v[2:3], the SCRATCH form through v8 = the lanes' private
+    // offsets.) Unoptimised code reaches its stack slots through generic pointers,
+    // in every lane or in thread 0's alone.
+    let pairs = [
+        (
+            "flat_load_dword v1, v[2:3]",
+            "scratch_load_dword v1, v8, off",
+        ),
+        (
+            "flat_load_dwordx2 v[0:1], v[2:3] offset:8",
+            "scratch_load_dwordx2 v[0:1], v8, off offset:8",
+        ),
+        (
+            "flat_store_dword v[2:3], v9",
+            "scratch_store_dword v8, v9, off",
+        ),
+        (
+            "flat_store_dwordx2 v[2:3], v[10:11] offset:4",
+            "scratch_store_dwordx2 v8, v[10:11], off offset:4",
+        ),
+    ];
+    let mut rng = Rng(0x5EED_5C7A);
+    let scratch: Vec<u8> = (0..SCRATCH_BYTES).map(|_| rng.next() as u8).collect();
+    for case in 0..160 {
+        let (flat, private) = pairs[case % pairs.len()];
+        let exec = match case / pairs.len() % 5 {
+            0 => u64::MAX,
+            1 => 1,
+            2 => 0x8000_0000_0000_0001,
+            3 => u64::MAX >> 3,
+            _ => rng.next(),
+        };
+        // Every lane one slot, or its own (dword-aligned).
+        let one = rng.next() % 2 == 0;
+        let slot = (rng.next() % 900) as u32 & !3;
+        let offsets: Vec<u32> = (0..64)
+            .map(|_| (rng.next() % 900) as u32 & !3)
+            .map(|o| if one { slot } else { o })
+            .collect();
+        let values: Vec<u32> = (0..64 * 16).map(|_| rng.next() as u32).collect();
+        let regs = |w: &mut Wave| {
+            for r in 0..16 {
+                for l in 0..64 {
+                    w.vgpr[r][l] = values[r * 64 + l];
+                }
+            }
+            for l in 0..64 {
+                let a = Apertures::KFD.private_base + u64::from(offsets[l]);
+                (w.vgpr[2][l], w.vgpr[3][l]) = (a as u32, (a >> 32) as u32);
+                w.vgpr[8][l] = offsets[l];
+            }
+        };
+        let (fv, fs) = run_over_scratch(flat, exec, &regs, &scratch);
+        let (sv, ss) = run_over_scratch(private, exec, &regs, &scratch);
+        for r in [0, 1] {
+            assert_eq!(fv[r], sv[r], "v{r}: {flat} vs {private}, exec {exec:#x}");
+        }
+        assert!(fs == ss, "scratch: {flat} vs {private}, exec {exec:#x}");
+    }
+}

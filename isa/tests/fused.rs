@@ -1613,3 +1613,125 @@ s_mov_b64 s[12:13], src_shared_base";
         assert_eq!(fused, 5, "the aperture moves joined no run:\n{text}");
     }
 }
+
+/// `w` with the lanes of v[12:13] at scattered dwords of the data region at `base`
+/// and those of v[14:15] at the `shape`'s addresses: scattered too (0), in the
+/// shared aperture, each lane its own dword (1) or one dword for all (2), or in
+/// the private aperture, one slot for all (3). FLAT_SCRATCH is `base`.
+fn declined_addresses(rng: &mut Rng, w: &mut Wave, base: u64, shape: usize) {
+    w.sgpr[102] = base as u32;
+    w.sgpr[103] = (base >> 32) as u32;
+    for l in 0..WAVE_SIZE {
+        let a = base + 4 * rng.below(DATA_BYTES as usize / 4) as u64;
+        (w.vgpr[12][l], w.vgpr[13][l]) = (a as u32, (a >> 32) as u32);
+        let b = match shape {
+            0 => base + 4 * rng.below(DATA_BYTES as usize / 4) as u64,
+            1 => Apertures::KFD.shared_base + 4 * l as u64,
+            2 => Apertures::KFD.shared_base + 8,
+            _ => Apertures::KFD.private_base + 16,
+        };
+        (w.vgpr[14][l], w.vgpr[15][l]) = (b as u32, (b >> 32) as u32);
+    }
+}
+
+/// A run whose FLAT accesses its code declines (scattered lanes, the shared or
+/// private aperture) goes on past them: the interpreter's plan runs each from the
+/// run, and every entry of the block runs fused, with the interpreter's results.
+#[test]
+fn runs_go_on_past_flat_accesses_their_code_declines() {
+    let text = "v_add_u32_e32 v0, v1, v2
+flat_load_dword v3, v[12:13]
+v_add_u32_e32 v4, v3, v0
+flat_store_dword v[14:15], v4
+v_xor_b32_e32 v5, v4, v3
+flat_load_dwordx2 v[6:7], v[14:15] offset:8
+v_sub_u32_e32 v8, v6, v7
+s_endpgm
+";
+    let mem = TestMemory::default();
+    let (data, base) = mem.alloc_guarded(DATA_BYTES, GUARD);
+    let mut lds = small_lds();
+    lds.resize(512, 7);
+    for shape in 0..4 {
+        for seed in 1..4 {
+            let wave = || {
+                let mut r = Rng(seed * 977 + shape as u64);
+                let mut w = random_wave(&mut r, u64::MAX);
+                declined_addresses(&mut r, &mut w, base, shape);
+                w
+            };
+            compare_memory_runs(&mem, &data, &lds, text, 0, wave);
+            // Dynamically: the seven entries before s_endpgm all ran fused, but
+            // for scattered stores, which have no plan: the run stops before the
+            // store, the interpreter runs it, then the rest of the run from the
+            // next part (the xor; the scattered qword load, misaligned, stops
+            // that one too, and the subtract alone is no run).
+            let (with, _, start) = programs(&mem, text);
+            let (w, exit) = run_lds(&mem, &with, start, wave(), &mut lds.clone());
+            assert_eq!(exit, "Ok(Ended)", "shape {shape}");
+            if fuses() {
+                let want = if shape == 0 { 4 } else { 7 };
+                assert_eq!(w.fused_instructions, want, "shape {shape}, seed {seed}");
+            }
+        }
+    }
+}
+
+/// A scattered load in a run, where other waves share the worker (a finite
+/// `yield_after`), defers itself as the interpreter's plan does: the run stops
+/// before it and the wave yields there, then runs it when resumed, with the
+/// interpreter's results.
+#[test]
+fn a_gather_in_a_run_defers_itself_and_the_wave_yields_before_it() {
+    let text = "v_add_u32_e32 v0, v1, v2
+flat_load_dword v3, v[12:13]
+v_add_u32_e32 v4, v3, v0
+s_endpgm
+";
+    let mem = TestMemory::default();
+    let (data, base) = mem.alloc_guarded(DATA_BYTES, GUARD);
+    let init: Vec<u8> = (0..DATA_BYTES as usize).map(|i| (i * 7) as u8).collect();
+    assert!(data.write_bytes(GUARD, &init));
+    let wave = || {
+        let mut r = Rng(11);
+        let mut w = random_wave(&mut r, u64::MAX);
+        declined_addresses(&mut r, &mut w, base, 0);
+        w
+    };
+    let (with, without, start) = programs(&mem, text);
+    let mut out = Vec::new();
+    for program in [&with, &without] {
+        let mut w = wave();
+        w.pc = start;
+        let mut lds = small_lds();
+        let mut ctx = WaveContext {
+            memory: &mem,
+            lds: &mut lds,
+            apertures: Apertures::KFD,
+            stop: None,
+            max_instructions: 1_000_000,
+            yield_after: 1000,
+        };
+        let first = w.run(program, &mut ctx).expect("runs");
+        let at = w.pc;
+        let then = w.run(program, &mut ctx).expect("runs");
+        out.push((first, at, then, w));
+    }
+    let gather = start + 4;
+    for (first, at, then, _) in &out {
+        assert_eq!(
+            (*first, *at, *then),
+            (WaveExit::Yield, gather, WaveExit::Ended)
+        );
+    }
+    let (a, b) = (&out[0].3, &out[1].3);
+    for reg in 0..VREGS {
+        assert_eq!(a.vgpr[reg], b.vgpr[reg], "v{reg} differs");
+    }
+    assert_eq!(a.instructions, b.instructions);
+    if fuses() {
+        // The add before the gather ran in the run, the gather's entry did not
+        // (the run after it is a run of its own: the last add).
+        assert!(a.fused_instructions >= 1, "{}", a.fused_instructions);
+    }
+}

@@ -451,17 +451,20 @@ impl QueueHost for Runtime {
         // The host may have changed its mappings since the last kernel.
         self.host_maps.invalidate();
         let start = std::time::Instant::now();
-        let executed = self
+        let counts = self
             .dispatcher
             .dispatch_cancellable(req, memory, self.config.workers, cancel)
             .map_err(|e| e.with_kernel(|| self.kernel_name(req.kernel_object)))?;
         if log::log_enabled!(log::Level::Debug) {
             let ns = start.elapsed().as_nanos() as f64;
+            let executed = counts.executed.max(1) as f64;
             log::debug!(
-                "dispatch of {}: {executed} wave-instructions in {:.3} ms ({:.1} ns each)",
+                "dispatch of {}: {} wave-instructions in {:.3} ms ({:.1} ns each), {:.1}% in fused runs",
                 self.kernel_name(req.kernel_object).unwrap_or_default(),
+                counts.executed,
                 ns / 1e6,
-                ns / executed.max(1) as f64
+                ns / executed,
+                100.0 * counts.fused as f64 / executed
             );
         }
         Ok(())

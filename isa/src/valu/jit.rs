@@ -40,7 +40,10 @@
 //! run ([`Chain`]): the same kernels do two per loop chunk (STREAM's load and
 //! store), each of which used to end a run. It runs on the whole wave when its lanes
 //! address consecutive elements inside a region the wave has cached, as the
-//! interpreter's plan does, and keeps the wave's stride prefetching. So does a
+//! interpreter's plan does, and keeps the wave's stride prefetching; any other
+//! access is run from the run by the interpreter's plan ([`flat_fallback`]: a
+//! scattered load, an aperture, a partial EXEC), and the run goes on after it. So
+//! does a
 //! `ds_bpermute_b32` (with every lane active): the wave reductions of `reduction`
 //! clauses are chains of them between a few VALU ops, one chain per team and loop
 //! chunk.
@@ -725,12 +728,16 @@ impl Builder {
 /// stopped after its first n entries (a part
 /// found EXEC not all ones or an LDS access's lanes not addressing what the run can
 /// do, after its prefix; or a FLAT access or a bpermute could not run, see
-/// [`Chain`]).
-type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut WaveState, *const RunEnv) -> u32;
+/// [`Chain`]); [`DEFERRED`] + n: it stopped after its first n entries, before a
+/// FLAT gather that deferred itself ([`flat_fallback`]; the wave yields there).
+type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut WaveState, *mut RunEnv) -> u32;
 
 /// The return code of a run whose branch is taken, less the entries that ran (see
 /// [`RunFn`]; above every stop code: a run has at most 255 entries).
 const JUMPED: u32 = 0x1000;
+/// The return code of a run that stopped before a deferred gather, less the
+/// entries that ran (see [`RunFn`]; above every jump code).
+const DEFERRED: u32 = 0x2000;
 
 /// What a run reads besides the wave (rdx on entry, kept in r10): made once per
 /// [`crate::Wave::run`](crate::state::WaveState) call from its context ([`RunEnv::of`]);
@@ -749,6 +756,10 @@ pub(crate) struct RunEnv {
     /// 1, 2, 4, ... 128: each lane's bit in its group's byte of EXEC (a private
     /// access's lane mask).
     lane_bits: [u32; 8],
+    /// The wave's context (a `WaveContext`), for the accesses a run's own code
+    /// declines and hands to the interpreter's plans ([`flat_fallback`]); set by
+    /// [`run_fused`] before each run.
+    ctx: *mut (),
 }
 
 impl RunEnv {
@@ -761,6 +772,7 @@ impl RunEnv {
             private: ctx.apertures.private_base & !0xFFFF_FFFF,
             iota: [0, 1, 2, 3, 4, 5, 6, 7],
             lane_bits: [1, 2, 4, 8, 16, 32, 64, 128],
+            ctx: std::ptr::null_mut(),
         }
     }
 }
@@ -880,12 +892,20 @@ pub(crate) enum Ran {
     /// Its first `n` entries ran, and the last of them is a branch that jumps (to
     /// its target: the caller has the entry).
     Jumped(usize),
+    /// Its first `n` entries ran; the next is a FLAT gather that deferred itself
+    /// (see `WaveState::run_flat_plan`): the wave yields before it.
+    Deferred(usize),
 }
 
 /// Runs `f` on `w`, with its workgroup's `lds` and `env` ([`RunEnv::of`] the
 /// wave's context; see [`Ran`]).
 #[inline]
-pub(crate) fn run_fused(w: &mut WaveState, f: &Fused, lds: &mut [u8], env: &mut RunEnv) -> Ran {
+pub(crate) fn run_fused(
+    w: &mut WaveState,
+    f: &Fused,
+    ctx: &mut WaveContext<'_>,
+    env: &mut RunEnv,
+) -> Ran {
     if f.vector && w.vgpr.len() < usize::from(f.rows) {
         return Ran::Stopped(0);
     }
@@ -895,8 +915,9 @@ pub(crate) fn run_fused(w: &mut WaveState, f: &Fused, lds: &mut [u8], env: &mut 
             return Ran::Stopped(0);
         }
     }
-    env.lds = lds.as_mut_ptr();
-    env.lds_len = lds.len();
+    env.lds = ctx.lds.as_mut_ptr();
+    env.lds_len = ctx.lds.len();
+    env.ctx = (ctx as *mut WaveContext<'_>).cast();
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
     let wave: *mut WaveState = w;
     // SAFETY: `f.func` is code `emit_chain` generated (compiled only on hosts with
@@ -914,6 +935,7 @@ pub(crate) fn run_fused(w: &mut WaveState, f: &Fused, lds: &mut [u8], env: &mut 
     // during the call.
     match unsafe { (f.func)(vgpr, wave, env) } {
         0 => Ran::Next,
+        n if n >= DEFERRED => Ran::Deferred((n - DEFERRED) as usize),
         n if n >= JUMPED => Ran::Jumped((n - JUMPED) as usize),
         n => Ran::Stopped(n as usize - 2),
     }
@@ -1782,7 +1804,118 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
     emit_window(a, i32::from(f.bytes), stop);
     emit_flat_data(a, f);
     emit_flat_stride(a, f, done);
-    emit_stop_exit(a, stop, done, stop_code);
+    emit_flat_fallback(a, f, stop, done, stop_code);
+}
+
+/// Emits the way out of a FLAT access whose shape or range the run's code does
+/// not take (at `stop`, having changed nothing): a call of [`flat_fallback`], which
+/// runs it as the interpreter's plan would. The run goes on at `done` when it ran,
+/// stops before it (`stop_code`) when the plan declined, and returns [`DEFERRED`]
+/// when the plan deferred a gather. Between parts the run's state is all in the
+/// wave (its registers, SCC) and rdi, rsi, r8 and r10, which the call saves.
+fn emit_flat_fallback(
+    a: &mut Assembler,
+    f: &FlatFusion,
+    stop: DynamicLabel,
+    done: DynamicLabel,
+    stop_code: i32,
+) {
+    let packed = pack_flat(f) as i64;
+    let helper = flat_fallback as *const () as usize as i64;
+    let deferred = DEFERRED as i32 + stop_code - 2;
+    dynasm!(a
+        ; .arch x64
+        ; jmp =>done
+        ; =>stop
+        ; vzeroupper
+        // Four pushes and 8 bytes keep rsp 16-aligned at the call (8 off at entry).
+        ; push rdi
+        ; push rsi
+        ; push r8
+        ; push r10
+        ; sub rsp, 8
+        ; lea rdi, [rsi - OFF_SGPR]
+        ; mov rsi, r10
+        ; mov rdx, QWORD packed
+        ; mov rcx, QWORD f.offset
+        ; mov rax, QWORD helper
+        ; call rax
+        ; add rsp, 8
+        ; pop r10
+        ; pop r8
+        ; pop rsi
+        ; pop rdi
+        ; cmp eax, FALLBACK_RAN as i32
+        ; je =>done
+        ; cmp eax, FALLBACK_DEFERRED as i32
+        ; je >deferred
+        ; mov eax, stop_code
+        ; ret
+        ; deferred:
+        ; mov eax, deferred
+        ; ret
+        ; =>done
+    );
+}
+
+/// [`flat_fallback`]'s result: the access ran.
+const FALLBACK_RAN: u32 = 1;
+/// [`flat_fallback`]'s result: the access is a gather that deferred itself.
+const FALLBACK_DEFERRED: u32 = 2;
+
+/// A [`FlatFusion`]'s fields but its offset and key in one word, as
+/// [`flat_fallback`] reads them: the address pair's register (bits 15:0), the data
+/// register (31:16), bytes (39:32), load (40), FLAT (41).
+fn pack_flat(f: &FlatFusion) -> u64 {
+    u64::from(f.vaddr)
+        | u64::from(f.reg) << 16
+        | u64::from(f.bytes) << 32
+        | u64::from(f.load) << 40
+        | u64::from(f.flat) << 41
+}
+
+/// Runs, for a fused run, a FLAT or GLOBAL access its code declined (scattered
+/// lanes, an aperture, EXEC not all ones, a region the wave has not cached): as
+/// `WaveState::run_flat_plan` runs the access's plan between interpreted
+/// instructions, a gather deferring itself when other waves share the worker.
+/// Called by the run's code only (`emit_flat_fallback`), between two parts:
+/// `wave` and `env` are the run's (`env.ctx` the wave's context, set by
+/// [`run_fused`]), `packed` and `offset` the access ([`pack_flat`]). Returns
+/// [`FALLBACK_RAN`], [`FALLBACK_DEFERRED`] (nothing done but the note and the
+/// host's prefetch) or 0 (nothing done: the interpreter runs the access and
+/// reports any fault).
+unsafe extern "sysv64" fn flat_fallback(
+    wave: *mut WaveState,
+    env: *mut RunEnv,
+    packed: u64,
+    offset: i64,
+) -> u32 {
+    let f = FlatFusion {
+        vaddr: packed as u16,
+        reg: (packed >> 16) as u16,
+        bytes: (packed >> 32) as u8,
+        load: (packed >> 40) & 1 == 1,
+        flat: (packed >> 41) & 1 == 1,
+        offset,
+        key: 0,
+    };
+    // SAFETY: the run's code passes the wave and the environment `run_fused` gave
+    // it, and `env.ctx` points at the context `run_fused` holds exclusively for the
+    // duration of the run; neither `run_fused` nor the run's code touches the wave,
+    // the context or the LDS while this runs (the code keeps no pointer into them
+    // but those it reloads after the call; the LDS pointer is refreshed below).
+    let (w, env) = unsafe { (&mut *wave, &mut *env) };
+    // SAFETY: as above; `env.ctx` was set from a `&mut WaveContext<'_>` that
+    // outlives the run.
+    let ctx = unsafe { &mut *env.ctx.cast::<WaveContext<'_>>() };
+    // (No panic may unwind into the run's code.)
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.run_flat_fusion(&f, ctx)));
+    env.lds = ctx.lds.as_mut_ptr();
+    match ran {
+        Ok(crate::state::Planned::Ran(_)) => FALLBACK_RAN,
+        Ok(crate::state::Planned::Deferred) => FALLBACK_DEFERRED,
+        _ => 0,
+    }
 }
 
 /// Emits a move between a vector register's lane and a scalar register (see
@@ -3069,9 +3202,11 @@ enum Access {
 /// naturally aligned; the access then records its base in the wave's stride table
 /// and, on a confirmed stride, asks for the lines of the next one when that lies in
 /// the same region. A bpermute runs when every lane is active ([`emit_bpermute`]; it
-/// reads no memory, so it cannot fault). When one of these does not hold, the run
-/// stops before the access, and the interpreter runs the rest of its entries (and
-/// looks the region up, or reports the fault).
+/// reads no memory, so it cannot fault). When one of these does not hold for a FLAT
+/// access, the run's code calls [`flat_fallback`], which runs it as the
+/// interpreter's plan would (and looks the region up); if that plan declines too,
+/// or for another access, the run stops before the access, and the interpreter runs
+/// the rest of its entries (and reports any fault).
 #[derive(Clone, Debug)]
 pub(crate) struct Chain {
     /// `accesses.len() + 1` parts.

@@ -163,6 +163,8 @@ pub(super) struct Job {
     claims: WorkgroupClaims,
     /// Wave-instructions executed by the finished workgroups.
     instructions: AtomicU64,
+    /// Of those, the ones that ran inside fused runs.
+    fused: AtomicU64,
     /// Raised on the first fault, or from outside to cancel the dispatch (its
     /// queue destroyed); every wave stops at its next backward branch or barrier.
     stop: Arc<AtomicBool>,
@@ -223,6 +225,7 @@ impl Job {
             grid_wgs,
             claims: WorkgroupClaims::new(total_workgroups, workers),
             instructions: AtomicU64::new(0),
+            fused: AtomicU64::new(0),
             stop,
             error: Mutex::new(None),
             crew: Crew::default(),
@@ -244,11 +247,14 @@ impl Job {
 
     /// The outcome once no thread works on the job any more: the wave-instructions
     /// executed, or the first fault.
-    pub(super) fn finish(&self) -> Result<u64, DispatchError> {
+    pub(super) fn finish(&self) -> Result<super::DispatchCounts, DispatchError> {
         let first = self.error.lock().map(|mut e| e.take()).unwrap_or(None);
         match first {
             Some(e) => Err(e),
-            None => Ok(self.instructions.load(Ordering::Relaxed)),
+            None => Ok(super::DispatchCounts {
+                executed: self.instructions.load(Ordering::Relaxed),
+                fused: self.fused.load(Ordering::Relaxed),
+            }),
         }
     }
 
@@ -357,6 +363,11 @@ impl Job {
         }
         let executed: u64 = st.waves[..wg.waves].iter().map(|w| w.instructions).sum();
         self.instructions.fetch_add(executed, Ordering::Relaxed);
+        let fused: u64 = st.waves[..wg.waves]
+            .iter()
+            .map(|w| w.fused_instructions)
+            .sum();
+        self.fused.fetch_add(fused, Ordering::Relaxed);
         r
     }
 

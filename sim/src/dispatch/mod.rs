@@ -60,6 +60,16 @@ pub struct Dispatcher {
     pool: WorkerPool,
 }
 
+/// What a dispatch executed, summed over all waves of all workgroups (for
+/// benchmarks and statistics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DispatchCounts {
+    /// Wave-instructions executed.
+    pub executed: u64,
+    /// Of those, the ones that ran inside fused runs (compiled host code).
+    pub fused: u64,
+}
+
 impl Dispatcher {
     /// A dispatcher with the default settings and no helper threads yet.
     pub fn new() -> Self {
@@ -89,8 +99,8 @@ impl Dispatcher {
         self.dispatch_counted(req, memory, workers).map(|_| ())
     }
 
-    /// As [`Dispatcher::dispatch`], returning the number of wave-instructions the
-    /// dispatch executed (all waves of all workgroups; for benchmarks and statistics).
+    /// As [`Dispatcher::dispatch`], returning the wave-instructions the dispatch
+    /// executed ([`DispatchCounts`]).
     ///
     /// # Errors
     /// See [`DispatchError`].
@@ -99,7 +109,7 @@ impl Dispatcher {
         req: &DispatchRequest,
         memory: &Arc<dyn GlobalMemory>,
         workers: usize,
-    ) -> Result<u64, DispatchError> {
+    ) -> Result<DispatchCounts, DispatchError> {
         self.dispatch_cancellable(req, memory, workers, &Arc::new(AtomicBool::new(false)))
     }
 
@@ -117,7 +127,7 @@ impl Dispatcher {
         memory: &Arc<dyn GlobalMemory>,
         workers: usize,
         cancel: &Arc<AtomicBool>,
-    ) -> Result<u64, DispatchError> {
+    ) -> Result<DispatchCounts, DispatchError> {
         let job = Arc::new(Job::prepare(
             req,
             memory,
@@ -129,7 +139,7 @@ impl Dispatcher {
         )?);
         let total = job.total_workgroups();
         if total == 0 {
-            return Ok(0);
+            return Ok(DispatchCounts::default());
         }
         let helpers = workers
             .max(1)

@@ -475,7 +475,7 @@ s_endpgm",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 154] = [
+const FORMS: [&str; 155] = [
     "adc r32, r32",
     "add r32, imm",
     "add r32, r32",
@@ -490,6 +490,7 @@ const FORMS: [&str; 154] = [
     "bt r32, r32",
     "bt r64, imm",
     "bt r64, r64",
+    "call r64",
     "bts r64, imm",
     "cmovae r32, r32",
     "cmovbe r32, r32",
