@@ -247,11 +247,11 @@ impl Job {
 
     /// The outcome once no thread works on the job any more: the wave-instructions
     /// executed, or the first fault.
-    pub(super) fn finish(&self) -> Result<super::DispatchCounts, DispatchError> {
+    pub(super) fn finish(&self) -> Result<DispatchCounts, DispatchError> {
         let first = self.error.lock().map(|mut e| e.take()).unwrap_or(None);
         match first {
             Some(e) => Err(e),
-            None => Ok(super::DispatchCounts {
+            None => Ok(DispatchCounts {
                 executed: self.instructions.load(Ordering::Relaxed),
                 fused: self.fused.load(Ordering::Relaxed),
             }),
@@ -771,4 +771,14 @@ mod tests {
         ids.sort_unstable();
         assert_eq!(ids, (0..TOTAL).collect::<Vec<_>>());
     }
+}
+
+/// What a dispatch executed, summed over all waves of all workgroups (for
+/// benchmarks and statistics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DispatchCounts {
+    /// Wave-instructions executed.
+    pub executed: u64,
+    /// Of those, the ones that ran inside fused runs (compiled host code).
+    pub fused: u64,
 }

@@ -42,6 +42,7 @@ use std::sync::Arc;
 use isa::GlobalMemory;
 
 pub use error::{DispatchError, FaultSite, PrivateOverflow};
+pub use job::DispatchCounts;
 pub use request::DispatchRequest;
 pub use settings::{DispatchSettings, TraceFilter, DEFAULT_MAX_WAVE_INSTRUCTIONS};
 
@@ -58,16 +59,6 @@ pub struct Dispatcher {
     programs: Arc<ProgramCache>,
     states: Arc<WorkerStates>,
     pool: WorkerPool,
-}
-
-/// What a dispatch executed, summed over all waves of all workgroups (for
-/// benchmarks and statistics).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DispatchCounts {
-    /// Wave-instructions executed.
-    pub executed: u64,
-    /// Of those, the ones that ran inside fused runs (compiled host code).
-    pub fused: u64,
 }
 
 impl Dispatcher {
