@@ -631,6 +631,66 @@ v_add_f64 v[2:3], v[4:5], -v[2:3]";
 }
 
 #[test]
+fn f32_ops_give_the_interpreters_results_and_nans() {
+    // Every pair of f32 specials (infinities, zeros, quiet and signalling NaNs with
+    // payloads, a denormal, 1.0, the integer conversions' edges) in 64 lanes: NaN
+    // operands, invalid operations, rounding of the unsigned conversion, saturation.
+    let specials: [u32; 16] = [
+        0x7F80_0000,
+        0xFF80_0000,
+        0,
+        0x8000_0000,
+        0x7FC0_1234,
+        0xFF80_0042,
+        0x3F80_0000,
+        0x0000_0003,
+        0x4F00_0000,
+        0x4F7F_FFFF,
+        0x4F80_0000,
+        0xCF00_0001,
+        0xFFFF_FFFF,
+        0x4B80_0001,
+        0x8000_0001,
+        0xFFFF_FF7F,
+    ];
+    let text = "v_add_f32_e32 v0, v2, v4
+v_sub_f32_e32 v1, v2, v4
+v_subrev_f32_e32 v3, v2, v4
+v_mul_f32_e32 v5, v2, v4
+v_fma_f32 v7, v2, v4, v6
+v_fmac_f32_e32 v6, v4, v2
+v_rcp_iflag_f32_e32 v8, v2
+v_cvt_f32_u32_e32 v9, v4
+v_cvt_f32_i32_e32 v10, v4
+v_cvt_u32_f32_e32 v11, v2
+v_cvt_i32_f32_e32 v1, v4
+v_mul_f32_e32 v0, 0x4f7ffffe, v9
+v_add_f32_e64 v3, s8, 1.0";
+    for round in 0..4 {
+        let wave = || {
+            let mut w = random_wave(&mut Rng(5 + round), u64::MAX);
+            w.mode = 0xF0;
+            for l in 0..WAVE_SIZE {
+                let k = l + 64 * round as usize;
+                w.vgpr[2][l] = specials[k % 16];
+                w.vgpr[4][l] = specials[(k / 16 + l) % 16];
+                w.vgpr[6][l] = specials[(7 * k + 3) % 16];
+            }
+            w
+        };
+        let fused = check_wave(text, wave);
+        if fuses() {
+            assert_eq!(fused, 13);
+        }
+    }
+    // Random lanes (and, in a wave of four, MODE flushing denormals: the run
+    // declines and the interpreter runs the ops).
+    for seed in 1..9 {
+        check_text(text, seed);
+    }
+}
+
+#[test]
 fn scalar_instructions_between_vector_ones_keep_their_order() {
     let wave = || {
         let mut w = random_wave(&mut Rng(9), u64::MAX);

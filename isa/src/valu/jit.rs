@@ -21,9 +21,11 @@
 //! moves (AGPR moves among them), selects, logic, shifts, min/max, 32-bit and
 //! high-half multiplies, the three-source adds/shifts/logic, the carry ops, the
 //! 16-, 32- and 64-bit compares without CMPX, 64-bit shifts (by a constant, a
-//! scalar or each lane's amount), and the f64 add, multiply and fused
-//! multiply-add (the last only on a host with FMA3; host IEEE arithmetic, NaN
-//! results replaced as `fp::nan_of` says).
+//! scalar or each lane's amount), the f64 add, multiply and fused multiply-add,
+//! and the f32 add, subtract, multiply, fused multiply-add, reciprocal and
+//! conversions to and from 32-bit integers (the multiply-adds only on a host with
+//! FMA3; host IEEE arithmetic, NaN results replaced as `fp::nan_of` says; the
+//! conversions' saturation and unsigned forms restated, see [`emit_f32`]).
 //! A run ends before an op that would read, as a value, a scalar dword the run
 //! already wrote (its value would be a lane mask computed inside the run), that
 //! writes EXEC, whose mask destination overlaps an earlier one without being equal
@@ -73,7 +75,8 @@
 //!
 //! Preconditions checked per execution ([`run_fused`]), for a run with vector ops:
 //! every register of the run inside the wave's vector file and, for a run with f64
-//! ops, the MODE the f64 plans need (round to nearest even, f64 denormals kept);
+//! or f32 ops, the MODE their plans need (round to nearest even, denormals of
+//! that width kept);
 //! and EXEC all ones once the scalar instructions before the first vector op (the
 //! prefix) ran (the plans then write every lane; with a partial EXEC the run stops
 //! there, and the interpreter runs the rest one by one); at the same point, the
@@ -101,10 +104,9 @@ use std::sync::Arc;
 use dynasmrt::x64::Assembler;
 use dynasmrt::{dynasm, AssemblyOffset, DynamicLabel, DynasmApi, DynasmLabelApi, ExecutableBuffer};
 
-use super::plan::{Bin, F64Op, IntPlan, Kind, LanePlan, Tri};
+use super::plan::{f32_mode, f64_mode, Bin, F32Op, F64Op, IntPlan, Kind, LanePlan, Tri};
 use super::vop3p::PlanSrc;
 use crate::arch::WAVE_SIZE;
-use crate::fp::FpMode;
 use crate::generated::opcodes::{Sop1Op, Sop2Op, SopcOp, SoppOp};
 use crate::lds::{BpermuteFusion, LdsFusion, LdsPlan};
 use crate::memory::WindowTable;
@@ -244,6 +246,12 @@ enum Op {
         d: u16,
         src: [[Val; 2]; 3],
     },
+    /// An f32 operation: `src[k]` = source k ([`F32Op::sources`] of them).
+    F32 {
+        op: F32Op,
+        d: u16,
+        src: [Val; 3],
+    },
     /// `k` as `Kind::Shift64`, by the constant `n` (0..=63).
     Shift64 {
         k: u8,
@@ -315,6 +323,9 @@ pub(crate) struct Builder {
     sunk_writes: u128,
     /// Whether the run has f64 ops (it then needs the default MODE).
     f64: bool,
+    /// Whether the run has f32 ops (they need round to nearest even and f32
+    /// denormals kept).
+    f32: bool,
     /// One past the highest vector-file register the run reads or writes.
     rows: usize,
     /// Scalar dwords the op being lowered reads and writes.
@@ -697,6 +708,20 @@ impl Builder {
                     src,
                 }
             }
+            // `v_fma_f32`/`v_fmac_f32` are `vfmadd231ps` (FMA3).
+            Kind::F32(F32Op::Fma) if !features.fma => return None,
+            Kind::F32(op) => {
+                let mut src = [Val::Const(0); 3];
+                for (v, s) in src.iter_mut().zip(p.src).take(op.sources()) {
+                    *v = self.val(s[0])?;
+                }
+                self.f32 = true;
+                Op::F32 {
+                    op,
+                    d: self.dst(p.dst, 1),
+                    src,
+                }
+            }
             Kind::Shift64(k) => {
                 let (lo, hi) = (self.val(s1[0])?, self.val(s1[1])?);
                 match s0[0] {
@@ -828,6 +853,8 @@ pub(crate) struct Fused {
     vector: bool,
     /// Whether the run has f64 ops.
     f64: bool,
+    /// Whether the run has f32 ops.
+    f32: bool,
 }
 
 impl std::fmt::Debug for Fused {
@@ -874,6 +901,7 @@ fn compile_for(
                 vector: c.accesses.iter().any(Option::is_some)
                     || c.parts.iter().any(|b| !b.ops.is_empty()),
                 f64: c.parts.iter().any(|b| b.f64),
+                f32: c.parts.iter().any(|b| b.f32),
             },
         ));
     }
@@ -909,11 +937,8 @@ pub(crate) fn run_fused(
     if f.vector && w.vgpr.len() < usize::from(f.rows) {
         return Ran::Stopped(0);
     }
-    if f.f64 {
-        let fpm = FpMode::new(w.mode);
-        if fpm.round != 0 || fpm.flush_in64() || fpm.flush_out64() {
-            return Ran::Stopped(0);
-        }
+    if (f.f64 && !f64_mode(w.mode)) || (f.f32 && !f32_mode(w.mode)) {
+        return Ran::Stopped(0);
     }
     env.lds = ctx.lds.as_mut_ptr();
     env.lds_len = ctx.lds.len();
@@ -975,6 +1000,28 @@ fn movmsk_eax(a: &mut Assembler, y: u8) {
 /// `vfmadd231pd acc, x, y` (acc = x·y + acc, one rounding).
 fn fma_pd(a: &mut Assembler, acc: u8, x: u8, y: u8) {
     vex(a, 2, 1, true, 0xB8, acc, x, y, None);
+}
+
+/// `vfmadd231ps acc, x, y` (acc = x·y + acc, one rounding).
+fn fma_ps(a: &mut Assembler, acc: u8, x: u8, y: u8) {
+    vex(a, 2, 1, false, 0xB8, acc, x, y, None);
+}
+
+/// `vcmpps dst, x, y, pred` (dst = all ones in the lanes where `x pred y`;
+/// dynasm-rs 3.2.1 swaps the sources of this form).
+fn cmpps(a: &mut Assembler, dst: u8, x: u8, y: u8, pred: u8) {
+    vex(a, 1, 0, false, 0xC2, dst, x, y, Some(pred));
+}
+
+/// `vcmpps` predicates: unordered (either is a NaN), and greater or equal
+/// (ordered, signalling: false for a NaN).
+const CMP_UNORD: u8 = 3;
+const CMP_GE: u8 = 13;
+
+/// `y` = the dword `v` in each of its eight lanes (uses eax).
+fn splat32(a: &mut Assembler, y: u8, v: u32) {
+    let v = v as i32;
+    dynasm!(a ; .arch x64 ; mov eax, v ; vmovd Rx(y), eax ; vpbroadcastd Ry(y), Rx(y));
 }
 
 /// `vshufps dst, x, y, imm`.
@@ -2744,6 +2791,7 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
             emit_cmp64(a, signed, cond, x, y, out);
         }
         Op::F64 { op, d, src } => emit_f64(a, op, d, src),
+        Op::F32 { op, d, src } => emit_f32(a, op, d, src),
         Op::Shift64 { k, n, d, lo, hi } => emit_shift64(a, k, n, d, lo, hi),
         Op::Shift64By {
             k,
@@ -3012,6 +3060,98 @@ fn emit_f64(a: &mut Assembler, op: F64Op, d: u16, src: [[Val; 2]; 3]) {
     store(a, d + 1, 5);
 }
 
+/// Emits an f32 operation ([`Op::F32`]) on the group's 8 lanes, as
+/// `plan::f32_op` computes it: host IEEE arithmetic (round to nearest even, the
+/// MODE `run_fused` checked), a NaN result replaced by the VALU's, and the
+/// conversions' rules AVX2 lacks (unsigned conversions, saturation, NaN as 0).
+fn emit_f32(a: &mut Assembler, op: F32Op, d: u16, src: [Val; 3]) {
+    let n = op.sources();
+    for (k, s) in src.iter().take(n).enumerate() {
+        load(a, k as u8, *s);
+    }
+    // ymm3: the result.
+    match op {
+        F32Op::Add => dynasm!(a ; .arch x64 ; vaddps ymm3, ymm0, ymm1),
+        F32Op::Sub => dynasm!(a ; .arch x64 ; vsubps ymm3, ymm0, ymm1),
+        F32Op::Subrev => dynasm!(a ; .arch x64 ; vsubps ymm3, ymm1, ymm0),
+        F32Op::Mul => dynasm!(a ; .arch x64 ; vmulps ymm3, ymm0, ymm1),
+        F32Op::Fma => {
+            dynasm!(a ; .arch x64 ; vmovaps ymm3, ymm2);
+            fma_ps(a, 3, 0, 1);
+        }
+        F32Op::Rcp => {
+            splat32(a, 4, 1.0f32.to_bits());
+            dynasm!(a ; .arch x64 ; vdivps ymm3, ymm4, ymm0);
+        }
+        F32Op::CvtF32I32 => dynasm!(a ; .arch x64 ; vcvtdq2ps ymm3, ymm0),
+        F32Op::CvtF32U32 => {
+            // The high and low halves, each exact as an f32, added: one rounding.
+            splat32(a, 4, 0xFFFF);
+            splat32(a, 5, 65536.0f32.to_bits());
+            dynasm!(a
+                ; .arch x64
+                ; vpsrld ymm1, ymm0, 16
+                ; vpand ymm2, ymm0, ymm4
+                ; vcvtdq2ps ymm1, ymm1
+                ; vcvtdq2ps ymm2, ymm2
+                ; vmulps ymm1, ymm1, ymm5
+                ; vaddps ymm3, ymm1, ymm2
+            );
+        }
+        F32Op::CvtI32F32 => {
+            // Truncated (0x8000_0000 for NaN and out of range), then 2^31 and above
+            // i32::MAX, NaN 0.
+            splat32(a, 4, 2147483648.0f32.to_bits());
+            splat32(a, 5, i32::MAX as u32);
+            dynasm!(a ; .arch x64 ; vcvttps2dq ymm3, ymm0);
+            cmpps(a, 6, 0, 4, CMP_GE);
+            dynasm!(a ; .arch x64 ; vblendvps ymm3, ymm3, ymm5, ymm6);
+            cmpps(a, 7, 0, 0, CMP_UNORD);
+            dynasm!(a ; .arch x64 ; vpandn ymm3, ymm7, ymm3);
+        }
+        F32Op::CvtU32F32 => {
+            // max(x, +0) (NaN and below zero: 0; the second operand wins a NaN),
+            // less 2^31 where it is 2^31 or more (exact), truncated, bit 31 put
+            // back; 2^32 and above all ones.
+            splat32(a, 4, 2147483648.0f32.to_bits());
+            splat32(a, 5, 4294967296.0f32.to_bits());
+            dynasm!(a ; .arch x64 ; vxorps ymm1, ymm1, ymm1 ; vmaxps ymm1, ymm0, ymm1);
+            cmpps(a, 2, 1, 4, CMP_GE);
+            dynasm!(a
+                ; .arch x64
+                ; vandps ymm6, ymm2, ymm4
+                ; vsubps ymm6, ymm1, ymm6
+                ; vcvttps2dq ymm3, ymm6
+                ; vpslld ymm2, ymm2, 31
+                ; vpor ymm3, ymm3, ymm2
+            );
+            cmpps(a, 7, 1, 5, CMP_GE);
+            dynasm!(a ; .arch x64 ; vpor ymm3, ymm3, ymm7);
+        }
+    }
+    if op.arithmetic() {
+        // A NaN result is the first NaN source quieted, else the default NaN
+        // (`fp::nan_of`); the host's NaN differs, so NaN lanes are replaced. ymm5:
+        // the replacement, from the last source to the first so that the first NaN
+        // source wins.
+        let done = a.new_dynamic_label();
+        cmpps(a, 15, 3, 3, CMP_UNORD);
+        dynasm!(a ; .arch x64 ; vptest ymm15, ymm15 ; jz =>done);
+        splat32(a, 5, crate::fp::QNAN32);
+        splat32(a, 6, 0x0040_0000);
+        for k in (0..n as u8).rev() {
+            cmpps(a, 7, k, k, CMP_UNORD);
+            dynasm!(a
+                ; .arch x64
+                ; vorps ymm4, Ry(k), ymm6
+                ; vblendvps ymm5, ymm5, ymm4, ymm7
+            );
+        }
+        dynasm!(a ; .arch x64 ; vblendvps ymm3, ymm3, ymm5, ymm15 ; =>done);
+    }
+    store(a, d, 3);
+}
+
 /// Emits a 64-bit shift by a constant ([`Op::Shift64`]): `v_lshlrev_b64` (`k` 0),
 /// `v_lshrrev_b64` (1) or `v_ashrrev_i64` (2).
 fn emit_shift64(a: &mut Assembler, k: u8, n: u32, d: u16, lo: Val, hi: Val) {
@@ -3229,7 +3369,12 @@ impl Chain {
 
     /// Whether an op of the run is an f64 fused multiply-add (FMA3 code).
     fn fma(&self) -> bool {
-        let fma = |op: &Op| matches!(op, Op::F64 { op: F64Op::Fma, .. });
+        let fma = |op: &Op| {
+            matches!(
+                op,
+                Op::F64 { op: F64Op::Fma, .. } | Op::F32 { op: F32Op::Fma, .. }
+            )
+        };
         self.parts.iter().any(|b| b.ops.iter().any(fma))
     }
 

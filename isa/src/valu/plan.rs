@@ -1,6 +1,7 @@
 //! Pre-resolved integer VALU instructions: the hot integer forms (moves, selects,
 //! 32-bit arithmetic and logic, carries, 64-bit shifts and multiply-adds, integer
-//! compares, f64 add/mul/fma) in their e32 / e64 encodings without modifiers, and
+//! compares, f64 add/mul/fma, f32 arithmetic and conversions) in their e32 / e64
+//! encodings without modifiers, and
 //! `v_pk_mov_b32`, with every operand resolved at decode time to a register-file
 //! index or a constant.
 //!
@@ -93,6 +94,61 @@ pub(super) enum Kind {
     /// planned for MODE round-to-nearest-even with f64 denormals kept (else the
     /// general path runs).
     F64(F64Op),
+    /// The f32 operations of [`F32Op`]: planned for MODE round-to-nearest-even with
+    /// f32 denormals kept (else the general path runs).
+    F32(F32Op),
+}
+
+/// A planned f32 operation: `v_add_f32`, `v_sub_f32`, `v_subrev_f32`, `v_mul_f32`,
+/// `v_fma_f32` and `v_fmac_f32` (src2 = the destination), `v_rcp_f32` and
+/// `v_rcp_iflag_f32` (a correctly rounded reciprocal, as the general path
+/// computes it), and the conversions between f32 and 32-bit integers (to an
+/// integer: truncated, saturated, NaN as 0). Unoptimised code and LLVM's unsigned
+/// division (`v_cvt_f32_u32`, `v_rcp_iflag_f32`, `v_mul_f32`, `v_cvt_u32_f32`) are
+/// made of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum F32Op {
+    Add,
+    Sub,
+    Subrev,
+    Mul,
+    Fma,
+    Rcp,
+    CvtF32U32,
+    CvtF32I32,
+    CvtU32F32,
+    CvtI32F32,
+}
+
+impl F32Op {
+    /// Every op, in code order.
+    const ALL: [F32Op; 10] = [
+        F32Op::Add,
+        F32Op::Sub,
+        F32Op::Subrev,
+        F32Op::Mul,
+        F32Op::Fma,
+        F32Op::Rcp,
+        F32Op::CvtF32U32,
+        F32Op::CvtF32I32,
+        F32Op::CvtU32F32,
+        F32Op::CvtI32F32,
+    ];
+
+    /// Its sources (`v_fmac_f32`'s third, the destination, counted).
+    pub(super) fn sources(self) -> usize {
+        match self {
+            F32Op::Fma => 3,
+            F32Op::Add | F32Op::Sub | F32Op::Subrev | F32Op::Mul => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether a NaN result is the VALU's (`fp::nan_of` of its sources), to be
+    /// put in place of the host's; the conversions give no NaN.
+    pub(super) fn arithmetic(self) -> bool {
+        self.sources() > 1 || self == F32Op::Rcp
+    }
 }
 
 /// A planned f64 operation.
@@ -334,6 +390,17 @@ impl IntPlan {
             O::VMulF64 => (Kind::F64(F64Op::Mul), 2, 0, false),
             O::VFmaF64 => (Kind::F64(F64Op::Fma), 3, 0, false),
             O::VFmacF64 => (Kind::F64(F64Op::Fma), 2, 0, false),
+            O::VAddF32 => (Kind::F32(F32Op::Add), 2, 0, false),
+            O::VSubF32 => (Kind::F32(F32Op::Sub), 2, 0, false),
+            O::VSubrevF32 => (Kind::F32(F32Op::Subrev), 2, 0, false),
+            O::VMulF32 => (Kind::F32(F32Op::Mul), 2, 0, false),
+            O::VFmaF32 => (Kind::F32(F32Op::Fma), 3, 0, false),
+            O::VFmacF32 => (Kind::F32(F32Op::Fma), 2, 0, false),
+            O::VRcpF32 | O::VRcpIflagF32 => (Kind::F32(F32Op::Rcp), 1, 0, false),
+            O::VCvtF32U32 => (Kind::F32(F32Op::CvtF32U32), 1, 0, false),
+            O::VCvtF32I32 => (Kind::F32(F32Op::CvtF32I32), 1, 0, false),
+            O::VCvtU32F32 => (Kind::F32(F32Op::CvtU32F32), 1, 0, false),
+            O::VCvtI32F32 => (Kind::F32(F32Op::CvtI32F32), 1, 0, false),
             _ if (0xA0..=0xBF).contains(&n) => (Kind::Cmp16 { signed, cond, cmpx }, 2, 0, false),
             _ if (0xC0..=0xDF).contains(&n) => (Kind::Cmp32 { signed, cond, cmpx }, 2, 0, false),
             _ if (0xE0..=0xFF).contains(&n) => {
@@ -380,6 +447,10 @@ impl IntPlan {
             let d = vector_dword(i.vdst.as_ref()?, 0)?;
             let PlanSrc::Vreg(r) = d else { return None };
             src[2] = [d, PlanSrc::Vreg(r + 1)];
+        }
+        if i.op == O::VFmacF32 {
+            let d = vector_dword(i.vdst.as_ref()?, 0)?;
+            src[2] = [d, PlanSrc::Imm(0)];
         }
         let (dst, sdst) = if scalar_out {
             (u16::MAX, sreg(&i.vdst))
@@ -739,15 +810,30 @@ fn write(vgpr: &mut [VReg], r: usize, vals: &[VReg], exec: u64) {
 /// denormal flushing), leaving the instruction to the general path.
 #[inline]
 pub(crate) fn run_int_plan(w: &mut WaveState, p: &IntPlan) -> bool {
-    if let Kind::F64(_) = p.kind {
-        let fpm = FpMode::new(w.mode);
-        if fpm.round != 0 || fpm.flush_in64() || fpm.flush_out64() {
-            return false;
-        }
+    match p.kind {
+        Kind::F64(_) if !f64_mode(w.mode) => return false,
+        Kind::F32(_) if !f32_mode(w.mode) => return false,
+        _ => {}
     }
     // SAFETY: `p.run` was chosen by `runner` for the vector extensions this host has.
     unsafe { (p.run)(w, p) };
     true
+}
+
+/// Whether MODE `mode` is what the f64 plans compute: round to nearest even, f64
+/// denormals kept (in and out).
+#[inline]
+pub(crate) fn f64_mode(mode: u32) -> bool {
+    let fpm = FpMode::new(mode);
+    fpm.round == 0 && !fpm.flush_in64() && !fpm.flush_out64()
+}
+
+/// Whether MODE `mode` is what the f32 plans compute: round to nearest even, f32
+/// denormals kept (in and out).
+#[inline]
+pub(crate) fn f32_mode(mode: u32) -> bool {
+    let fpm = FpMode::new(mode);
+    fpm.round == 0 && !fpm.flush_in32() && !fpm.flush_out32()
 }
 
 /// Specialisation code of a plan kind: its variant and operation (the table index
@@ -768,6 +854,7 @@ fn code(k: Kind) -> u8 {
         Kind::PkMov => 45,
         Kind::Cmp16 { .. } => 46,
         Kind::Readfirstlane => 47,
+        Kind::F32(op) => 48 + op as u8,
     }
 }
 
@@ -785,6 +872,7 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
         17..=33 => Kind::Tri(Tri::ALL[(C - 17) as usize]),
         38..=40 => Kind::Shift64(C - 38),
         42..=44 => Kind::F64(F64S[(C - 42) as usize]),
+        48..=57 => Kind::F32(F32Op::ALL[(C - 48) as usize]),
         // The codes below fix the variant; its fields (carry-in, operand order,
         // condition, signedness) stay `k`'s. The variant must be fixed here, or the
         // runner would hold (and dispatch over) every arm of `run_body`.
@@ -835,7 +923,8 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
 macro_rules! runners {
     ($f:ident) => {
         runners!(@ $f; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
-            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47)
+            27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52
+            53 54 55 56 57)
     };
     (@ $f:ident; $($c:literal)*) => {
         [$($f::<$c> as Runner),*]
@@ -844,11 +933,11 @@ macro_rules! runners {
 
 /// The runner of a code for this host.
 fn runner(code: u8) -> Runner {
-    let c = usize::from(code).min(47);
+    let c = usize::from(code).min(57);
     #[cfg(target_arch = "x86_64")]
     {
-        const FMA: [Runner; 48] = runners!(run_fma);
-        const AVX2: [Runner; 48] = runners!(run_avx2);
+        const FMA: [Runner; 58] = runners!(run_fma);
+        const AVX2: [Runner; 58] = runners!(run_avx2);
         if simd::host_fma() {
             return FMA[c];
         }
@@ -860,7 +949,7 @@ fn runner(code: u8) -> Runner {
 }
 
 /// The runners for hosts without AVX2, by code.
-const PLAIN: [Runner; 48] = runners!(run_plain);
+const PLAIN: [Runner; 58] = runners!(run_plain);
 
 /// `run_body` for hosts without AVX2.
 ///
@@ -920,6 +1009,55 @@ fn shift64_op(
                 let r = op.apply(u64::from(vl[l]) | u64::from(vh[l]) << 32, sh[l]);
                 lo[l] = r as u32;
                 hi[l] = (r >> 32) as u32;
+            }
+        }
+    }
+}
+
+/// A planned f32 operation ([`F32Op`]) in every lane into `out`, as the general
+/// path computes it (`ops::f32_ops`, `ops::conversions`): the add, multiply and
+/// fused multiply-add by `simd`'s lane loops, the rest lane by lane; a NaN result
+/// is the VALU's ([`nan_of`]).
+#[inline(always)]
+fn f32_op(vg: &[VReg], sgpr: &[u32; 128], p: &IntPlan, op: F32Op, out: &mut VReg) {
+    let a = src(vg, sgpr, p.src[0][0]);
+    let b = src(vg, sgpr, p.src[1][0]);
+    let f = |s: Src<'_>, l: usize| f32::from_bits(s.at(l));
+    match op {
+        F32Op::Add => simd::add_lanes(a, b, out),
+        F32Op::Mul => simd::mul_lanes(a, b, out),
+        F32Op::Fma => simd::fma_lanes(a, b, src(vg, sgpr, p.src[2][0]), out),
+        F32Op::Sub | F32Op::Subrev => {
+            for l in 0..WAVE_SIZE {
+                let (x, y) = (f(a, l), f(b, l));
+                let r = if op == F32Op::Sub { x - y } else { y - x };
+                out[l] = nan_of(r, &[x, y]).to_bits();
+            }
+        }
+        F32Op::Rcp => {
+            for l in 0..WAVE_SIZE {
+                let x = f(a, l);
+                out[l] = nan_of(1.0 / x, &[x]).to_bits();
+            }
+        }
+        F32Op::CvtF32U32 => {
+            for l in 0..WAVE_SIZE {
+                out[l] = (a.at(l) as f32).to_bits();
+            }
+        }
+        F32Op::CvtF32I32 => {
+            for l in 0..WAVE_SIZE {
+                out[l] = (a.at(l) as i32 as f32).to_bits();
+            }
+        }
+        F32Op::CvtU32F32 => {
+            for l in 0..WAVE_SIZE {
+                out[l] = sem::to_u32(f64::from(f(a, l)));
+            }
+        }
+        F32Op::CvtI32F32 => {
+            for l in 0..WAVE_SIZE {
+                out[l] = sem::to_i32(f64::from(f(a, l)));
             }
         }
     }
@@ -1168,6 +1306,7 @@ fn run_body<const C: u8, P: Pack>(w: &mut WaveState, p: &IntPlan, pk: P) {
                 f64_op(pk, vg, sgpr, p, op, [lo, hi], [b0, b1, b2]);
                 wide_out = true;
             }
+            Kind::F32(op) => f32_op(vg, sgpr, p, op, lo),
         }
     }
     if p.width > 0 {
@@ -1223,7 +1362,7 @@ mod tests {
     }
 
     /// The planned non-compare ops.
-    const PLANNED: [O; 54] = [
+    const PLANNED: [O; 66] = [
         O::VMovB32,
         O::VNotB32,
         O::VReadfirstlaneB32,
@@ -1278,7 +1417,24 @@ mod tests {
         O::VMulF64,
         O::VFmaF64,
         O::VFmacF64,
+        O::VAddF32,
+        O::VSubF32,
+        O::VSubrevF32,
+        O::VMulF32,
+        O::VFmaF32,
+        O::VFmacF32,
+        O::VRcpF32,
+        O::VRcpIflagF32,
+        O::VCvtF32U32,
+        O::VCvtF32I32,
+        O::VCvtU32F32,
+        O::VCvtI32F32,
     ];
+
+    /// The planned f32 ops (their plans need f32 denormals kept).
+    fn f32_op(op: O) -> bool {
+        PLANNED[54..].contains(&op)
+    }
 
     /// Every planned op, with every operand kind in every source position, partial
     /// and full EXEC, computes and writes what the general path does.
@@ -1334,6 +1490,9 @@ mod tests {
             // rounding mode (the last two leave the instruction to the general path).
             let modes: &[u32] = if f64_op {
                 &[0x0F0, 0x030, 0x0F1]
+            } else if f32_op(op) {
+                // f32 denormals flushed (f64 ones kept), a rounding mode.
+                &[0x0F0, 0x0C0, 0x0F1]
             } else {
                 &[0x0F0]
             };
@@ -1429,6 +1588,83 @@ mod tests {
             }
         }
         assert!(checked > 10_000, "{checked}");
+    }
+
+    /// The f32 plans on every pair of f32 specials (infinities, zeros, quiet and
+    /// signalling NaNs with payloads, denormals, values at the integer
+    /// conversions' edges) in the 64 lanes: what the general path computes, NaN
+    /// results, rounding and saturation included.
+    #[test]
+    fn f32_plans_agree_with_the_general_path_on_specials() {
+        let specials: [u32; 16] = [
+            0x7F80_0000,
+            0xFF80_0000,
+            0,
+            0x8000_0000,
+            0x7FC0_1234,
+            0xFF80_0042,
+            0x3F80_0000,
+            0x0000_0003,
+            0x8040_0000,
+            0x4F00_0000,
+            0x4F7F_FFFF,
+            0x4F80_0000,
+            0xCF00_0000,
+            0xCF00_0001,
+            0xFFFF_FFFF,
+            0x4B80_0001,
+        ];
+        let v1 = |i: u8| v(i, 1);
+        let mut checked = 0;
+        for op in PLANNED[54..].iter().copied() {
+            for (enc, set) in [
+                (ValuEncoding::E32, [v1(2), v1(4), v1(6)]),
+                (ValuEncoding::Vop3, [v1(4), v1(6), v1(2)]),
+                (ValuEncoding::Vop3, [s(8, 1), v1(2), lit(0x4F7F_FFFE)]),
+            ] {
+                let i = Valu {
+                    op,
+                    encoding: enc,
+                    vdst: Some(v1(6)),
+                    sdst: None,
+                    src: [Some(set[0]), Some(set[1]), Some(set[2])],
+                    abs: 0,
+                    neg: 0,
+                    clamp: false,
+                    omod: 0,
+                    op_sel: 0,
+                };
+                let plan = IntPlan::of(&i).unwrap_or_else(|| panic!("no plan: {i:?}"));
+                for round in 0..3u32 {
+                    let fill = |w: &mut Wave| {
+                        w.mode = 0x0F0;
+                        for l in 0..WAVE_SIZE {
+                            let k = l + 16 * round as usize;
+                            w.vgpr[2][l] = specials[k % 16];
+                            w.vgpr[4][l] = specials[(k / 16 + l) % 16];
+                            w.vgpr[6][l] = specials[(k * 7) % 16];
+                        }
+                        w.sgpr[8] = specials[(5 * round as usize + 9) % 16];
+                    };
+                    let (mut general, mut planned) = (filled(u64::MAX), filled(u64::MAX));
+                    fill(&mut general);
+                    fill(&mut planned);
+                    assert!(run_int_plan(&mut planned, &plan), "{i:?}");
+                    let mut h = Harness::new(0);
+                    h.exec(&mut general, &Instruction::Valu(i.clone()))
+                        .unwrap_or_else(|e| panic!("{i:?}: {e}"));
+                    for l in 0..WAVE_SIZE {
+                        assert_eq!(
+                            general.vgpr[6][l], planned.vgpr[6][l],
+                            "{i:?}, lane {l}: {:#x} {:#x} {:#x}",
+                            general.vgpr[2][l], general.vgpr[4][l], general.vgpr[6][l]
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 12 * 3 * 3);
     }
 
     /// Instructions with CLAMP, an operand that depends on wave state, or a float

@@ -13,8 +13,9 @@
 //!   as another, such as `vfmadd231ps` or `vpsrlq xmm, xmm, imm`, fails here);
 //! - what dynasm-rs 3.2.1 makes of the forms the JIT avoids (its bugs, so that an
 //!   upgrade that fixes one shows);
-//! - the FMA gate: on a host with AVX2 and without FMA3, `v_fma_f64` and
-//!   `v_fmac_f64` join no run and no FMA instruction is emitted;
+//! - the FMA gate: on a host with AVX2 and without FMA3, `v_fma_f64`,
+//!   `v_fmac_f64`, `v_fma_f32` and `v_fmac_f32` join no run and no FMA
+//!   instruction is emitted;
 //! - the lane operations the JIT restates in x86 (`sem::Bin`, `sem::Tri`,
 //!   `sem::Shift64`) give `sem`'s results on edge and random values, for every one
 //!   it fuses (the carries, compares, selects and f64 ops are checked against the
@@ -247,7 +248,7 @@ const HOST: HostFeatures = HostFeatures {
 };
 
 /// Blocks whose runs use every op, access and scalar form the JIT fuses.
-const PROGRAMS: [&str; 8] = [
+const PROGRAMS: [&str; 9] = [
     // Integer ops: every binary and three-source kind, the carries (in registers
     // and from before the run), selects, 32- and 64-bit compares of every condition,
     // 64-bit shifts; scalar, inline and literal sources; three and four masks.
@@ -326,6 +327,21 @@ s_endpgm",
 v_mul_f64 v[6:7], v[0:1], 0.5
 v_fma_f64 v[8:9], v[0:1], v[2:3], v[6:7]
 v_fmac_f64_e32 v[10:11], s[8:9], v[8:9]
+s_endpgm",
+    // f32: arithmetic (inline constants and literals among the sources), the
+    // reciprocal and the conversions (LLVM's unsigned division).
+    "v_add_f32_e32 v0, v1, v2
+v_sub_f32_e32 v3, v0, v1
+v_subrev_f32_e32 v3, s8, v1
+v_mul_f32_e32 v4, 0x4f7ffffe, v3
+v_fma_f32 v5, v0, v1, 1.0
+v_fmac_f32_e32 v6, v0, v1
+v_rcp_iflag_f32_e32 v7, v4
+v_rcp_f32_e32 v7, v4
+v_cvt_f32_u32_e32 v8, v0
+v_cvt_f32_i32_e32 v8, v0
+v_cvt_u32_f32_e32 v9, v7
+v_cvt_i32_f32_e32 v10, v7
 s_endpgm",
     // Scalar instructions: SOP2, SOPC, SOP1, SOPK, saveexec, branches.
     "s_add_u32 s8, s8, s9
@@ -475,7 +491,7 @@ s_endpgm",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 155] = [
+const FORMS: [&str; 170] = [
     "adc r32, r32",
     "add r32, imm",
     "add r32, r32",
@@ -573,10 +589,21 @@ const FORMS: [&str; 155] = [
     "test r32, r32",
     "test r64, r64",
     "vaddpd ymm, ymm, ymm",
+    "vaddps ymm, ymm, ymm",
+    "vandps ymm, ymm, ymm",
     "vblendvpd ymm, ymm, ymm, ymm",
+    "vblendvps ymm, ymm, ymm, ymm",
+    "vcmpgeps ymm, ymm, ymm",
     "vcmpunordpd ymm, ymm, ymm",
+    "vcmpunordps ymm, ymm, ymm",
+    "vcvtdq2ps ymm, ymm",
+    "vcvttps2dq ymm, ymm",
+    "vdivps ymm, ymm, ymm",
     "vfmadd231pd ymm, ymm, ymm",
+    "vfmadd231ps ymm, ymm, ymm",
+    "vmaxps ymm, ymm, ymm",
     "vmovapd ymm, ymm",
+    "vmovaps ymm, ymm",
     "vmovd r32, xmm",
     "vmovd xmm, r32",
     "vmovdqa ymm, ymm",
@@ -585,7 +612,9 @@ const FORMS: [&str; 155] = [
     "vmovmskps r32, ymm",
     "vmovq xmm, r64",
     "vmulpd ymm, ymm, ymm",
+    "vmulps ymm, ymm, ymm",
     "vorpd ymm, ymm, ymm",
+    "vorps ymm, ymm, ymm",
     "vpaddd ymm, ymm, m256",
     "vpaddd ymm, ymm, ymm",
     "vpand ymm, ymm, m256",
@@ -627,6 +656,8 @@ const FORMS: [&str; 155] = [
     "vpunpckldq ymm, ymm, ymm",
     "vpxor ymm, ymm, ymm",
     "vshufps ymm, ymm, ymm, imm",
+    "vsubps ymm, ymm, ymm",
+    "vxorps ymm, ymm, ymm",
     "vzeroupper",
     "xor r32, imm",
     "xor r32, r32",
@@ -685,9 +716,12 @@ fn runs_decode_completely_and_use_only_known_forms() {
 
 /// One example of each hand-encoded form (all checked in
 /// [`hand_encoded_forms_decode_as_meant`]).
-const HAND_ENCODED: [&str; 4] = [
+const HAND_ENCODED: [&str; 7] = [
     "vmovmskps eax, ymm8",
     "vfmadd231pd ymm13, ymm6, ymm7",
+    "vfmadd231ps ymm3, ymm0, ymm1",
+    "vcmpgeps ymm2, ymm1, ymm4",
+    "vcmpunordps ymm15, ymm3, ymm3",
     "vshufps ymm3, ymm13, ymm1, 0x88",
     "vpgatherdd ymm6, ymmword ptr [rdi + 4*ymm0 + 0x200], ymm2",
 ];
@@ -700,6 +734,21 @@ fn hand_encoded_forms_decode_as_meant() {
     for (acc, x, y) in [(13, 6, 7), (1, 0, 2), (15, 9, 3), (4, 12, 8)] {
         check_one(&format!("vfmadd231pd ymm{acc}, ymm{x}, ymm{y}"), |a| {
             fma_pd(a, acc, x, y)
+        });
+    }
+    for (acc, x, y) in [(3, 0, 1), (13, 6, 7), (15, 9, 3), (4, 12, 8)] {
+        check_one(&format!("vfmadd231ps ymm{acc}, ymm{x}, ymm{y}"), |a| {
+            fma_ps(a, acc, x, y)
+        });
+    }
+    for (d, x, y, pred, name) in [
+        (2, 1, 4, CMP_GE, "ge"),
+        (7, 1, 5, CMP_GE, "ge"),
+        (15, 3, 3, CMP_UNORD, "unord"),
+        (9, 12, 0, CMP_UNORD, "unord"),
+    ] {
+        check_one(&format!("vcmp{name}ps ymm{d}, ymm{x}, ymm{y}"), |a| {
+            cmpps(a, d, x, y, pred)
         });
     }
     for (d, x, y, imm) in [
@@ -801,7 +850,55 @@ type Case = (&'static str, fn(&mut Assembler));
 /// Forms the JIT has dynasm-rs encode, each written as the JIT writes it (one
 /// example, with registers the JIT uses) and as llvm-objdump-16 prints it: every
 /// VEX form the JIT emits but those encoded by hand.
-const DYNASM_FORMS: [Case; 56] = [
+const DYNASM_FORMS: [Case; 68] = [
+    (
+        "vaddps ymm3, ymm0, ymm1",
+        |a| dynasm!(a ; .arch x64 ; vaddps ymm3, ymm0, ymm1),
+    ),
+    (
+        "vsubps ymm3, ymm0, ymm1",
+        |a| dynasm!(a ; .arch x64 ; vsubps ymm3, ymm0, ymm1),
+    ),
+    (
+        "vmulps ymm3, ymm0, ymm1",
+        |a| dynasm!(a ; .arch x64 ; vmulps ymm3, ymm0, ymm1),
+    ),
+    (
+        "vdivps ymm3, ymm4, ymm0",
+        |a| dynasm!(a ; .arch x64 ; vdivps ymm3, ymm4, ymm0),
+    ),
+    (
+        "vmaxps ymm1, ymm0, ymm1",
+        |a| dynasm!(a ; .arch x64 ; vmaxps ymm1, ymm0, ymm1),
+    ),
+    (
+        "vandps ymm6, ymm2, ymm4",
+        |a| dynasm!(a ; .arch x64 ; vandps ymm6, ymm2, ymm4),
+    ),
+    (
+        "vorps ymm4, ymm1, ymm6",
+        |a| dynasm!(a ; .arch x64 ; vorps ymm4, ymm1, ymm6),
+    ),
+    (
+        "vxorps ymm1, ymm1, ymm1",
+        |a| dynasm!(a ; .arch x64 ; vxorps ymm1, ymm1, ymm1),
+    ),
+    (
+        "vmovaps ymm3, ymm2",
+        |a| dynasm!(a ; .arch x64 ; vmovaps ymm3, ymm2),
+    ),
+    (
+        "vblendvps ymm5, ymm5, ymm4, ymm7",
+        |a| dynasm!(a ; .arch x64 ; vblendvps ymm5, ymm5, ymm4, ymm7),
+    ),
+    (
+        "vcvtdq2ps ymm1, ymm1",
+        |a| dynasm!(a ; .arch x64 ; vcvtdq2ps ymm1, ymm1),
+    ),
+    (
+        "vcvttps2dq ymm3, ymm6",
+        |a| dynasm!(a ; .arch x64 ; vcvttps2dq ymm3, ymm6),
+    ),
     (
         "vperm2i128 ymm4, ymm2, ymm3, 0x20",
         |a| dynasm!(a ; .arch x64 ; vperm2i128 ymm4, ymm2, ymm3, 0x20),
@@ -1040,7 +1137,7 @@ fn dynasm_forms_decode_as_written() {
 /// `jit.rs` can go.
 #[test]
 fn dynasm_3_2_1_bugs_the_jit_works_around() {
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
         // VEX.W0 (the PS form) for VFMADD231PD: its opcode map entry lacks
         // WITH_REXW.
         (
@@ -1065,6 +1162,10 @@ fn dynasm_3_2_1_bugs_the_jit_works_around() {
             "vblendps ymm2, ymm3, ymm0, 0xa",
             |a| dynasm!(a ; .arch x64 ; vblendps ymm2, ymm0, ymm3, 10),
         ),
+        (
+            "vcmpgeps ymm2, ymm4, ymm1",
+            |a| dynasm!(a ; .arch x64 ; vcmpps ymm2, ymm1, ymm4, 13),
+        ),
         // No AUTO_VEXL on VPSRLQ's immediate form: VEX.L stays 0.
         (
             "vpsrlq xmm3, xmm0, 0x20",
@@ -1082,19 +1183,22 @@ fn without_fma3_no_run_multiply_adds() {
         avx2: true,
         fma: false,
     };
+    // (The f64 and f32 programs.)
+    for (src, mul) in [(PROGRAMS[1], "vmulpd"), (PROGRAMS[2], "vmulps")] {
+        let (runs, bytes) = compile_block(src, HOST);
+        assert!(runs.iter().any(|(_, c)| c.fma()));
+        assert!(disassemble(&bytes).iter().any(|l| l.starts_with("vfmadd")));
+        // Neither v_fma nor v_fmac joins a run; the add and multiply still do.
+        let (runs, bytes) = compile_block(src, no_fma);
+        assert!(!runs.is_empty() && runs.iter().all(|(_, c)| !c.fma()));
+        let listing = disassemble(&bytes);
+        assert!(listing.iter().any(|l| l.starts_with(mul)));
+        assert!(
+            listing.iter().all(|l| !l.starts_with("vfmadd")),
+            "{listing:#?}"
+        );
+    }
     let src = PROGRAMS[1];
-    let (runs, bytes) = compile_block(src, HOST);
-    assert!(runs.iter().any(|(_, c)| c.fma()));
-    assert!(disassemble(&bytes).iter().any(|l| l.starts_with("vfmadd")));
-    // Neither v_fma_f64 nor v_fmac_f64 joins a run; the add and multiply still do.
-    let (runs, bytes) = compile_block(src, no_fma);
-    assert!(!runs.is_empty() && runs.iter().all(|(_, c)| !c.fma()));
-    let listing = disassemble(&bytes);
-    assert!(listing.iter().any(|l| l.starts_with("vmulpd")));
-    assert!(
-        listing.iter().all(|l| !l.starts_with("vfmadd")),
-        "{listing:#?}"
-    );
     // Runs chosen for a host with FMA3 are refused for one without.
     let (with_fma, _) = compile_block(src, HOST);
     assert!(compile_for(&with_fma, no_fma).is_none());
