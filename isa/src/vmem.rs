@@ -1958,10 +1958,15 @@ impl WaveState {
         let addrs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
             (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(p.offset)
         });
-        let top = addrs[exec.trailing_zeros() as usize] >> 32;
-        let mut other = 0u64;
-        for (l, a) in addrs.iter().enumerate() {
-            other |= ((a >> 32) ^ top) & (exec >> l & 1).wrapping_neg();
+        let first = addrs[exec.trailing_zeros() as usize];
+        // Whether every active lane is in lane `first`'s aperture, and at its address.
+        let (mut other, mut uniform) = (0u64, true);
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            other |= (addrs[l] ^ first) >> 32;
+            uniform &= addrs[l] == first;
         }
         if other != 0 {
             return false;
@@ -1986,7 +1991,11 @@ impl WaveState {
                 None,
             ),
         };
+        let top = first >> 32;
         if top == ctx.apertures.shared_base >> 32 {
+            if uniform && p.load {
+                return self.lds_broadcast(ctx.lds, first & 0xFFFF_FFFF, nd, vdst, exec);
+            }
             self.flat_lds(ctx, access, &addrs, exec, data, vdst)
         } else if top == ctx.apertures.private_base >> 32 {
             let swz = Swizzle::scratch(self.flat_scratch());
@@ -1995,6 +2004,33 @@ impl WaveState {
         } else {
             false
         }
+    }
+
+    /// A load of `nd` dwords by every active lane (EXEC) from one LDS byte `offset`
+    /// (a team-state variable every thread reads through a generic pointer): read
+    /// once, written to the active lanes of `vdst` (none: nothing written). False,
+    /// having done nothing, when the dwords are not inside the LDS (the per-lane path
+    /// then reports the fault).
+    fn lds_broadcast(
+        &mut self,
+        lds: &[u8],
+        offset: u64,
+        nd: usize,
+        vdst: Option<Operand>,
+        exec: u64,
+    ) -> bool {
+        let Some(bytes) = usize::try_from(offset)
+            .ok()
+            .and_then(|o| lds.get(o..o.checked_add(4 * nd)?))
+        else {
+            return false;
+        };
+        let Some(d) = vdst else { return true };
+        for (k, w) in bytes.chunks_exact(4).enumerate() {
+            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            self.vwrite(&d, k, &[v; WAVE_SIZE], exec);
+        }
+        true
     }
 
     /// [`run_flat_plan`](Self::run_flat_plan) for a FLAT access of every lane to one
