@@ -691,6 +691,25 @@ v_add_f32_e64 v3, s8, 1.0";
 }
 
 #[test]
+fn lane_numbers_from_mbcnt_give_the_interpreters_results() {
+    // LLVM's lane number idiom (mask -1, fused: the lane's number in its half) and
+    // other masks (an SGPR, a constant: not fused, the run ends before them).
+    let text = "v_mbcnt_lo_u32_b32 v0, -1, 0
+v_mbcnt_hi_u32_b32 v1, -1, v0
+v_mbcnt_lo_u32_b32 v2, -1, v3
+v_mbcnt_hi_u32_b32 v4, -1, 7
+v_mbcnt_lo_u32_b32 v5, s8, v0
+v_mbcnt_hi_u32_b32 v6, 5, v1";
+    for seed in 1..5 {
+        check_text(text, seed);
+    }
+    let fused = check_text(text, 9);
+    if fuses() {
+        assert_eq!(fused, 4);
+    }
+}
+
+#[test]
 fn scalar_instructions_between_vector_ones_keep_their_order() {
     let wave = || {
         let mut w = random_wave(&mut Rng(9), u64::MAX);

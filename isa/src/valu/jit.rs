@@ -246,6 +246,14 @@ enum Op {
         d: u16,
         src: [[Val; 2]; 3],
     },
+    /// `v_mbcnt_lo_u32_b32` / `v_mbcnt_hi_u32_b32` (`hi`) with the mask -1 (LLVM's
+    /// lane number idiom): the lane's number within its half (the low half's
+    /// count stops at 32), plus `add`.
+    Mbcnt {
+        hi: bool,
+        d: u16,
+        add: Val,
+    },
     /// An f32 operation: `src[k]` = source k ([`F32Op::sources`] of them).
     F32 {
         op: F32Op,
@@ -706,6 +714,16 @@ impl Builder {
                     op,
                     d: self.dst(p.dst, 2),
                     src,
+                }
+            }
+            // The mask is -1 (else the bits below each lane, counted, would be a
+            // popcount AVX2 lacks).
+            Kind::Mbcnt { hi } if s0[0] == PlanSrc::Imm(u32::MAX) => {
+                let add = self.val(s1[0])?;
+                Op::Mbcnt {
+                    hi,
+                    d: self.dst(p.dst, 1),
+                    add,
                 }
             }
             // `v_fma_f32`/`v_fmac_f32` are `vfmadd231ps` (FMA3).
@@ -2792,6 +2810,24 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
         }
         Op::F64 { op, d, src } => emit_f64(a, op, d, src),
         Op::F32 { op, d, src } => emit_f32(a, op, d, src),
+        Op::Mbcnt { hi, d, add } => {
+            load(a, 2, add);
+            // ymm0: the lanes' numbers (8g + i, rcx = the group g).
+            dynasm!(a
+                ; .arch x64
+                ; lea eax, [rcx * 8]
+                ; vmovd xmm0, eax
+                ; vpbroadcastd ymm0, xmm0
+                ; vpaddd ymm0, ymm0, [r10 + ENV_IOTA]
+            );
+            splat32(a, 1, 32);
+            match hi {
+                false => dynasm!(a ; .arch x64 ; vpminud ymm0, ymm0, ymm1),
+                true => dynasm!(a ; .arch x64 ; vpmaxud ymm0, ymm0, ymm1 ; vpsubd ymm0, ymm0, ymm1),
+            }
+            dynasm!(a ; .arch x64 ; vpaddd ymm3, ymm0, ymm2);
+            store(a, d, 3);
+        }
         Op::Shift64 { k, n, d, lo, hi } => emit_shift64(a, k, n, d, lo, hi),
         Op::Shift64By {
             k,

@@ -94,6 +94,11 @@ pub(super) enum Kind {
     /// planned for MODE round-to-nearest-even with f64 denormals kept (else the
     /// general path runs).
     F64(F64Op),
+    /// `v_mbcnt_lo_u32_b32` / `v_mbcnt_hi_u32_b32` (`hi`): the bits of src0 below
+    /// the lane's own (in the low or high half of the wave), counted, plus src1.
+    Mbcnt {
+        hi: bool,
+    },
     /// The f32 operations of [`F32Op`]: planned for MODE round-to-nearest-even with
     /// f32 denormals kept (else the general path runs).
     F32(F32Op),
@@ -390,6 +395,8 @@ impl IntPlan {
             O::VMulF64 => (Kind::F64(F64Op::Mul), 2, 0, false),
             O::VFmaF64 => (Kind::F64(F64Op::Fma), 3, 0, false),
             O::VFmacF64 => (Kind::F64(F64Op::Fma), 2, 0, false),
+            O::VMbcntLoU32B32 => (Kind::Mbcnt { hi: false }, 2, 0, false),
+            O::VMbcntHiU32B32 => (Kind::Mbcnt { hi: true }, 2, 0, false),
             O::VAddF32 => (Kind::F32(F32Op::Add), 2, 0, false),
             O::VSubF32 => (Kind::F32(F32Op::Sub), 2, 0, false),
             O::VSubrevF32 => (Kind::F32(F32Op::Subrev), 2, 0, false),
@@ -855,6 +862,7 @@ fn code(k: Kind) -> u8 {
         Kind::Cmp16 { .. } => 46,
         Kind::Readfirstlane => 47,
         Kind::F32(op) => 48 + op as u8,
+        Kind::Mbcnt { .. } => 58,
     }
 }
 
@@ -915,6 +923,9 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
             },
         },
         47 => Kind::Readfirstlane,
+        58 => Kind::Mbcnt {
+            hi: matches!(k, Kind::Mbcnt { hi: true }),
+        },
         _ => k,
     }
 }
@@ -924,7 +935,7 @@ macro_rules! runners {
     ($f:ident) => {
         runners!(@ $f; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
             27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52
-            53 54 55 56 57)
+            53 54 55 56 57 58)
     };
     (@ $f:ident; $($c:literal)*) => {
         [$($f::<$c> as Runner),*]
@@ -933,11 +944,11 @@ macro_rules! runners {
 
 /// The runner of a code for this host.
 fn runner(code: u8) -> Runner {
-    let c = usize::from(code).min(57);
+    let c = usize::from(code).min(58);
     #[cfg(target_arch = "x86_64")]
     {
-        const FMA: [Runner; 58] = runners!(run_fma);
-        const AVX2: [Runner; 58] = runners!(run_avx2);
+        const FMA: [Runner; 59] = runners!(run_fma);
+        const AVX2: [Runner; 59] = runners!(run_avx2);
         if simd::host_fma() {
             return FMA[c];
         }
@@ -949,7 +960,7 @@ fn runner(code: u8) -> Runner {
 }
 
 /// The runners for hosts without AVX2, by code.
-const PLAIN: [Runner; 58] = runners!(run_plain);
+const PLAIN: [Runner; 59] = runners!(run_plain);
 
 /// `run_body` for hosts without AVX2.
 ///
@@ -1307,6 +1318,14 @@ fn run_body<const C: u8, P: Pack>(w: &mut WaveState, p: &IntPlan, pk: P) {
                 wide_out = true;
             }
             Kind::F32(op) => f32_op(vg, sgpr, p, op, lo),
+            Kind::Mbcnt { hi } => {
+                let (a, b) = (src(vg, sgpr, p.src[0][0]), src(vg, sgpr, p.src[1][0]));
+                for l in 0..WAVE_SIZE {
+                    lo[l] = (a.at(l) & sem::below(l, hi))
+                        .count_ones()
+                        .wrapping_add(b.at(l));
+                }
+            }
         }
     }
     if p.width > 0 {
@@ -1362,7 +1381,7 @@ mod tests {
     }
 
     /// The planned non-compare ops.
-    const PLANNED: [O; 66] = [
+    const PLANNED: [O; 68] = [
         O::VMovB32,
         O::VNotB32,
         O::VReadfirstlaneB32,
@@ -1429,11 +1448,13 @@ mod tests {
         O::VCvtF32I32,
         O::VCvtU32F32,
         O::VCvtI32F32,
+        O::VMbcntLoU32B32,
+        O::VMbcntHiU32B32,
     ];
 
     /// The planned f32 ops (their plans need f32 denormals kept).
     fn f32_op(op: O) -> bool {
-        PLANNED[54..].contains(&op)
+        PLANNED[54..66].contains(&op)
     }
 
     /// Every planned op, with every operand kind in every source position, partial
@@ -1616,7 +1637,7 @@ mod tests {
         ];
         let v1 = |i: u8| v(i, 1);
         let mut checked = 0;
-        for op in PLANNED[54..].iter().copied() {
+        for op in PLANNED[54..66].iter().copied() {
             for (enc, set) in [
                 (ValuEncoding::E32, [v1(2), v1(4), v1(6)]),
                 (ValuEncoding::Vop3, [v1(4), v1(6), v1(2)]),

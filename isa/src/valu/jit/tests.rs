@@ -342,6 +342,8 @@ v_cvt_f32_u32_e32 v8, v0
 v_cvt_f32_i32_e32 v8, v0
 v_cvt_u32_f32_e32 v9, v7
 v_cvt_i32_f32_e32 v10, v7
+v_mbcnt_lo_u32_b32 v11, -1, 0
+v_mbcnt_hi_u32_b32 v11, -1, v11
 s_endpgm",
     // Scalar instructions: SOP2, SOPC, SOP1, SOPK, saveexec, branches.
     "s_add_u32 s8, s8, s9
@@ -491,7 +493,7 @@ s_endpgm",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 170] = [
+const FORMS: [&str; 171] = [
     "adc r32, r32",
     "add r32, imm",
     "add r32, r32",
@@ -534,6 +536,7 @@ const FORMS: [&str; 170] = [
     "jmp imm",
     "jne imm",
     "jns imm",
+    "lea r32, m",
     "lea r64, m",
     "mov m32, imm",
     "mov m32, r32",
