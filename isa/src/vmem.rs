@@ -1959,18 +1959,25 @@ impl WaveState {
             (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(p.offset)
         });
         let first = addrs[exec.trailing_zeros() as usize];
-        // Whether every active lane is in lane `first`'s aperture, and at its address.
-        let (mut other, mut uniform) = (0u64, true);
-        let mut m = exec;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
-            other |= (addrs[l] ^ first) >> 32;
-            uniform &= addrs[l] == first;
+        // Whether every active lane is in lane `first`'s aperture, and at its address
+        // (every lane: one pass the compiler vectorises; some: lane by lane).
+        let mut diff = 0u64;
+        if exec == u64::MAX {
+            for a in &addrs {
+                diff |= a ^ first;
+            }
+        } else {
+            let mut m = exec;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                diff |= addrs[l] ^ first;
+            }
         }
-        if other != 0 {
+        if diff >> 32 != 0 {
             return false;
         }
+        let uniform = diff == 0;
         let nd = usize::from(p.bytes) / 4;
         let reg = p.reg.map(|r| register_operand(r, nd));
         let (access, data, vdst) = match p.load {
