@@ -542,7 +542,12 @@ pub fn check_examples(tc: &Toolchain) -> Result<Vec<ExampleRow>, String> {
                     detail: e,
                 },
                 Ok(bin) => {
-                    let host = run_output(limited_command(tc, &bin, true))?;
+                    let mut host_cmd = limited_command(tc, &bin, true);
+                    let stem = src.file_stem().and_then(|n| n.to_str()).unwrap_or("");
+                    if crate::stress::HOST_WITHOUT_HIDDEN_HELPERS.contains(&stem) {
+                        host_cmd.env("LIBOMP_USE_HIDDEN_HELPER_TASK", "0");
+                    }
+                    let host = run_output(host_cmd)?;
                     let mut dev_cmd = limited_command(tc, &bin, false);
                     dev_cmd.env("HSA_SIM_GPUS", example_gpus(src));
                     let dev = run_output(dev_cmd)?;
