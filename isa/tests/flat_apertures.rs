@@ -141,6 +141,25 @@ fn run_over_lds(
     ((0..16).map(|r| w.vgpr[r]).collect(), lds)
 }
 
+/// A setter of v0..v15: random values, then v[2:3] = `aperture` + each lane's
+/// offset (a FLAT address) and v8 = the offset (the DS or SCRATCH form's).
+fn lanes(rng: &mut Rng, aperture: u64, offsets: &[u32]) -> impl Fn(&mut Wave) {
+    let values: Vec<u32> = (0..64 * 16).map(|_| rng.next() as u32).collect();
+    let offsets = offsets.to_vec();
+    move |w: &mut Wave| {
+        for r in 0..16 {
+            for l in 0..64 {
+                w.vgpr[r][l] = values[r * 64 + l];
+            }
+        }
+        for (l, &o) in offsets.iter().enumerate() {
+            let a = aperture + u64::from(o);
+            (w.vgpr[2][l], w.vgpr[3][l]) = (a as u32, (a >> 32) as u32);
+            w.vgpr[8][l] = o;
+        }
+    }
+}
+
 #[test]
 fn flat_accesses_to_the_shared_aperture_equal_their_ds_forms() {
     // (FLAT form through v[2:3], the DS form through v8 = the lanes' LDS offsets.)
@@ -177,19 +196,7 @@ fn flat_accesses_to_the_shared_aperture_equal_their_ds_forms() {
             .map(|_| (rng.next() % 1000) as u32 & !15)
             .map(|o| if one { 512 } else { o })
             .collect();
-        let values: Vec<u32> = (0..64 * 16).map(|_| rng.next() as u32).collect();
-        let regs = |w: &mut Wave| {
-            for r in 0..16 {
-                for l in 0..64 {
-                    w.vgpr[r][l] = values[r * 64 + l];
-                }
-            }
-            for l in 0..64 {
-                let a = Apertures::KFD.shared_base + u64::from(offsets[l]);
-                (w.vgpr[2][l], w.vgpr[3][l]) = (a as u32, (a >> 32) as u32);
-                w.vgpr[8][l] = offsets[l];
-            }
-        };
+        let regs = lanes(&mut rng, Apertures::KFD.shared_base, &offsets);
         let (fv, fl) = run_over_lds(flat, exec, &regs, &lds);
         let (dv, dl) = run_over_lds(ds, exec, &regs, &lds);
         for r in [0, 1, 4, 5, 6, 7] {
@@ -274,19 +281,7 @@ fn flat_accesses_to_the_private_aperture_equal_their_scratch_forms() {
             .map(|_| (rng.next() % 900) as u32 & !3)
             .map(|o| if one { slot } else { o })
             .collect();
-        let values: Vec<u32> = (0..64 * 16).map(|_| rng.next() as u32).collect();
-        let regs = |w: &mut Wave| {
-            for r in 0..16 {
-                for l in 0..64 {
-                    w.vgpr[r][l] = values[r * 64 + l];
-                }
-            }
-            for l in 0..64 {
-                let a = Apertures::KFD.private_base + u64::from(offsets[l]);
-                (w.vgpr[2][l], w.vgpr[3][l]) = (a as u32, (a >> 32) as u32);
-                w.vgpr[8][l] = offsets[l];
-            }
-        };
+        let regs = lanes(&mut rng, Apertures::KFD.private_base, &offsets);
         let (fv, fs) = run_over_scratch(flat, exec, &regs, &scratch);
         let (sv, ss) = run_over_scratch(private, exec, &regs, &scratch);
         for r in [0, 1] {

@@ -449,15 +449,15 @@ impl IntPlan {
         if i.op == O::VNotB32 {
             src[1] = [PlanSrc::Imm(u32::MAX), PlanSrc::Imm(0)];
         }
-        if i.op == O::VFmacF64 {
-            // The accumulator is the destination's old value.
+        if matches!(i.op, O::VFmacF64 | O::VFmacF32) {
+            // The accumulator is the destination's old value (a pair for f64).
             let d = vector_dword(i.vdst.as_ref()?, 0)?;
             let PlanSrc::Vreg(r) = d else { return None };
-            src[2] = [d, PlanSrc::Vreg(r + 1)];
-        }
-        if i.op == O::VFmacF32 {
-            let d = vector_dword(i.vdst.as_ref()?, 0)?;
-            src[2] = [d, PlanSrc::Imm(0)];
+            let hi = match i.op {
+                O::VFmacF64 => PlanSrc::Vreg(r + 1),
+                _ => PlanSrc::Imm(0),
+            };
+            src[2] = [d, hi];
         }
         let (dst, sdst) = if scalar_out {
             (u16::MAX, sreg(&i.vdst))
