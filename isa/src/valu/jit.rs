@@ -1473,6 +1473,22 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder, stop_code: i32) {
     emit_stop_exit(a, stop, done, stop_code);
 }
 
+/// Goes to `stop` unless ymm`all` is all ones (every lane has the address shape
+/// checked), then sets rax = lane 0's address (eax its low dword, ecx its high
+/// one) plus `offset`, wrapping as the plans' addresses do.
+fn emit_lane0_address(a: &mut Assembler, all: u8, offset: i64, stop: DynamicLabel) {
+    dynasm!(a
+        ; .arch x64
+        ; vpcmpeqd ymm5, ymm5, ymm5
+        ; vptest Ry(all), ymm5
+        ; jnc =>stop
+        ; shl rcx, 32
+        ; or rax, rcx
+        ; mov rcx, QWORD offset
+        ; add rax, rcx
+    );
+}
+
 /// Goes on at `done`; at `stop`, the run returns `stop_code` (see [`RunFn`]).
 fn emit_stop_exit(a: &mut Assembler, stop: DynamicLabel, done: DynamicLabel, stop_code: i32) {
     dynasm!(a
@@ -2098,15 +2114,9 @@ fn emit_private_rows(a: &mut Assembler, p: &PrivateFusion, stop: DynamicLabel, d
                     ; vpand ymm2, ymm2, ymm3
                 );
             }
+            emit_lane0_address(a, 2, offset, stop);
             dynasm!(a
                 ; .arch x64
-                ; vpcmpeqd ymm5, ymm5, ymm5
-                ; vptest ymm2, ymm5
-                ; jnc =>stop
-                ; shl rcx, 32
-                ; or rax, rcx
-                ; mov rcx, QWORD offset
-                ; add rax, rcx
                 ; mov rcx, rax
                 ; shr rcx, 32
                 ; mov rdx, [r10 + ENV_PRIVATE]
@@ -2261,19 +2271,8 @@ fn emit_flat_range(a: &mut Assembler, f: &FlatFusion, stop: DynamicLabel) {
     // does), rcx = the end of the range; neither the last lane's element nor the
     // end may wrap.
     let offset = f.offset;
-    dynasm!(a
-        ; .arch x64
-        ; vpcmpeqd ymm5, ymm5, ymm5
-        ; vptest ymm1, ymm5
-        ; jnc =>stop
-        ; shl rcx, 32
-        ; or rax, rcx
-        ; mov rcx, QWORD offset
-        ; add rax, rcx
-        ; mov rcx, rax
-        ; add rcx, size
-        ; jc =>stop
-    );
+    emit_lane0_address(a, 1, offset, stop);
+    dynasm!(a ; .arch x64 ; mov rcx, rax ; add rcx, size ; jc =>stop);
     if f.flat {
         // Outside both apertures: start > the last element, or the base past the
         // aperture's 4 GiB.
