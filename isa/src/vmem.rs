@@ -95,10 +95,12 @@ enum Access {
     Atomic { op: Rmw, bytes: u32 },
 }
 
-/// A GLOBAL or FLAT load or store of 4 or 8 bytes per lane with a 64-bit VGPR-pair
-/// address and no SADDR, resolved at decode time: the forms of STREAM-like loops.
-/// Runs by [`Wave::run_flat_plan`] (whole-wave consecutive accesses), which declines
-/// every other access to the general path.
+/// A GLOBAL or FLAT load or store of 4 or 8 bytes per lane, resolved at decode
+/// time: a 64-bit VGPR-pair address (the forms of LLVM 16's STREAM-like loops), or
+/// a GLOBAL one with SADDR, an SGPR-pair base plus each lane's 32-bit VGPR offset
+/// (the forms LLVM 19 emits for most global accesses). Runs by
+/// [`Wave::run_flat_plan`] (whole-wave consecutive accesses and gathers), which
+/// declines every other access to the general path.
 #[derive(Clone, Debug)]
 pub(crate) struct FlatPlan {
     /// FLAT (the LDS and scratch apertures must be excluded) rather than GLOBAL.
@@ -107,8 +109,15 @@ pub(crate) struct FlatPlan {
     bytes: u8,
     /// A load (else a store).
     load: bool,
-    /// Vector-file index of the address pair's low dword.
+    /// Vector-file index of the address pair's low dword; with `saddr`, of the
+    /// lanes' 32-bit offsets.
     vaddr: usize,
+    /// GLOBAL's SADDR: the scalar-file index of the SGPR pair whose 64-bit value
+    /// each lane's zero-extended VADDR dword is added to, with the immediate offset,
+    /// as [`WaveState::exec_flat_general`] computes it (LLVM's
+    /// `llvm/lib/Target/AMDGPU/FLATInstructions.td`, `GLOBAL_*_SADDR`). `None`: a
+    /// VGPR-pair address.
+    saddr: Option<u8>,
     /// The instruction's immediate byte offset.
     offset: i64,
     /// Vector-file index of the first register of a store's DATA or a load's
@@ -244,12 +253,22 @@ impl FlatPlan {
     /// the plan runs).
     fn key(&self) -> u64 {
         let reg = self.reg.map_or(0x3FF, |r| r as u64);
-        (self.vaddr as u64) | reg << 10 | u64::from(self.load) << 20 | (self.offset as u64) << 21
+        // The immediate offset is 13 bits signed: its low 24 bits name it.
+        let saddr = self.saddr.map_or(0, |s| u64::from(s) + 1);
+        (self.vaddr as u64)
+            | reg << 10
+            | u64::from(self.load) << 20
+            | (self.offset as u64 & 0xFF_FFFF) << 21
+            | saddr << 45
     }
 
     /// The plan as a fused run takes it (`valu::jit`): every FLAT or GLOBAL load or
-    /// store of this kind that has its registers (a load, its destination).
+    /// store of this kind that has its registers (a load, its destination) and a
+    /// VGPR-pair address (none with SADDR: the run stops before those).
     pub(crate) fn fusion(&self) -> Option<FlatFusion> {
+        if self.saddr.is_some() {
+            return None;
+        }
         Some(FlatFusion {
             flat: self.flat,
             bytes: self.bytes,
@@ -263,9 +282,16 @@ impl FlatPlan {
 
     /// The plan of `i`, if its form has one (see [`FlatPlan`]).
     pub(crate) fn of(i: &Flat) -> Option<FlatPlan> {
-        if i.lds || i.saddr.is_some() || !matches!(i.seg, Segment::Flat | Segment::Global) {
+        if i.lds || !matches!(i.seg, Segment::Flat | Segment::Global) {
             return None;
         }
+        let saddr = match i.saddr {
+            None => None,
+            Some(Operand::Sreg { code, count: 2 }) if i.seg == Segment::Global && code <= 100 => {
+                Some(code)
+            }
+            Some(_) => return None,
+        };
         let (bytes, load) = match flat_access(i.op)? {
             Access::Load { bytes, .. } => (bytes, true),
             Access::Store { bytes, hi16: false } => (bytes, false),
@@ -286,6 +312,7 @@ impl FlatPlan {
             bytes: bytes as u8,
             load,
             vaddr,
+            saddr,
             offset: i64::from(i.offset),
             reg,
         })
@@ -788,6 +815,10 @@ unsafe fn pair_bounds_avx2(lo: &VReg, hi: &VReg) -> Option<(u64, u64)> {
     );
     Some((base | u64::from(min), base | u64::from(max)))
 }
+
+/// A row of zero dwords: the high dwords of GLOBAL's zero-extended 32-bit VADDR
+/// offsets, for the VGPR-pair helpers.
+static ZERO_ROW: VReg = [0; WAVE_SIZE];
 
 /// See [`pair_bounds_body`].
 #[inline]
@@ -1862,6 +1893,15 @@ impl WaveState {
             .is_some_and(|p| matches!(self.run_flat_plan(&p, ctx, false), Planned::Ran(_)))
     }
 
+    /// The 64-bit base of a GLOBAL access with SADDR: the SGPR pair at scalar-file
+    /// index `s` (a [`FlatPlan`] names pairs below s101 only) plus the immediate
+    /// `offset`, wrapping as [`exec_flat_general`](Self::exec_flat_general) adds.
+    #[inline]
+    fn saddr_base(&self, s: u8, offset: i64) -> u64 {
+        let s = usize::from(s);
+        (u64::from(self.sgpr[s]) | u64::from(self.sgpr[s + 1]) << 32).wrapping_add_signed(offset)
+    }
+
     /// Runs a fused run's FLAT access `f` that the run's code declined, as the
     /// interpreter runs its plan ([`run_flat_plan`](Self::run_flat_plan), a gather
     /// deferring itself if it may).
@@ -1871,6 +1911,7 @@ impl WaveState {
             bytes: f.bytes,
             load: f.load,
             vaddr: usize::from(f.vaddr),
+            saddr: None,
             offset: f.offset,
             reg: Some(usize::from(f.reg)),
         };
@@ -1906,6 +1947,31 @@ impl WaveState {
             return self.gather_fast(p, ctx, may_defer);
         }
         let step = u64::from(p.bytes);
+        if let Some(s) = p.saddr {
+            let Some(v) = self.vgpr.get(p.vaddr) else {
+                return Planned::Declined;
+            };
+            // Consecutive 32-bit offsets that do not wrap (the high dwords all zero).
+            if !pair_consecutive(v, &ZERO_ROW, 0, step) {
+                return match p.load {
+                    true => self.gather_fast(p, ctx, may_defer),
+                    false => Planned::Declined,
+                };
+            }
+            let base = self.saddr_base(s, p.offset).checked_add(u64::from(v[0]));
+            let Some(base) = base.filter(|b| b.checked_add(step * 63).is_some()) else {
+                return Planned::Declined;
+            };
+            let ahead = self.strides.observe(p.key(), base);
+            return Planned::of(self.consecutive_fast(
+                ctx,
+                base,
+                usize::from(p.bytes),
+                p.load,
+                p.reg,
+                ahead,
+            ));
+        }
         let base = match (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) {
             (Some(lo), Some(hi)) if pair_consecutive(lo, hi, p.offset, step) => {
                 (u64::from(lo[0]) | u64::from(hi[0]) << 32).wrapping_add_signed(p.offset)
@@ -2090,8 +2156,25 @@ impl WaveState {
         // registers are as they were then. Else the addresses are computed into the
         // note's place, where a deferral leaves them.
         let resumed = self.deferred.resume(key);
+        let saddr_base = p.saddr.map(|s| self.saddr_base(s, p.offset));
         let note = &mut self.deferred;
-        if !resumed {
+        if let (false, Some(base)) = (resumed, saddr_base) {
+            let Some(v) = self.vgpr.get(p.vaddr) else {
+                return Planned::Declined;
+            };
+            note.clear();
+            for (a, &x) in note.addrs.iter_mut().zip(v) {
+                *a = base.wrapping_add(u64::from(x));
+            }
+            // The bounds of the 32-bit offsets, moved by the base unless that wraps.
+            let Some((min, max)) = pair_bounds(v, &ZERO_ROW) else {
+                return Planned::Declined;
+            };
+            (note.lo, note.hi) = match (base.checked_add(min), base.checked_add(max)) {
+                (Some(lo), Some(hi)) => (lo, hi),
+                _ => return Planned::Declined,
+            };
+        } else if !resumed {
             let (Some(a_lo), Some(a_hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1))
             else {
                 return Planned::Declined;
@@ -3393,6 +3476,122 @@ mod tests {
                 "{what}: registers written"
             );
         }
+    }
+
+    /// `global_load/store_dword[x2] vD, v0, s[0:1] offset:o`: each lane's address is
+    /// s[0:1] + o + its zero-extended 32-bit v0 (LLVM's `GLOBAL_*_SADDR` forms), for
+    /// consecutive, scattered and one-for-all offsets, positive and negative
+    /// immediates, loads and stores, against the bytes that definition names. Offsets
+    /// that run past 2^32 do not carry into the base: a consecutive run of v0 that
+    /// wraps leaves the region at the first wrapped lane, a fault naming it, with no
+    /// register loaded.
+    #[test]
+    fn saddr_lanes_address_the_base_plus_their_32_bit_offsets() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(1 << 16);
+        let init: Vec<u8> = (0..1u32 << 16)
+            .map(|i| (i * 97 + 5 + (i >> 9)) as u8)
+            .collect();
+        let le32 = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let saddr = |op, vdst, data, offset| {
+            Instruction::Flat(Flat {
+                op,
+                seg: Segment::Global,
+                vdst,
+                vaddr: Some(v(0, 1)),
+                data,
+                saddr: Some(s(0, 2)),
+                offset,
+                glc: false,
+                slc: false,
+                scc: false,
+                lds: false,
+            })
+        };
+        let scattered = |l: usize| ((l * 40_503 + 977 * (l % 3)) % ((1 << 16) - 64)) & !7;
+        // (bytes, immediate offset, lane l's byte in the region: consecutive,
+        // scattered or one for all)
+        let patterns: [(usize, i32, &dyn Fn(usize) -> usize); 8] = [
+            (4, 0, &|l| 256 + 4 * l),
+            (8, 0, &|l| 1024 + 8 * l),
+            (4, -8, &|l| 2048 + 4 * l),
+            (8, 24, &|l| 4096 + 8 * l),
+            (4, 0, &scattered),
+            (8, -16, &scattered),
+            (4, 12, &|_| 777 * 4),
+            (8, 0, &|_| 3000 * 8),
+        ];
+        for (bytes, offset, at) in patterns {
+            let what = format!("{bytes} bytes, offset {offset}, lane 1 at {}", at(1));
+            let (load, store) = if bytes == 4 {
+                (FlatOp::LoadDword, FlatOp::StoreDword)
+            } else {
+                (FlatOp::LoadDwordx2, FlatOp::StoreDwordx2)
+            };
+            // The base sits almost 4 GiB below the region (less the immediate), so
+            // every lane's 32-bit offset has its high bits set.
+            let base = (r.device_base() - 0xFFFE_0000).wrapping_add_signed(-i64::from(offset));
+            assert!(r.write_bytes(0, &init));
+            let mut w = wave();
+            w.sgpr[0] = base as u32;
+            w.sgpr[1] = (base >> 32) as u32;
+            for l in 0..WAVE_SIZE {
+                w.vgpr[0][l] = 0xFFFE_0000 + at(l) as u32;
+            }
+            h.exec(&mut w, &saddr(load, Some(v(6, 2)), None, offset))
+                .unwrap();
+            for l in 0..WAVE_SIZE {
+                assert_eq!(w.vgpr[6][l], le32(&init, at(l)), "load lane {l}, {what}");
+                if bytes == 8 {
+                    assert_eq!(
+                        w.vgpr[7][l],
+                        le32(&init, at(l) + 4),
+                        "load lane {l}, {what}"
+                    );
+                }
+            }
+            if at(0) == at(1) {
+                continue;
+            }
+            for l in 0..WAVE_SIZE {
+                w.vgpr[6][l] = 0xC000_0000 | (l as u32) << 8 | bytes as u32;
+                w.vgpr[7][l] = 0xD000_0000 | l as u32;
+            }
+            h.exec(&mut w, &saddr(store, None, Some(v(6, 2)), offset))
+                .unwrap();
+            let mut want = init.clone();
+            for l in 0..WAVE_SIZE {
+                want[at(l)..at(l) + 4].copy_from_slice(&w.vgpr[6][l].to_le_bytes());
+                if bytes == 8 {
+                    want[at(l) + 4..at(l) + 8].copy_from_slice(&w.vgpr[7][l].to_le_bytes());
+                }
+            }
+            assert!(read(&r, 0, 1 << 16) == want, "store, {what}");
+        }
+        // v0 counts up by 4 through 2^32: lanes 0 to 3 read the region's dwords 64 to
+        // 67, lane 4 wraps to the base itself, 4 GiB below the region.
+        assert!(r.write_bytes(0, &init));
+        let base = r.device_base() + 256 - 0xFFFF_FFF0;
+        let mut w = wave();
+        w.sgpr[0] = base as u32;
+        w.sgpr[1] = (base >> 32) as u32;
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = 0xFFFF_FFF0u32.wrapping_add(4 * l as u32);
+        }
+        let before = w.vgpr[6];
+        for op in [FlatOp::LoadDword, FlatOp::StoreDword] {
+            let i = match op {
+                FlatOp::LoadDword => saddr(op, Some(v(6, 1)), None, 0),
+                _ => saddr(op, None, Some(v(6, 1)), 0),
+            };
+            match h.exec(&mut w, &i).unwrap_err() {
+                Fault::Memory { address, lane, .. } => {
+                    assert_eq!((address, lane), (base, Some(4)), "{op:?}");
+                }
+                e => panic!("{op:?}: {e}"),
+            }
+        }
+        assert_eq!(w.vgpr[6], before, "registers written");
     }
 
     #[test]
