@@ -1023,6 +1023,16 @@ fn private_uniform(lo: &VReg, hi: &VReg, ctx: &WaveContext<'_>) -> bool {
 /// Whether the address `lo`, `hi` plus `offset` (lane 0's, of a FLAT access) lies in
 /// the shared or private aperture of `ctx` (the caller then checks every active
 /// lane's).
+/// Whether the addresses `lo..=hi` meet the LDS or the scratch aperture (each the
+/// 4 GiB from its base's high dword, `AMDGPUUsage.rst`, "Address Spaces").
+fn meets_aperture(lo: u64, hi: u64, ctx: &WaveContext<'_>) -> bool {
+    let meets = |aperture: u64| {
+        let start = aperture & !0xFFFF_FFFF;
+        start <= hi && lo <= start | 0xFFFF_FFFF
+    };
+    meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base)
+}
+
 fn apertured(lo: u32, hi: u32, offset: i64, ctx: &WaveContext<'_>) -> bool {
     let top = (u64::from(lo) | u64::from(hi) << 32).wrapping_add_signed(offset) >> 32;
     top == ctx.apertures.shared_base >> 32 || top == ctx.apertures.private_base >> 32
@@ -1938,8 +1948,12 @@ impl WaveState {
         let exec = self.exec();
         if exec != u64::MAX {
             // Partial EXEC: LLVM's sections for some lanes (thread 0's, at -O0
-            // through generic pointers to its stack or the team state).
-            return Planned::of(p.flat && self.flat_apertured(p, ctx, exec));
+            // through generic pointers to its stack or the team state), a loop's
+            // last lanes.
+            if p.flat && self.flat_apertured(p, ctx, exec) {
+                return Planned::Ran(ScalarFlow::Next);
+            }
+            return Planned::of(self.active_lanes_fast(p, ctx, exec));
         }
         // A gather that deferred itself resumes here with its registers as they were
         // (the wave yielded at it): its lanes are still scattered.
@@ -1987,16 +2001,9 @@ impl WaveState {
             (Some(_), Some(_)) if p.load => return self.gather_fast(p, ctx, may_defer),
             _ => return Planned::Declined,
         };
-        if p.flat {
-            // pair_consecutive checked that the last lane's address does not wrap.
-            let last = base + step * (WAVE_SIZE as u64 - 1);
-            let meets = |aperture: u64| {
-                let start = aperture & !0xFFFF_FFFF;
-                start <= last && base <= start | 0xFFFF_FFFF
-            };
-            if meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base) {
-                return Planned::of(self.flat_apertured(p, ctx, exec));
-            }
+        // pair_consecutive checked that the last lane's address does not wrap.
+        if p.flat && meets_aperture(base, base + step * (WAVE_SIZE as u64 - 1), ctx) {
+            return Planned::of(self.flat_apertured(p, ctx, exec));
         }
         let bytes = usize::from(p.bytes);
         let ahead = self.strides.observe(p.key(), base);
@@ -2077,6 +2084,71 @@ impl WaveState {
         } else {
             false
         }
+    }
+
+    /// [`run_flat_plan`](Self::run_flat_plan) under a partial EXEC (not empty) whose
+    /// active lanes all address one region, none in the LDS or scratch aperture: a
+    /// loop's last lanes, a section some threads run. Each active lane's element, one
+    /// relaxed host access after one region lookup, in lane order (of two lanes
+    /// storing to the same bytes the higher one's value stays, as in the general
+    /// path). False, having done nothing visible, otherwise (the general path then
+    /// runs and reports any fault).
+    fn active_lanes_fast(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>, exec: u64) -> bool {
+        let Some(r) = p.reg.filter(|_| exec != 0) else {
+            return false;
+        };
+        let wide = p.bytes == 8;
+        if r + 1 + usize::from(wide) > self.vgpr.len() {
+            return false;
+        }
+        let mut addrs = [0u64; WAVE_SIZE];
+        match p.saddr {
+            Some(s) => {
+                let base = self.saddr_base(s, p.offset);
+                let Some(v) = self.vgpr.get(p.vaddr) else {
+                    return false;
+                };
+                for (a, &x) in addrs.iter_mut().zip(v) {
+                    *a = base.wrapping_add(u64::from(x));
+                }
+            }
+            None => {
+                let (Some(lo), Some(hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1))
+                else {
+                    return false;
+                };
+                pair_addresses_into(lo, hi, p.offset, &mut addrs);
+            }
+        }
+        let (lo, hi) = lane_bounds(&addrs, exec);
+        let Some(size) = (hi - lo).checked_add(u64::from(p.bytes)) else {
+            return false;
+        };
+        if p.flat && meets_aperture(lo, hi, ctx) {
+            return false;
+        }
+        let Some(span) = self.regions.span(ctx.memory, lo, size) else {
+            return false;
+        };
+        let vgpr = &mut self.vgpr;
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let off = (addrs[l] - lo) as usize;
+            match (p.load, wide) {
+                (true, false) => vgpr[r][l] = span.load_u32(off),
+                (true, true) => {
+                    let v = span.load_u64(off);
+                    (vgpr[r][l], vgpr[r + 1][l]) = (v as u32, (v >> 32) as u32);
+                }
+                (false, false) => span.store_u32(off, vgpr[r][l]),
+                (false, true) => {
+                    span.store_u64(off, u64::from(vgpr[r][l]) | u64::from(vgpr[r + 1][l]) << 32)
+                }
+            }
+        }
+        true
     }
 
     /// A load of `nd` dwords by every active lane (EXEC) from one LDS byte `offset`
@@ -2200,14 +2272,8 @@ impl WaveState {
         let Some(size) = (hi - lo).checked_add(bytes as u64) else {
             return Planned::Declined;
         };
-        if p.flat {
-            let meets = |aperture: u64| {
-                let start = aperture & !0xFFFF_FFFF;
-                start <= hi && lo <= start | 0xFFFF_FFFF
-            };
-            if meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base) {
-                return Planned::Declined;
-            }
+        if p.flat && meets_aperture(lo, hi, ctx) {
+            return Planned::Declined;
         }
         let Some(r) = p.reg else {
             return Planned::Declined;
@@ -3484,7 +3550,7 @@ mod tests {
     /// immediates, loads and stores, against the bytes that definition names. Offsets
     /// that run past 2^32 do not carry into the base: a consecutive run of v0 that
     /// wraps leaves the region at the first wrapped lane, a fault naming it, with no
-    /// register loaded.
+    /// register loaded. Under a partial EXEC only the active lanes load and store.
     #[test]
     fn saddr_lanes_address_the_base_plus_their_32_bit_offsets() {
         let mut h = Harness::new(0);
@@ -3567,6 +3633,41 @@ mod tests {
                 }
             }
             assert!(read(&r, 0, 1 << 16) == want, "store, {what}");
+            // Some lanes: the others keep their registers and their bytes.
+            let exec = 0x00F0_5555_0000_FF0Eu64;
+            w.set_exec(exec);
+            let kept = (w.vgpr[6], w.vgpr[7]);
+            assert!(r.write_bytes(0, &init));
+            h.exec(&mut w, &saddr(load, Some(v(6, 2)), None, offset))
+                .unwrap();
+            for l in 0..WAVE_SIZE {
+                let on = (exec >> l) & 1 == 1;
+                let want6 = if on { le32(&init, at(l)) } else { kept.0[l] };
+                let want7 = if on && bytes == 8 {
+                    le32(&init, at(l) + 4)
+                } else {
+                    kept.1[l]
+                };
+                assert_eq!(
+                    (w.vgpr[6][l], w.vgpr[7][l]),
+                    (want6, want7),
+                    "exec load lane {l}, {what}"
+                );
+            }
+            for l in 0..WAVE_SIZE {
+                w.vgpr[6][l] = 0xE000_0000 | (l as u32) << 8;
+                w.vgpr[7][l] = 0xF000_0000 | l as u32;
+            }
+            h.exec(&mut w, &saddr(store, None, Some(v(6, 2)), offset))
+                .unwrap();
+            let mut want = init.clone();
+            for l in (0..WAVE_SIZE).filter(|l| (exec >> l) & 1 == 1) {
+                want[at(l)..at(l) + 4].copy_from_slice(&w.vgpr[6][l].to_le_bytes());
+                if bytes == 8 {
+                    want[at(l) + 4..at(l) + 8].copy_from_slice(&w.vgpr[7][l].to_le_bytes());
+                }
+            }
+            assert!(read(&r, 0, 1 << 16) == want, "exec store, {what}");
         }
         // v0 counts up by 4 through 2^32: lanes 0 to 3 read the region's dwords 64 to
         // 67, lane 4 wraps to the base itself, 4 GiB below the region.
