@@ -23,7 +23,9 @@
 //!   withholds it.
 //! - A test that takes longer than [`TEST_TIMEOUT_S`] (compiles and runs)
 //!   is ended by lit (`--timeout`, with `python3-psutil`) and counted as
-//!   TIMEOUT. (Not `timeout` in the RUN line, as the LLVM 16 suite does:
+//!   TIMEOUT. The tests of [`LONG_TESTS`], which pass but need longer (a
+//!   stress test sized for a GPU), run alone after the other passes, each
+//!   under its own limit. (Not `timeout` in the RUN line, as the LLVM 16 suite does:
 //!   GNU `timeout` re-raises a crashed program's signal on itself, and
 //!   `not` then counts a crash it must see as a failure, which broke
 //!   `offloading/requires.c`.)
@@ -88,22 +90,40 @@ fn lit19() -> Result<Command, String> {
 /// Why a known failure fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
-    /// A gap of the virtual device (issue 33, item 4): to be fixed there.
-    VirtualDevice,
-    /// A bug of LLVM 19 itself (its test or its runtime). No row has it
-    /// now: the two that had were lit 23's doing (see [`RECORDED_PASSES`]).
+    /// A gap of the virtual device (issue 33, item 4): to be fixed there. No
+    /// row has it now: every gap found is fixed, and `barrier_fence.c`, which
+    /// timed out, runs in its own pass ([`LONG_TESTS`]).
     #[allow(dead_code)]
+    VirtualDevice,
+    /// A bug of LLVM 19 itself (its test or its runtime). (The two rows
+    /// that had it under lit 23 were lit 23's doing: see
+    /// [`RECORDED_PASSES`].)
     Llvm19,
 }
 
 /// Tests expected to fail, each with its cause and evidence. Nothing else
 /// may fail. When the virtual device's gaps are fixed, remove their rows
 /// here and raise [`RECORDED_PASSES`].
-pub const KNOWN_FAILURES: &[(&str, Cause, &str)] = &[(
-    "offloading/barrier_fence.c",
-    Cause::VirtualDevice,
-    "TIMEOUT: 35 to 40 s per kernel on the virtual device (the slow-paths issue)",
+/// A known failure may also pass; [`RECORDED_PASSES`] does not count it.
+/// (`offloading/barrier_fence.c`, which timed out, passes in its own pass:
+/// see [`LONG_TESTS`].)
+pub const KNOWN_FAILURES: &[KnownFailure] = &[(
+    "offloading/schedule.c",
+    Cause::Llvm19,
+    "a race in the test: every one of its 8 teams runs the whole `ordered` loop \
+     and stores a clock reading into every slot of one array, so each slot keeps \
+     whichever team stored last, and the slots are in clock order only if no \
+     team's clock read and store straddle another team's next iteration. The \
+     virtual device's workers run teams at unequal and varying speeds (a host \
+     thread may be preempted between the two): 0 of 40 runs failed with \
+     HSA_SIM_WORKERS=1 (one team after another), 3 of 40 with 2 workers on an \
+     idle 2-core host, 7 and 10 of 40 on one busy with other work (each 'Fail \
+     to schedule in order.' from the ordered half); on a GPU, where the teams \
+     run in step, the race is rarer, not impossible",
 )];
+
+/// A known failure: the test, its cause and the evidence.
+pub type KnownFailure = (&'static str, Cause, &'static str);
 
 /// Passes (PASS and XFAIL, both passes) that a run of the whole suite must
 /// not fall below. Raise it when a fix makes more tests pass (the device
@@ -111,7 +131,11 @@ pub const KNOWN_FAILURES: &[(&str, Cause, &str)] = &[(
 ///
 /// Measured 2026-11-28 (`cargo xtask lit --llvm 19`, 276 rows: the 264
 /// tests and 12 `[HSA_XNACK=1]` rows, run by [`LIT`]): 166 PASS, 4 XFAIL,
-/// 1 TIMEOUT (`barrier_fence.c`), 105 UNSUPPORTED, in 182 s warm.
+/// 1 TIMEOUT (`barrier_fence.c`), 105 UNSUPPORTED, in 182 s warm. Again
+/// after `barrier_fence.c` got its own pass ([`LONG_TESTS`]): 166 PASS
+/// (`barrier_fence.c` among them, 30 minutes alone), 1 FAIL (`schedule.c`,
+/// a race in the test: [`KNOWN_FAILURES`]), 4 XFAIL, 105 UNSUPPORTED, in
+/// 32 minutes; 170 passes without `schedule.c`.
 /// `thread_state_1.c` and `dynamic-schedule-non-spmd.cpp` pass since the
 /// virtual device's fixes of issue 33, item 4 (commits 4674d6a, e616b17);
 /// `shared_lib_fp_mapping.c` and `requires.c` since the suite runs under
@@ -356,12 +380,36 @@ fn ensure_psutil() -> Result<(), String> {
     }
 }
 
-/// One lit pass; returns (test, outcome) pairs.
+/// Tests that pass on the virtual device but take longer than
+/// [`TEST_TIMEOUT_S`]: each runs alone after the main pass (which leaves it
+/// out), under its own limit in seconds; the third field says why it is long,
+/// as measured.
+pub const LONG_TESTS: &[(&str, u32, &str)] = &[(
+    "offloading/barrier_fence.c",
+    3600,
+    "2 RUN lines of 100 kernels; each kernel runs 16,384 iterations of 512 threads \
+     meeting at 4 barriers per thread and iteration: 2.0e9 wave-instructions and \
+     2.7e8 wave arrivals at s_barrier (HSA_SIM_DEBUG=1), about 7 s per kernel with \
+     2 workers, 12 minutes per RUN line on a 2-core machine",
+)];
+
+/// lit's `--filter-out` expression for [`LONG_TESTS`].
+fn long_tests_filter_out() -> String {
+    let names: Vec<String> = LONG_TESTS
+        .iter()
+        .map(|(t, _, _)| t.replace('.', "\\."))
+        .collect();
+    format!("({})$", names.join("|"))
+}
+
+/// One lit pass; returns (test, outcome) pairs. `only`: the tests it runs
+/// (none: the whole suite less [`LONG_TESTS`]), `timeout_s`: lit's limit per
+/// test. A pass that runs nothing (its filter matched nothing) returns none.
 fn run_pass(
     suite: &Path,
     tc: &Toolchain,
     usm: bool,
-    only: &[String],
+    (only, timeout_s): (&[String], u32),
     filter: Option<&str>,
 ) -> Result<Vec<(String, Outcome)>, String> {
     let obj = write_site_config(suite, tc, usm)?;
@@ -369,13 +417,15 @@ fn run_pass(
     ensure_psutil()?;
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let inputs: Vec<PathBuf> = if only.is_empty() {
+        lit.arg("--filter-out").arg(long_tests_filter_out());
         vec![obj]
     } else {
         only.iter().map(|t| obj.join(t)).collect()
     };
     lit.arg("-v")
         .arg(format!("-j{jobs}"))
-        .arg(format!("--timeout={TEST_TIMEOUT_S}"))
+        .arg(format!("--timeout={timeout_s}"))
+        .arg("--allow-empty-runs")
         .env("LIT_OPTS", "")
         .args(&inputs)
         .stdout(Stdio::piped());
@@ -395,10 +445,7 @@ fn run_pass(
             }
         }
     }
-    let status = child.wait().map_err(|e| format!("waiting for lit: {e}"))?;
-    if out.is_empty() && !usm {
-        return Err(format!("lit ran no test ({status})"));
-    }
+    child.wait().map_err(|e| format!("waiting for lit: {e}"))?;
     Ok(out)
 }
 
@@ -412,6 +459,8 @@ pub struct Results19 {
     /// The pass count recorded for what ran: the whole suite or
     /// [`TEST_SUBSET`]; none for another filter.
     pub recorded: Option<usize>,
+    /// The failures tolerated ([`KNOWN_FAILURES`]).
+    pub known: &'static [KnownFailure],
 }
 
 /// Runs both passes (see the module doc).
@@ -420,12 +469,21 @@ pub fn run(filter: Option<&str>) -> Result<Results19, String> {
     let tc = crate::llvm19::ensure()?;
     let suite = ensure_sources()?;
     let started = std::time::Instant::now();
-    let mut rows: BTreeMap<String, Outcome> = run_pass(&suite, &tc, false, &[], filter)?
-        .into_iter()
-        .collect();
+    let mut rows: BTreeMap<String, Outcome> =
+        run_pass(&suite, &tc, false, (&[], TEST_TIMEOUT_S), filter)?
+            .into_iter()
+            .collect();
     let usm = usm_tests(&suite);
     if !usm.is_empty() {
-        rows.extend(run_pass(&suite, &tc, true, &usm, filter)?);
+        rows.extend(run_pass(&suite, &tc, true, (&usm, TEST_TIMEOUT_S), filter)?);
+    }
+    for (test, limit, _) in LONG_TESTS {
+        eprintln!("lit (LLVM 19): {test} alone, up to {limit} s (see LONG_TESTS)");
+        let only = [test.to_string()];
+        rows.extend(run_pass(&suite, &tc, false, (&only, *limit), filter)?);
+    }
+    if rows.is_empty() {
+        return Err(format!("lit ran no test (filter {filter:?})"));
     }
     eprintln!(
         "lit (LLVM 19): {} tests in {:.0} s",
@@ -441,16 +499,22 @@ pub fn run(filter: Option<&str>) -> Result<Results19, String> {
         rows,
         suite,
         recorded,
+        known: KNOWN_FAILURES,
     })
 }
 
 /// The known failure a row is, if any.
-pub fn known(test: &str) -> Option<&'static (&'static str, Cause, &'static str)> {
+fn known_in(list: &'static [KnownFailure], test: &str) -> Option<&'static KnownFailure> {
     let base = test.strip_suffix(USM_SUFFIX).unwrap_or(test);
-    KNOWN_FAILURES.iter().find(|(t, _, _)| *t == base)
+    list.iter().find(|(t, _, _)| *t == base)
 }
 
 impl Results19 {
+    /// The known failure a row is, if any.
+    pub fn known(&self, test: &str) -> Option<&'static KnownFailure> {
+        known_in(self.known, test)
+    }
+
     /// Passes (PASS, XFAIL).
     pub fn passes(&self) -> usize {
         self.rows.values().filter(|o| passing(o)).count()
@@ -461,7 +525,7 @@ impl Results19 {
     pub fn unexpected_failures(&self) -> Vec<&str> {
         self.rows
             .iter()
-            .filter(|(t, o)| !passing(o) && o.as_str() != "UNSUPPORTED" && known(t).is_none())
+            .filter(|(t, o)| !passing(o) && o.as_str() != "UNSUPPORTED" && self.known(t).is_none())
             .map(|(t, _)| t.as_str())
             .collect()
     }
@@ -492,7 +556,7 @@ impl Results19 {
         for (t, o) in &self.rows {
             let why = if o == "UNSUPPORTED" {
                 self.unsupported_reason(t)
-            } else if let Some((_, cause, evidence)) = known(t).filter(|_| !passing(o)) {
+            } else if let Some((_, cause, evidence)) = self.known(t).filter(|_| !passing(o)) {
                 format!("known ({cause:?}): {evidence}")
             } else if !passing(o) {
                 "UNEXPECTED".into()
@@ -551,15 +615,17 @@ mod tests {
 
     #[test]
     fn only_named_failures_are_tolerated() {
-        let mut r = Results19::default();
+        const KNOWN: &[KnownFailure] = &[("k.c", Cause::VirtualDevice, "a device gap")];
+        let mut r = Results19 {
+            known: KNOWN,
+            ..Results19::default()
+        };
         r.rows.insert("a.c".into(), "PASS".into());
         r.rows.insert("b.c".into(), "XFAIL".into());
         r.rows.insert("c.f90".into(), "UNSUPPORTED".into());
-        r.rows.insert(KNOWN_FAILURES[0].0.into(), "FAIL".into());
-        r.rows.insert(
-            format!("{}{USM_SUFFIX}", KNOWN_FAILURES[0].0),
-            "TIMEOUT".into(),
-        );
+        r.rows.insert(KNOWN[0].0.into(), "FAIL".into());
+        r.rows
+            .insert(format!("{}{USM_SUFFIX}", KNOWN[0].0), "TIMEOUT".into());
         assert!(r.unexpected_failures().is_empty());
         assert_eq!(r.passes(), 2);
         r.rows.insert("d.c".into(), "TIMEOUT".into());
@@ -568,6 +634,36 @@ mod tests {
         assert!(r
             .summary()
             .contains("1 pass, 2 fail, 2 timeout, 1 xfail, 1 unsupported"));
+    }
+
+    /// The main pass leaves out exactly the long tests, by lit's full test names.
+    #[test]
+    fn the_main_pass_leaves_out_only_the_long_tests() {
+        let out = long_tests_filter_out();
+        let re = |name: &str| {
+            std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import re,sys; sys.exit(0 if re.search(sys.argv[1], sys.argv[2]) else 1)",
+                ])
+                .args([out.as_str(), name])
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        for (t, limit, _) in LONG_TESTS {
+            assert!(*limit > TEST_TIMEOUT_S, "{t}");
+            assert!(re(&format!("libomptarget :: {TARGET} :: {t}")), "{t} kept");
+        }
+        for kept in [
+            "offloading/barrier_fence.cpp",
+            "offloading/barrier_fenceXc",
+            "api/omp_dynamic_shared_memory.c",
+        ] {
+            assert!(
+                !re(&format!("libomptarget :: {TARGET} :: {kept}")),
+                "{kept} left out"
+            );
+        }
     }
 
     #[test]
