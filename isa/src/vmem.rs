@@ -1020,9 +1020,6 @@ fn private_uniform(lo: &VReg, hi: &VReg, ctx: &WaveContext<'_>) -> bool {
     other == 0
 }
 
-/// Whether the address `lo`, `hi` plus `offset` (lane 0's, of a FLAT access) lies in
-/// the shared or private aperture of `ctx` (the caller then checks every active
-/// lane's).
 /// Whether the addresses `lo..=hi` meet the LDS or the scratch aperture (each the
 /// 4 GiB from its base's high dword, `AMDGPUUsage.rst`, "Address Spaces").
 fn meets_aperture(lo: u64, hi: u64, ctx: &WaveContext<'_>) -> bool {
@@ -1033,6 +1030,18 @@ fn meets_aperture(lo: u64, hi: u64, ctx: &WaveContext<'_>) -> bool {
     meets(ctx.apertures.shared_base) || meets(ctx.apertures.private_base)
 }
 
+/// GLOBAL's SADDR lane addresses: `base` (the SGPR pair plus the immediate offset,
+/// [`WaveState::saddr_base`]) plus each lane's zero-extended dword of `offsets`,
+/// wrapping as [`WaveState::exec_flat_general`] adds.
+fn saddr_addresses_into(base: u64, offsets: &VReg, out: &mut [u64; WAVE_SIZE]) {
+    for (a, &x) in out.iter_mut().zip(offsets) {
+        *a = base.wrapping_add(u64::from(x));
+    }
+}
+
+/// Whether the address `lo`, `hi` plus `offset` (lane 0's, of a FLAT access) lies in
+/// the shared or private aperture of `ctx` (the caller then checks every active
+/// lane's).
 fn apertured(lo: u32, hi: u32, offset: i64, ctx: &WaveContext<'_>) -> bool {
     let top = (u64::from(lo) | u64::from(hi) << 32).wrapping_add_signed(offset) >> 32;
     top == ctx.apertures.shared_base >> 32 || top == ctx.apertures.private_base >> 32
@@ -2108,9 +2117,7 @@ impl WaveState {
                 let Some(v) = self.vgpr.get(p.vaddr) else {
                     return false;
                 };
-                for (a, &x) in addrs.iter_mut().zip(v) {
-                    *a = base.wrapping_add(u64::from(x));
-                }
+                saddr_addresses_into(base, v, &mut addrs);
             }
             None => {
                 let (Some(lo), Some(hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1))
@@ -2235,9 +2242,7 @@ impl WaveState {
                 return Planned::Declined;
             };
             note.clear();
-            for (a, &x) in note.addrs.iter_mut().zip(v) {
-                *a = base.wrapping_add(u64::from(x));
-            }
+            saddr_addresses_into(base, v, &mut note.addrs);
             // The bounds of the 32-bit offsets, moved by the base unless that wraps.
             let Some((min, max)) = pair_bounds(v, &ZERO_ROW) else {
                 return Planned::Declined;
