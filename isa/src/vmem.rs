@@ -16,6 +16,7 @@ use crate::atomic::Rmw;
 use crate::error::Fault;
 use crate::generated::opcodes::{DsOp, FlatOp, MubufOp};
 use crate::inst::{Ds, Flat, Instruction, Mubuf, Segment};
+use crate::memory::HostSpan;
 use crate::operand::Operand;
 use crate::state::ScalarFlow;
 use crate::state::{reg_base, Src};
@@ -95,20 +96,25 @@ enum Access {
     Atomic { op: Rmw, bytes: u32 },
 }
 
-/// A GLOBAL or FLAT load or store of 4 or 8 bytes per lane, resolved at decode
-/// time: a 64-bit VGPR-pair address (the forms of LLVM 16's STREAM-like loops), or
-/// a GLOBAL one with SADDR, an SGPR-pair base plus each lane's 32-bit VGPR offset
-/// (the forms LLVM 19 emits for most global accesses). Runs by
-/// [`Wave::run_flat_plan`] (whole-wave consecutive accesses and gathers), which
-/// declines every other access to the general path.
+/// A GLOBAL or FLAT load or store of 4 or 8 bytes per lane, or a load of 1 or 2
+/// bytes extended to a dword (`global_load_ushort`, not the `_d16` forms), resolved
+/// at decode time: a 64-bit VGPR-pair address (the forms of LLVM 16's STREAM-like
+/// loops), or a GLOBAL one with SADDR, an SGPR-pair base plus each lane's 32-bit
+/// VGPR offset (the forms LLVM 19 emits for most global accesses). Runs by
+/// [`Wave::run_flat_plan`] (whole-wave consecutive accesses and gathers; sub-dword
+/// loads only lane by lane inside one region), which declines every other access to
+/// the general path.
 #[derive(Clone, Debug)]
 pub(crate) struct FlatPlan {
     /// FLAT (the LDS and scratch apertures must be excluded) rather than GLOBAL.
     flat: bool,
-    /// Bytes per lane: 4 or 8.
+    /// Bytes per lane: 4 or 8; 1 or 2 for a load.
     bytes: u8,
     /// A load (else a store).
     load: bool,
+    /// A 1- or 2-byte load sign-extends its bytes to the dword (else zero-extends;
+    /// `AMDGPUUsage.rst` and the ISA's `GLOBAL_LOAD_SBYTE`/`_SSHORT`).
+    signed: bool,
     /// Vector-file index of the address pair's low dword; with `saddr`, of the
     /// lanes' 32-bit offsets.
     vaddr: usize,
@@ -266,7 +272,7 @@ impl FlatPlan {
     /// store of this kind that has its registers (a load, its destination) and a
     /// VGPR-pair address (none with SADDR: the run stops before those).
     pub(crate) fn fusion(&self) -> Option<FlatFusion> {
-        if self.saddr.is_some() {
+        if self.saddr.is_some() || self.bytes < 4 {
             return None;
         }
         Some(FlatFusion {
@@ -292,12 +298,12 @@ impl FlatPlan {
             }
             Some(_) => return None,
         };
-        let (bytes, load) = match flat_access(i.op)? {
-            Access::Load { bytes, .. } => (bytes, true),
-            Access::Store { bytes, hi16: false } => (bytes, false),
+        let (bytes, load, signed) = match flat_access(i.op)? {
+            Access::Load { bytes, signed } => (bytes, true, signed),
+            Access::Store { bytes, hi16: false } => (bytes, false, false),
             _ => return None,
         };
-        if !(bytes == 4 || bytes == 8) {
+        if !(bytes == 4 || bytes == 8 || load && bytes < 4) {
             return None;
         }
         let (vaddr, _) = reg_base(i.vaddr.as_ref()?)?;
@@ -311,6 +317,7 @@ impl FlatPlan {
             flat: i.seg == Segment::Flat,
             bytes: bytes as u8,
             load,
+            signed,
             vaddr,
             saddr,
             offset: i64::from(i.offset),
@@ -1037,6 +1044,22 @@ fn saddr_addresses_into(base: u64, offsets: &VReg, out: &mut [u64; WAVE_SIZE]) {
     for (a, &x) in out.iter_mut().zip(offsets) {
         *a = base.wrapping_add(u64::from(x));
     }
+}
+
+/// The `bytes` (1, 2, 4 or 8) at byte `off` of `span` as a lane's load leaves them in
+/// its registers: 1 and 2 zero-extended, or sign-extended when `signed`, to the low
+/// dword (`GLOBAL_LOAD_UBYTE`, `_SBYTE`, `_USHORT`, `_SSHORT`); 8 with the high dword
+/// in bits 63:32.
+fn lane_value(span: &HostSpan<'_>, off: usize, bytes: u8, signed: bool) -> u64 {
+    let v = match (bytes, signed) {
+        (1, false) => u32::from(span.load::<1>(off)[0]),
+        (1, true) => i32::from(span.load::<1>(off)[0] as i8) as u32,
+        (2, false) => u32::from(u16::from_le_bytes(span.load::<2>(off))),
+        (2, true) => i32::from(i16::from_le_bytes(span.load::<2>(off))) as u32,
+        (4, _) => span.load_u32(off),
+        _ => return span.load_u64(off),
+    };
+    u64::from(v)
 }
 
 /// Whether the address `lo`, `hi` plus `offset` (lane 0's, of a FLAT access) lies in
@@ -1929,6 +1952,7 @@ impl WaveState {
             flat: f.flat,
             bytes: f.bytes,
             load: f.load,
+            signed: false,
             vaddr: usize::from(f.vaddr),
             saddr: None,
             offset: f.offset,
@@ -1955,6 +1979,11 @@ impl WaveState {
         may_defer: bool,
     ) -> Planned {
         let exec = self.exec();
+        if p.bytes < 4 {
+            // A sub-dword load: the 16-bit fields of the dispatch packet that LLVM
+            // 16's device runtime reads in every lane at -O0 (`getBlockSize`).
+            return Planned::of(self.active_lanes_fast(p, ctx, exec));
+        }
         if exec != u64::MAX {
             // Partial EXEC: LLVM's sections for some lanes (thread 0's, at -O0
             // through generic pointers to its stack or the team state), a loop's
@@ -2097,11 +2126,12 @@ impl WaveState {
 
     /// [`run_flat_plan`](Self::run_flat_plan) under a partial EXEC (not empty) whose
     /// active lanes all address one region, none in the LDS or scratch aperture: a
-    /// loop's last lanes, a section some threads run. Each active lane's element, one
-    /// relaxed host access after one region lookup, in lane order (of two lanes
-    /// storing to the same bytes the higher one's value stays, as in the general
-    /// path). False, having done nothing visible, otherwise (the general path then
-    /// runs and reports any fault).
+    /// loop's last lanes, a section some threads run; and every sub-dword load under
+    /// any EXEC. Each active lane's element, one relaxed host access after one region
+    /// lookup, in lane order (of two lanes storing to the same bytes the higher one's
+    /// value stays, as in the general path); a load whose active lanes all name one
+    /// address reads it once. False, having done nothing visible, otherwise (the
+    /// general path then runs and reports any fault).
     fn active_lanes_fast(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>, exec: u64) -> bool {
         let Some(r) = p.reg.filter(|_| exec != 0) else {
             return false;
@@ -2138,16 +2168,26 @@ impl WaveState {
             return false;
         };
         let vgpr = &mut self.vgpr;
+        let uniform = p.load && lo == hi;
+        let value = match uniform {
+            true => lane_value(&span, 0, p.bytes, p.signed),
+            false => 0,
+        };
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let off = (addrs[l] - lo) as usize;
             match (p.load, wide) {
-                (true, false) => vgpr[r][l] = span.load_u32(off),
-                (true, true) => {
-                    let v = span.load_u64(off);
-                    (vgpr[r][l], vgpr[r + 1][l]) = (v as u32, (v >> 32) as u32);
+                (true, _) => {
+                    let v = match uniform {
+                        true => value,
+                        false => lane_value(&span, off, p.bytes, p.signed),
+                    };
+                    vgpr[r][l] = v as u32;
+                    if wide {
+                        vgpr[r + 1][l] = (v >> 32) as u32;
+                    }
                 }
                 (false, false) => span.store_u32(off, vgpr[r][l]),
                 (false, true) => {
@@ -3696,6 +3736,107 @@ mod tests {
                 }
                 e => panic!("{op:?}: {e}"),
             }
+        }
+        assert_eq!(w.vgpr[6], before, "registers written");
+    }
+
+    /// `GLOBAL_LOAD_UBYTE`, `_SBYTE`, `_USHORT` and `_SSHORT` leave each active lane's
+    /// byte or little-endian half zero- or sign-extended in its dword (the ISA's
+    /// definitions), through a VGPR-pair address and through SADDR, for one address in
+    /// every lane (the dispatch packet's `workgroup_size_x` at -O0), consecutive and
+    /// scattered ones, under a full and a partial EXEC; the oracle is the bytes the
+    /// definition names, half of them with the sign bit set. A lane outside every
+    /// region faults at its address and loads nothing.
+    #[test]
+    fn sub_dword_loads_extend_the_bytes_their_opcode_names() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(1 << 14);
+        let init: Vec<u8> = (0..1u32 << 14)
+            .map(|i| (i * 131 + (i >> 8)) as u8)
+            .collect();
+        assert!(r.write_bytes(0, &init));
+        let ops = [
+            (FlatOp::LoadUbyte, 1, false),
+            (FlatOp::LoadSbyte, 1, true),
+            (FlatOp::LoadUshort, 2, false),
+            (FlatOp::LoadSshort, 2, true),
+        ];
+        let want = |at: usize, bytes: usize, signed: bool| -> u32 {
+            match (bytes, signed) {
+                (1, false) => u32::from(init[at]),
+                (1, true) => i32::from(init[at] as i8) as u32,
+                (2, false) => u32::from(u16::from_le_bytes([init[at], init[at + 1]])),
+                _ => i32::from(i16::from_le_bytes([init[at], init[at + 1]])) as u32,
+            }
+        };
+        let scattered = |l: usize| (l * 7_919 + 13 * (l % 5)) % ((1 << 14) - 2);
+        let patterns: [(&str, &dyn Fn(usize) -> usize); 4] = [
+            ("one address", &|_| 4_099),
+            ("one odd address", &|_| 4_097),
+            ("consecutive", &|l| 1_000 + 2 * l),
+            ("scattered", &scattered),
+        ];
+        let inst = |op, saddr: bool, offset| {
+            Instruction::Flat(Flat {
+                op,
+                seg: Segment::Global,
+                vdst: Some(v(6, 1)),
+                vaddr: Some(v(0, if saddr { 1 } else { 2 })),
+                data: None,
+                saddr: saddr.then(|| s(0, 2)),
+                offset,
+                glc: false,
+                slc: false,
+                scc: false,
+                lds: false,
+            })
+        };
+        for (op, bytes, signed) in ops {
+            for (name, at) in patterns {
+                for saddr in [false, true] {
+                    for exec in [u64::MAX, 0x8000_0F00_F0F0_0001] {
+                        let what = format!("{op:?}, {name}, saddr {saddr}, exec {exec:x}");
+                        let offset = -6;
+                        let base = r.device_base() + 6;
+                        let mut w = wave();
+                        w.sgpr[0] = base as u32;
+                        w.sgpr[1] = (base >> 32) as u32;
+                        for l in 0..WAVE_SIZE {
+                            let a = match saddr {
+                                true => at(l) as u64,
+                                false => base + at(l) as u64,
+                            };
+                            w.vgpr[0][l] = a as u32;
+                            w.vgpr[1][l] = (a >> 32) as u32;
+                            w.vgpr[6][l] = 0x5A5A_0000 | l as u32;
+                        }
+                        w.set_exec(exec);
+                        h.exec(&mut w, &inst(op, saddr, offset)).unwrap();
+                        for l in 0..WAVE_SIZE {
+                            let expected = match (exec >> l) & 1 {
+                                1 => want(at(l), bytes, signed),
+                                _ => 0x5A5A_0000 | l as u32,
+                            };
+                            assert_eq!(w.vgpr[6][l], expected, "lane {l}, {what}");
+                        }
+                    }
+                }
+            }
+        }
+        // Every lane at one address past the region's end: lane 0 faults there.
+        let mut w = wave();
+        let past = r.device_base() + (1 << 14) + 64;
+        for l in 0..WAVE_SIZE {
+            w.vgpr[0][l] = past as u32;
+            w.vgpr[1][l] = (past >> 32) as u32;
+        }
+        let before = w.vgpr[6];
+        match h
+            .exec(&mut w, &inst(FlatOp::LoadUshort, false, 0))
+            .unwrap_err()
+        {
+            Fault::Memory { address, lane, .. } => assert_eq!((address, lane), (past, Some(0))),
+            e => panic!("{e}"),
         }
         assert_eq!(w.vgpr[6], before, "registers written");
     }
