@@ -1046,6 +1046,16 @@ fn saddr_addresses_into(base: u64, offsets: &VReg, out: &mut [u64; WAVE_SIZE]) {
     }
 }
 
+/// Whether every lane of `row` that `exec` (not empty) names holds one value (a
+/// whole row compared at once, which the compiler vectorises, when all are active).
+fn active_alike(row: &VReg, exec: u64) -> bool {
+    let first = row[exec.trailing_zeros() as usize % WAVE_SIZE];
+    match exec {
+        u64::MAX => row.iter().fold(0, |d, &x| d | (x ^ first)) == 0,
+        _ => (0..WAVE_SIZE).all(|l| (exec >> l) & 1 == 0 || row[l] == first),
+    }
+}
+
 /// The `bytes` (1, 2, 4 or 8) at byte `off` of `span` as a lane's load leaves them in
 /// its registers: 1 and 2 zero-extended, or sign-extended when `signed`, to the low
 /// dword (`GLOBAL_LOAD_UBYTE`, `_SBYTE`, `_USHORT`, `_SSHORT`); 8 with the high dword
@@ -2141,13 +2151,16 @@ impl WaveState {
             return false;
         }
         let mut addrs = [0u64; WAVE_SIZE];
-        match p.saddr {
+        // Whether every active lane names one address (the low dword of each lane's
+        // address, or its SADDR offset, and a pair's high dword, alike in them all).
+        let uniform = match p.saddr {
             Some(s) => {
                 let base = self.saddr_base(s, p.offset);
                 let Some(v) = self.vgpr.get(p.vaddr) else {
                     return false;
                 };
                 saddr_addresses_into(base, v, &mut addrs);
+                active_alike(v, exec)
             }
             None => {
                 let (Some(lo), Some(hi)) = (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1))
@@ -2155,9 +2168,16 @@ impl WaveState {
                     return false;
                 };
                 pair_addresses_into(lo, hi, p.offset, &mut addrs);
+                active_alike(lo, exec) && active_alike(hi, exec)
             }
-        }
-        let (lo, hi) = lane_bounds(&addrs, exec);
+        };
+        let (lo, hi) = match uniform {
+            true => {
+                let a = addrs[exec.trailing_zeros() as usize];
+                (a, a)
+            }
+            false => lane_bounds(&addrs, exec),
+        };
         let Some(size) = (hi - lo).checked_add(u64::from(p.bytes)) else {
             return false;
         };
@@ -2168,11 +2188,20 @@ impl WaveState {
             return false;
         };
         let vgpr = &mut self.vgpr;
-        let uniform = p.load && lo == hi;
-        let value = match uniform {
-            true => lane_value(&span, 0, p.bytes, p.signed),
-            false => 0,
-        };
+        if uniform && p.load {
+            // A value reached through one pointer: one read, in every active lane.
+            let v = lane_value(&span, 0, p.bytes, p.signed);
+            for (k, row) in vgpr[r..=r + usize::from(wide)].iter_mut().enumerate() {
+                let x = (v >> (32 * k)) as u32;
+                match exec {
+                    u64::MAX => *row = [x; WAVE_SIZE],
+                    _ => (0..WAVE_SIZE)
+                        .filter(|l| (exec >> l) & 1 == 1)
+                        .for_each(|l| row[l] = x),
+                }
+            }
+            return true;
+        }
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
@@ -2180,10 +2209,7 @@ impl WaveState {
             let off = (addrs[l] - lo) as usize;
             match (p.load, wide) {
                 (true, _) => {
-                    let v = match uniform {
-                        true => value,
-                        false => lane_value(&span, off, p.bytes, p.signed),
-                    };
+                    let v = lane_value(&span, off, p.bytes, p.signed);
                     vgpr[r][l] = v as u32;
                     if wide {
                         vgpr[r + 1][l] = (v >> 32) as u32;
