@@ -47,8 +47,8 @@ pub(crate) enum Run {
     /// A plain 4- or 8-byte LDS load or store, or `ds_bpermute_b32` (see `lds`); may
     /// decline (an address outside the LDS), leaving the fault to `WaveState::step`.
     Lds(LdsPlan),
-    /// A GLOBAL/FLAT load or store of 4 or 8 bytes per lane (see `vmem::FlatPlan`);
-    /// runs only whole-wave consecutive accesses, declining the rest to `WaveState::step`.
+    /// A GLOBAL/FLAT load or store of 4 or 8 bytes per lane, or a sub-dword load (see
+    /// `vmem::FlatPlan`); declines the accesses it has no path for to `WaveState::step`.
     Flat(FlatPlan),
     /// A MUBUF load or store of whole dwords through the private segment buffer
     /// (see `vmem::ScratchPlan`): joins fused runs; alone, `WaveState::step` runs it.
