@@ -483,12 +483,43 @@ impl Program {
 fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu::Code> {
     let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| e.run.slot(inst)));
     let (code, fused) = crate::valu::compile_runs(&runs)?;
+    if crate::perf_map::enabled() {
+        map_runs(&code, &fused, entries, insts);
+    }
     for (at, f) in fused {
         if let Some(e) = entries.get_mut(at) {
             e.fused = Some(f);
         }
     }
     Some(code)
+}
+
+/// Writes a block's compiled runs to the perf map ([`crate::perf_map`]): each run's
+/// code from its entry point to the next run's (`compile_runs` emits them in
+/// order), the last to the end of the block's code; named by the PC of its first
+/// instruction, its length and its first (at most 4) mnemonics.
+#[cfg(target_arch = "x86_64")]
+fn map_runs(
+    code: &crate::valu::Code,
+    fused: &[(usize, crate::valu::Fused)],
+    entries: &[Entry],
+    insts: &[Instruction],
+) {
+    let end = code.as_ptr() as usize + code.len();
+    for (k, (at, f)) in fused.iter().enumerate() {
+        let start = f.entry();
+        let next = fused.get(k + 1).map_or(end, |(_, g)| g.entry());
+        let pc = entries.get(*at).map_or(0, |e| e.pc);
+        let shown = (f.len as usize).min(4);
+        let first: Vec<_> = insts
+            .iter()
+            .skip(*at)
+            .take(shown)
+            .map(|i| i.mnemonic())
+            .collect();
+        let name = format!("gfx90a run {pc:#x} +{}: {}", f.len, first.join(" "));
+        crate::perf_map::record(start, next.saturating_sub(start), &name);
+    }
 }
 
 /// Whether `inst` may store to memory other waves of the workgroup read: a DS

@@ -12,8 +12,10 @@
 //! | `HSA_SCRATCH_MEM` | scratch bytes per lane of a queue created with `private_segment_size` UINT32_MAX (ROCr's variable, read by `GpuAgent` in its `src/core/runtime/amd_gpu_agent.cpp`): the least slot each wave of its dispatches gets ([`crate::dispatch`]'s scratch layout) | 2048 (ROCr's `DEFAULT_SCRATCH_BYTES_PER_THREAD`) |
 //! | `HSA_SIM_WAVES_TOGETHER` | true (`1`, `on`, `yes`, `true`): hold the waves of a workgroup with LDS together after its start and each barrier, as a GPU runs them, so device-runtime races such as LLVM 19's `pushDST` in non-SPMD dynamic schedules (`offload/test/offloading/dynamic-schedule-non-spmd.cpp`) behave as on hardware; costs about 2.5x on OpenMP STREAM | off |
 //! | `HSA_SIM_FUSION` | false (`0`, `off`, `no`, `false`; read by [`knobs::parse_bool`], as the plugin reads its knobs): interpret every instruction (no run of integer VALU and scalar instructions compiled to host code) | on |
+//! | `HSA_SIM_PERF_MAP` | true (as `HSA_SIM_FUSION` reads it): append each compiled run to perf's map of generated code, `/tmp/perf-<pid>.map` ([`isa::perf_map`]), so that `perf report` names the host code of the runs | off |
 //!
-//! The last three configure the runtime's dispatcher
+//! `HSA_SIM_MAX_WAVE_INSTRUCTIONS`, `HSA_SIM_TRACE`, `HSA_SIM_WAVES_TOGETHER` and
+//! `HSA_SIM_FUSION` configure the runtime's dispatcher
 //! ([`crate::dispatch::DispatchSettings`]). Read elsewhere: `HSA_SIM_DEBUG` /
 //! `LIBOMPTARGET_DEBUG` / `RUST_LOG` by [`crate::init_logging`], before any
 //! configuration exists.
@@ -37,6 +39,8 @@ pub struct Config {
     /// Scratch bytes per lane of a queue created without a size
     /// (`HSA_SCRATCH_MEM`, as ROCr reads it).
     pub queue_scratch_per_lane: u32,
+    /// Whether compiled runs go to perf's map (`HSA_SIM_PERF_MAP`, [`isa::perf_map`]).
+    pub perf_map: bool,
     /// Instruction budget and trace filter of the dispatcher.
     pub dispatch: DispatchSettings,
 }
@@ -102,6 +106,10 @@ impl Config {
             queue_scratch_per_lane: env_parse::<u32>("HSA_SCRATCH_MEM")
                 .filter(|&n| n > 0 && n <= 262_128)
                 .unwrap_or(DEFAULT_QUEUE_SCRATCH_PER_LANE),
+            perf_map: std::env::var("HSA_SIM_PERF_MAP")
+                .ok()
+                .and_then(|v| knobs::parse_bool(&v))
+                .unwrap_or(false),
             dispatch: DispatchSettings {
                 max_wave_instructions: env_parse::<u64>("HSA_SIM_MAX_WAVE_INSTRUCTIONS")
                     .filter(|&n| n > 0)

@@ -391,6 +391,7 @@ pub fn init() -> Result<(), hsa_status_t> {
             log::error!("hsa_init: {e}");
             e.status()
         })?;
+        isa::set_perf_map(rt.config.perf_map);
         log::debug!(
             "virtual gfx90a runtime up: {} GPU agent(s), {} worker thread(s)",
             rt.config.gpus,

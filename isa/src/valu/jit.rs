@@ -875,6 +875,13 @@ pub(crate) struct Fused {
     f32: bool,
 }
 
+impl Fused {
+    /// The host address of the run's code (its entry point), for the perf map.
+    pub(crate) fn entry(&self) -> usize {
+        self.func as usize
+    }
+}
+
 impl std::fmt::Debug for Fused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fused")
