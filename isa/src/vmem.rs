@@ -1046,14 +1046,17 @@ fn saddr_addresses_into(base: u64, offsets: &VReg, out: &mut [u64; WAVE_SIZE]) {
     }
 }
 
-/// Whether every lane of `row` that `exec` (not empty) names holds one value (a
-/// whole row compared at once, which the compiler vectorises, when all are active).
+/// Whether every lane of `row` that `exec` (not empty) names holds one value (one
+/// pass over the whole row, which the compiler vectorises).
+#[inline]
 fn active_alike(row: &VReg, exec: u64) -> bool {
     let first = row[exec.trailing_zeros() as usize % WAVE_SIZE];
-    match exec {
-        u64::MAX => row.iter().fold(0, |d, &x| d | (x ^ first)) == 0,
-        _ => (0..WAVE_SIZE).all(|l| (exec >> l) & 1 == 0 || row[l] == first),
-    }
+    // Each lane's difference from the first, kept for the active lanes only (all
+    // ones or zero from EXEC's bit): no branch per lane.
+    let differs = row.iter().enumerate().fold(0u32, |d, (l, &x)| {
+        d | ((x ^ first) & 0u32.wrapping_sub((exec >> l) as u32 & 1))
+    });
+    differs == 0
 }
 
 /// The `bytes` (1, 2, 4 or 8) at byte `off` of `span` as a lane's load leaves them in
@@ -2076,10 +2079,23 @@ impl WaveState {
         if exec == 0 {
             return false;
         }
+        let lane = exec.trailing_zeros() as usize;
+        // One address in every active lane, in the LDS aperture (a team-state
+        // variable every thread loads through a generic pointer): no lane's address
+        // is needed.
+        if p.load && active_alike(lo, exec) && active_alike(hi, exec) {
+            let first =
+                (u64::from(lo[lane]) | u64::from(hi[lane]) << 32).wrapping_add_signed(p.offset);
+            if first >> 32 == ctx.apertures.shared_base >> 32 {
+                let nd = usize::from(p.bytes) / 4;
+                let vdst = p.reg.map(|r| register_operand(r, nd));
+                return self.lds_broadcast(ctx.lds, first & 0xFFFF_FFFF, nd, vdst, exec);
+            }
+        }
         let addrs: [u64; WAVE_SIZE] = std::array::from_fn(|l| {
             (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(p.offset)
         });
-        let first = addrs[exec.trailing_zeros() as usize];
+        let first = addrs[lane];
         // Whether every active lane is in lane `first`'s aperture, and at its address
         // (every lane: one pass the compiler vectorises; some: lane by lane).
         let mut diff = 0u64;
