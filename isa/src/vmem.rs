@@ -1016,15 +1016,9 @@ fn swizzled_form(access: Access, swz: &Swizzle) -> Option<(usize, bool)> {
 /// passes to FLAT (every lane's private byte p is its own scratch byte p).
 #[inline]
 fn private_uniform(lo: &VReg, hi: &VReg, ctx: &WaveContext<'_>) -> bool {
-    let (l0, h0) = (lo[0], hi[0]);
-    if u64::from(h0) != ctx.apertures.private_base >> 32 {
-        return false;
-    }
-    let mut other = 0u32;
-    for l in 0..WAVE_SIZE {
-        other |= (lo[l] ^ l0) | (hi[l] ^ h0);
-    }
-    other == 0
+    u64::from(hi[0]) == ctx.apertures.private_base >> 32
+        && active_alike(lo, u64::MAX)
+        && active_alike(hi, u64::MAX)
 }
 
 /// Whether the addresses `lo..=hi` meet the LDS or the scratch aperture (each the
