@@ -135,6 +135,7 @@ impl Wave {
     ///
     /// # Errors
     /// As [`run`](Self::run).
+    #[inline]
     pub fn run_cached(
         &mut self,
         program: &Program,
