@@ -2197,21 +2197,16 @@ impl WaveState {
         let Some(span) = self.regions.span(ctx.memory, lo, size) else {
             return false;
         };
-        let vgpr = &mut self.vgpr;
         if uniform && p.load {
             // A value reached through one pointer: one read, in every active lane.
             let v = lane_value(&span, 0, p.bytes, p.signed);
-            for (k, row) in vgpr[r..=r + usize::from(wide)].iter_mut().enumerate() {
-                let x = (v >> (32 * k)) as u32;
-                match exec {
-                    u64::MAX => *row = [x; WAVE_SIZE],
-                    _ => (0..WAVE_SIZE)
-                        .filter(|l| (exec >> l) & 1 == 1)
-                        .for_each(|l| row[l] = x),
-                }
+            let d = register_operand(r, 1 + usize::from(wide));
+            for k in 0..=usize::from(wide) {
+                self.vwrite(&d, k, &[(v >> (32 * k)) as u32; WAVE_SIZE], exec);
             }
             return true;
         }
+        let vgpr = &mut self.vgpr;
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
