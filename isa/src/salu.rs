@@ -1235,10 +1235,8 @@ impl ScalarPlan {
                     | O::SCbranchCdbgsysOrUser
                     | O::SCbranchCdbgsysAndUser => |_, _| ScalarFlow::Next,
                     O::SEndpgm => |_, _| ScalarFlow::Ended,
-                    O::SBarrier => |_, _| {
-                        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-                        ScalarFlow::Barrier
-                    },
+                    // No host fence: see `WaveExit::Barrier`.
+                    O::SBarrier => |_, _| ScalarFlow::Barrier,
                     O::SBranch => |_, _| ScalarFlow::Jump,
                     O::SCbranchScc0 => |w, _| taken(!w.scc),
                     O::SCbranchScc1 => |w, _| taken(w.scc),

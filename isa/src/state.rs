@@ -65,6 +65,15 @@ pub enum WaveExit {
     /// `s_endpgm`: the wave is done.
     Ended,
     /// `s_barrier`: resume the wave once every non-ended wave of the workgroup arrived.
+    /// `s_barrier` orders execution only; memory takes `s_waitcnt` and the cache
+    /// instructions the program itself executes (LLVM's `AMDGPUUsage.rst`, "Memory
+    /// Model GFX90A": outside threadgroup-split mode a workgroup-scope release or
+    /// acquire needs no cache instruction, and one at agent scope is
+    /// `buffer_wbl2`/`buffer_invl2`, which run as host fences). The caller runs a
+    /// workgroup's waves one after another on one host thread, so each sees the
+    /// others' accesses in program order: the barrier itself is no host fence (one
+    /// cost 6% of LLVM 19's `offloading/barrier_fence.c`, which meets a barrier every
+    /// few instructions).
     Barrier,
     /// `s_sleep`, the `yield_after` instructions of a `run` call spent, or a deferred
     /// gather (a planned load of scattered lanes that asked the host for its cache

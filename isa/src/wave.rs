@@ -474,10 +474,8 @@ impl WaveState {
                     Flow::Next
                 }
             }
-            SoppOp::SBarrier => {
-                std::sync::atomic::fence(Ordering::SeqCst);
-                Flow::Exit(WaveExit::Barrier)
-            }
+            // No host fence: see `WaveExit::Barrier`.
+            SoppOp::SBarrier => Flow::Exit(WaveExit::Barrier),
             SoppOp::STrap => {
                 let trap_id = (i.simm16 & 0xFF) as u8;
                 // Trap 3 is llvm.debugtrap: a no-op without a debugger (LLVM's
