@@ -389,8 +389,8 @@ pub const LONG_TESTS: &[(&str, u32, &str)] = &[(
     3600,
     "2 RUN lines of 100 kernels; each kernel runs 16,384 iterations of 512 threads \
      meeting at 4 barriers per thread and iteration: 2.0e9 wave-instructions and \
-     2.7e8 wave arrivals at s_barrier (HSA_SIM_DEBUG=1), about 7 s per kernel with \
-     2 workers, 12 minutes per RUN line on a 2-core machine",
+     2.7e8 wave arrivals at s_barrier (HSA_SIM_DEBUG=1), about 6 s per kernel with \
+     2 workers, about 10 minutes for both RUN lines on a 2-core machine",
 )];
 
 /// lit's `--filter-out` expression for [`LONG_TESTS`].
