@@ -2307,6 +2307,34 @@ impl WaveState {
         // note's place, where a deferral leaves them.
         let resumed = self.deferred.resume(key);
         let saddr_base = p.saddr.map(|s| self.saddr_base(s, p.offset));
+        if !resumed {
+            // Every lane one address (a value reached through one pointer that the
+            // compiler could not prove uniform, such as `B[omp_get_team_num()]`): one
+            // read, without the lanes' addresses and their bounds.
+            let one = match saddr_base {
+                Some(base) => match self.vgpr.get(p.vaddr) {
+                    Some(v) if active_alike(v, u64::MAX) => Some(base.checked_add(u64::from(v[0]))),
+                    _ => None,
+                },
+                None => match (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) {
+                    (Some(lo), Some(hi))
+                        if active_alike(lo, u64::MAX) && active_alike(hi, u64::MAX) =>
+                    {
+                        let a = u64::from(lo[0]) | u64::from(hi[0]) << 32;
+                        Some(a.checked_add_signed(p.offset))
+                    }
+                    _ => None,
+                },
+            };
+            if let Some(a) = one {
+                // (As below: any other gather's note no longer waits.)
+                self.deferred.clear();
+                return match a {
+                    Some(a) => Planned::of(self.one_address_load(p, ctx, a)),
+                    None => Planned::Declined,
+                };
+            }
+        }
         let note = &mut self.deferred;
         if let (false, Some(base)) = (resumed, saddr_base) {
             let Some(v) = self.vgpr.get(p.vaddr) else {
@@ -2358,22 +2386,12 @@ impl WaveState {
         if r + bytes / 4 > vgpr.len() {
             return Planned::Declined;
         }
+        if lo == hi {
+            return Planned::of(self.one_address_load(p, ctx, lo));
+        }
         let Some(span) = self.regions.span(ctx.memory, lo, size) else {
             return Planned::Declined;
         };
-        if lo == hi {
-            // Every lane reads the same element (a value reached through one pointer):
-            // one load, its value in every lane.
-            let v = if bytes == 4 {
-                u64::from(span.load_u32(0))
-            } else {
-                span.load_u64(0)
-            };
-            for (k, row) in vgpr[r..r + bytes / 4].iter_mut().enumerate() {
-                *row = [(v >> (32 * k)) as u32; WAVE_SIZE];
-            }
-            return Planned::Ran(ScalarFlow::Next);
-        }
         let addrs = &note.addrs;
         if !resumed && may_defer && ctx.yield_after != u64::MAX {
             span.prefetch_gather(addrs, lo);
@@ -2388,6 +2406,29 @@ impl WaveState {
             let (d0, d1) = vgpr[r..].split_at_mut(1);
             span.gather::<8>(addrs, lo, resumed, &mut d0[0], &mut d1[0])
         })
+    }
+
+    /// [`gather_fast`](Self::gather_fast) for a load (4 or 8 bytes, every lane
+    /// active) whose lanes all read the element at `address`: one read of it into
+    /// every lane of the destination, when the element lies in one region and, for
+    /// FLAT, outside the LDS and scratch apertures. False, having done nothing, when
+    /// it does not (the general path then runs and reports any fault).
+    fn one_address_load(&mut self, p: &FlatPlan, ctx: &WaveContext<'_>, address: u64) -> bool {
+        let bytes = usize::from(p.bytes);
+        let Some(r) = p.reg.filter(|r| r + bytes / 4 <= self.vgpr.len()) else {
+            return false;
+        };
+        if p.flat && meets_aperture(address, address, ctx) {
+            return false;
+        }
+        let Some(span) = self.regions.span(ctx.memory, address, bytes as u64) else {
+            return false;
+        };
+        let v = lane_value(&span, 0, p.bytes, false);
+        for (k, row) in self.vgpr[r..r + bytes / 4].iter_mut().enumerate() {
+            *row = [(v >> (32 * k)) as u32; WAVE_SIZE];
+        }
+        true
     }
 
     // Kept out of `WaveState::step` so that its large stack frame (per-lane tables) is paid
@@ -3343,6 +3384,96 @@ mod tests {
     /// Every active lane at one address: a load gives each active lane the value
     /// there, a store leaves the last active lane's data (lanes store in order);
     /// inactive lanes and the bytes around stay as they were.
+    /// Every lane at one address, plus an immediate offset (negative, zero,
+    /// positive), through a VGPR pair (GLOBAL and FLAT) and through SADDR plus one
+    /// 32-bit offset for all: each lane loads the element at the address plus the
+    /// offset (`AMDGPUUsage.rst`, "Memory Model GFX90A": FLAT and GLOBAL address
+    /// forms), here in every lane from one read. An element that runs past its
+    /// region's end faults at that address and loads no register.
+    #[test]
+    fn one_address_loads_read_the_element_their_offset_names() {
+        let mut h = Harness::new(0);
+        let r = h.alloc(4096);
+        let init: Vec<u8> = (0..4096u32)
+            .map(|i| (i * 53 + (i >> 8) + 1) as u8)
+            .collect();
+        assert!(r.write_bytes(0, &init));
+        let le32 =
+            |at: u64| u32::from_le_bytes(init[at as usize..at as usize + 4].try_into().unwrap());
+        for bytes in [4u64, 8] {
+            let load = if bytes == 4 {
+                FlatOp::LoadDword
+            } else {
+                FlatOp::LoadDwordx2
+            };
+            for offset in [-8i32, 0, 12, 40] {
+                // The element at byte 1000 + offset, then one that ends 4 bytes past
+                // the region.
+                for element in [1000 + i64::from(offset), 4096 + 4 - bytes as i64] {
+                    let address = r
+                        .device_base()
+                        .wrapping_add_signed(element - i64::from(offset));
+                    for form in ["global", "flat", "saddr"] {
+                        let what =
+                            format!("{form}, {bytes} bytes, offset {offset}, element {element}");
+                        let mut w = match form {
+                            "saddr" => {
+                                let mut w = wave();
+                                let base = address - 0x100;
+                                (w.sgpr[0], w.sgpr[1]) = (base as u32, (base >> 32) as u32);
+                                w.vgpr[0] = [0x100; WAVE_SIZE];
+                                w
+                            }
+                            _ => pair_wave(address, 0, 0),
+                        };
+                        let mut inst = global_pair(load, Some(v(6, 2)), None, offset);
+                        if let Instruction::Flat(f) = &mut inst {
+                            match form {
+                                "flat" => f.seg = Segment::Flat,
+                                "saddr" => (f.vaddr, f.saddr) = (Some(v(0, 1)), Some(s(0, 2))),
+                                _ => {}
+                            }
+                        }
+                        for l in 0..WAVE_SIZE {
+                            w.vgpr[6][l] = 0x5EED_0000 | l as u32;
+                            w.vgpr[7][l] = 0x7EED_0000 | l as u32;
+                        }
+                        let ran = h.exec(&mut w, &inst);
+                        if element + bytes as i64 > 4096 {
+                            assert!(
+                                matches!(ran, Err(Fault::Memory { address: a, .. }) if a == r.device_base() + element as u64),
+                                "{what}: {ran:?}"
+                            );
+                            for l in 0..WAVE_SIZE {
+                                assert_eq!(
+                                    (w.vgpr[6][l], w.vgpr[7][l]),
+                                    (0x5EED_0000 | l as u32, 0x7EED_0000 | l as u32),
+                                    "lane {l}, {what}"
+                                );
+                            }
+                            continue;
+                        }
+                        ran.unwrap();
+                        let at = element as u64;
+                        let want7 = if bytes == 8 {
+                            le32(at + 4)
+                        } else {
+                            0x7EED_0000
+                        };
+                        for l in 0..WAVE_SIZE {
+                            let want7 = want7 | if bytes == 8 { 0 } else { l as u32 };
+                            assert_eq!(
+                                (w.vgpr[6][l], w.vgpr[7][l]),
+                                (le32(at), want7),
+                                "lane {l}, {what}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn one_address_for_every_lane_is_one_access() {
         let mut h = Harness::new(0);
