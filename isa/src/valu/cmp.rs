@@ -19,29 +19,28 @@ use crate::fp::{class_bit, class_bit16, h2f};
 /// Float compare condition `c`: f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru.
 /// The negated forms are true for unordered operands.
 #[inline]
-#[allow(clippy::nonminimal_bool, clippy::neg_cmp_op_on_partial_ord)]
 fn fcmp<F: PartialOrd + Copy>(a: F, b: F, c: u32) -> bool {
-    let ord = a.partial_cmp(&b);
-    let unordered = ord.is_none();
-    // Ordered and not equal (false for NaN operands, unlike `!=`).
-    let lg = ord.is_some_and(|o| o != std::cmp::Ordering::Equal);
-    match c {
-        0 => false,
-        1 => a < b,
-        2 => a == b,
-        3 => a <= b,
-        4 => a > b,
-        5 => lg,
-        6 => a >= b,
-        7 => !unordered,
-        8 => unordered,
-        9 => !(a >= b),
-        10 => !lg,
-        11 => !(a > b),
-        12 => !(a <= b),
-        13 => !(a == b),
-        14 => !(a < b),
-        _ => true,
+    fcond(a < b, a == b, a > b, c)
+}
+
+/// Float compare condition `c` (numbered as [`fcmp`] numbers it) from the operands'
+/// relations `lt`, `eq` and `gt` (one lane's, as bools, or a wave's, as lane
+/// masks; unordered operands have none of the three): conditions 0 to 7 are the
+/// union of the relations their bits 0, 1 and 2 name (lt, eq, gt; 0 is false, 7
+/// ordered), conditions 8 to 15 the complement of condition 15 - `c` (true for
+/// unordered operands: u, nge, nlg, ngt, nle, neq, nlt, tru).
+#[inline(always)]
+pub(super) fn fcond<T>(lt: T, eq: T, gt: T, c: u32) -> T
+where
+    T: Copy + Default + std::ops::BitOr<Output = T> + std::ops::Not<Output = T>,
+{
+    let bits = if c < 8 { c } else { 15 - c };
+    let pick = |bit: u32, r: T| if bits & bit != 0 { r } else { T::default() };
+    let union = pick(1, lt) | pick(2, eq) | pick(4, gt);
+    if c < 8 {
+        union
+    } else {
+        !union
     }
 }
 

@@ -1,6 +1,6 @@
 //! Pre-resolved integer VALU instructions: the hot integer forms (moves, selects,
 //! 32-bit arithmetic and logic, carries, 64-bit shifts and multiply-adds, integer
-//! compares, f64 add/mul/fma, f32 arithmetic and conversions) in their e32 / e64
+//! and f64 compares, f64 add/mul/fma, f32 arithmetic and conversions) in their e32 / e64
 //! encodings without modifiers, and
 //! `v_pk_mov_b32`, with every operand resolved at decode time to a register-file
 //! index or a constant.
@@ -89,6 +89,13 @@ pub(super) enum Kind {
     /// `v_mad_u64_u32` / `v_mad_i64_i32` (carry-out to SDST).
     Mad64 {
         signed: bool,
+    },
+    /// `v_cmp[x]_*_f64`: condition `cond` as `cmp::fcmp` numbers it (the opcode's low
+    /// four bits); planned, as the f64 ops are, for MODE with f64 denormals kept (the
+    /// operands compared as they are; else the general path runs).
+    CmpF64 {
+        cond: u8,
+        cmpx: bool,
     },
     /// `v_add_f64`, `v_mul_f64`, `v_fma_f64`, `v_fmac_f64` (src2 = the destination):
     /// planned for MODE round-to-nearest-even with f64 denormals kept (else the
@@ -413,12 +420,21 @@ impl IntPlan {
             _ if (0xE0..=0xFF).contains(&n) => {
                 (Kind::Cmp64 { signed, cond, cmpx }, 2, 0b11, signed)
             }
+            // The f64 compares: opcode bits 0x10 CMPX, 0x0F the condition.
+            _ if (0x60..=0x7F).contains(&n) => {
+                let cond = (n & 0xF) as u8;
+                (Kind::CmpF64 { cond, cmpx }, 2, 0, false)
+            }
             _ => return None,
         };
         // The forms whose result is a scalar (a lane mask or a lane's value).
         let scalar_out = matches!(
             kind,
-            Kind::Cmp32 { .. } | Kind::Cmp64 { .. } | Kind::Cmp16 { .. } | Kind::Readfirstlane
+            Kind::Cmp32 { .. }
+                | Kind::Cmp64 { .. }
+                | Kind::Cmp16 { .. }
+                | Kind::CmpF64 { .. }
+                | Kind::Readfirstlane
         );
         let mut src = [[PlanSrc::Imm(0); 2]; 3];
         for k in 0..nsrc {
@@ -430,7 +446,7 @@ impl IntPlan {
                     return None;
                 }
             }
-            src[k] = if matches!(kind, Kind::F64(_)) {
+            src[k] = if matches!(kind, Kind::F64(_) | Kind::CmpF64 { .. }) {
                 f64_source(op)?
             } else if (wide >> k) & 1 == 1 {
                 wide_source(op, signed)?
@@ -510,7 +526,11 @@ impl IntPlan {
             })
         });
         let width: u8 = match kind {
-            Kind::Cmp32 { .. } | Kind::Cmp64 { .. } | Kind::Cmp16 { .. } | Kind::Readfirstlane => 0,
+            Kind::Cmp32 { .. }
+            | Kind::Cmp64 { .. }
+            | Kind::Cmp16 { .. }
+            | Kind::CmpF64 { .. }
+            | Kind::Readfirstlane => 0,
             Kind::Shift64(_) | Kind::Mad64 { .. } | Kind::F64(_) | Kind::PkMov => 2,
             _ => 1,
         };
@@ -697,6 +717,52 @@ fn cmp64<P: Pack>(a: Pair<'_>, b: Pair<'_>, signed: bool, cond: u32, pk: P) -> u
     }
 }
 
+/// The lane mask of the f64 compare `cond` (numbered as `cmp::fcond` numbers it)
+/// of the 64-bit lanes of `a` and `b`.
+#[inline(always)]
+fn cmp_f64<P: Pack>(a: Pair<'_>, b: Pair<'_>, cond: u32, pk: P) -> u64 {
+    use cmp_f64_body as f;
+    match (a, b) {
+        (Pair::Regs(al, ah), Pair::Regs(bl, bh)) => f(al, ah, bl, bh, cond, pk),
+        (Pair::Regs(al, ah), Pair::Uniform(bl, bh)) => f(al, ah, bl, bh, cond, pk),
+        (Pair::Uniform(al, ah), Pair::Regs(bl, bh)) => f(al, ah, bl, bh, cond, pk),
+        (Pair::Uniform(al, ah), Pair::Uniform(bl, bh)) => f(al, ah, bl, bh, cond, pk),
+    }
+}
+
+/// [`cmp_f64`] of the lanes `ah:al` and `bh:bl`: a lane mask of each relation the
+/// condition needs (less, equal, greater), combined as `cmp::fcond` says.
+#[inline(always)]
+fn cmp_f64_body<A: Lanes, B: Lanes, C: Lanes, D: Lanes, P: Pack>(
+    al: A,
+    ah: B,
+    bl: C,
+    bh: D,
+    cond: u32,
+    pk: P,
+) -> u64 {
+    let x = |l: usize| f64::from_bits(u64::from(al.at(l)) | u64::from(ah.at(l)) << 32);
+    let y = |l: usize| f64::from_bits(u64::from(bl.at(l)) | u64::from(bh.at(l)) << 32);
+    // The relations of conditions c and 15 - c are the same.
+    let bits = if cond < 8 { cond } else { 15 - cond };
+    let lt = if bits & 1 != 0 {
+        simd::mask_of(pk, |l| x(l) < y(l))
+    } else {
+        0
+    };
+    let eq = if bits & 2 != 0 {
+        simd::mask_of(pk, |l| x(l) == y(l))
+    } else {
+        0
+    };
+    let gt = if bits & 4 != 0 {
+        simd::mask_of(pk, |l| x(l) > y(l))
+    } else {
+        0
+    };
+    super::cmp::fcond(lt, eq, gt, cond)
+}
+
 /// `out = mask ? b : a` per lane (`v_cndmask_b32`).
 #[inline(always)]
 fn cndmask<A: Lanes, B: Lanes>(a: A, b: B, m: u64, out: &mut VReg) {
@@ -818,7 +884,7 @@ fn write(vgpr: &mut [VReg], r: usize, vals: &[VReg], exec: u64) {
 #[inline]
 pub(crate) fn run_int_plan(w: &mut WaveState, p: &IntPlan) -> bool {
     match p.kind {
-        Kind::F64(_) if !f64_mode(w.mode) => return false,
+        Kind::F64(_) | Kind::CmpF64 { .. } if !f64_mode(w.mode) => return false,
         Kind::F32(_) if !f32_mode(w.mode) => return false,
         _ => {}
     }
@@ -863,6 +929,7 @@ fn code(k: Kind) -> u8 {
         Kind::Readfirstlane => 47,
         Kind::F32(op) => 48 + op as u8,
         Kind::Mbcnt { .. } => 58,
+        Kind::CmpF64 { .. } => 59,
     }
 }
 
@@ -926,6 +993,13 @@ fn specialise<const C: u8>(k: Kind) -> Kind {
         58 => Kind::Mbcnt {
             hi: matches!(k, Kind::Mbcnt { hi: true }),
         },
+        59 => match k {
+            Kind::CmpF64 { cond, cmpx } => Kind::CmpF64 { cond, cmpx },
+            _ => Kind::CmpF64 {
+                cond: 0,
+                cmpx: false,
+            },
+        },
         _ => k,
     }
 }
@@ -935,7 +1009,7 @@ macro_rules! runners {
     ($f:ident) => {
         runners!(@ $f; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
             27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52
-            53 54 55 56 57 58)
+            53 54 55 56 57 58 59)
     };
     (@ $f:ident; $($c:literal)*) => {
         [$($f::<$c> as Runner),*]
@@ -944,11 +1018,11 @@ macro_rules! runners {
 
 /// The runner of a code for this host.
 fn runner(code: u8) -> Runner {
-    let c = usize::from(code).min(58);
+    let c = usize::from(code).min(59);
     #[cfg(target_arch = "x86_64")]
     {
-        const FMA: [Runner; 59] = runners!(run_fma);
-        const AVX2: [Runner; 59] = runners!(run_avx2);
+        const FMA: [Runner; 60] = runners!(run_fma);
+        const AVX2: [Runner; 60] = runners!(run_avx2);
         if simd::host_fma() {
             return FMA[c];
         }
@@ -960,7 +1034,7 @@ fn runner(code: u8) -> Runner {
 }
 
 /// The runners for hosts without AVX2, by code.
-const PLAIN: [Runner; 59] = runners!(run_plain);
+const PLAIN: [Runner; 60] = runners!(run_plain);
 
 /// `run_body` for hosts without AVX2.
 ///
@@ -1298,6 +1372,11 @@ fn run_body<const C: u8, P: Pack>(w: &mut WaveState, p: &IntPlan, pk: P) {
                 let b = pair(vg, sgpr, p.src[1], b1);
                 mask_out = Some(cmp64(a, b, signed, u32::from(cond), pk) & exec);
             }
+            Kind::CmpF64 { cond, .. } => {
+                let a = pair(vg, sgpr, p.src[0], b0);
+                let b = pair(vg, sgpr, p.src[1], b1);
+                mask_out = Some(cmp_f64(a, b, u32::from(cond), pk) & exec);
+            }
             Kind::Shift64(k) => {
                 shift64_op(vg, sgpr, p, k, [lo, hi], [b1, b2]);
                 wide_out = true;
@@ -1341,7 +1420,8 @@ fn run_body<const C: u8, P: Pack>(w: &mut WaveState, p: &IntPlan, pk: P) {
     if let (
         Kind::Cmp32 { cmpx: true, .. }
         | Kind::Cmp64 { cmpx: true, .. }
-        | Kind::Cmp16 { cmpx: true, .. },
+        | Kind::Cmp16 { cmpx: true, .. }
+        | Kind::CmpF64 { cmpx: true, .. },
         Some(m),
     ) = (kind, mask_out)
     {
@@ -1686,6 +1766,102 @@ mod tests {
             }
         }
         assert_eq!(checked, 12 * 3 * 3);
+    }
+
+    /// The f64 compare plans (every condition, CMPX or not, e32 and e64, from
+    /// registers, a scalar pair and a literal, under full and partial EXEC) on pairs
+    /// of f64 specials (infinities, signed zeros, quiet and signalling NaNs,
+    /// denormals, neighbouring values) in the 64 lanes: the mask (and EXEC) the
+    /// general path writes. With f64 denormals flushed (MODE), where a denormal
+    /// compares equal to zero, they decline and change nothing.
+    #[test]
+    fn f64_compare_plans_agree_with_the_general_path_on_specials() {
+        let specials: [u64; 12] = [
+            0x7FF0_0000_0000_0000,
+            0xFFF0_0000_0000_0000,
+            0,
+            0x8000_0000_0000_0000,
+            0x7FF8_0000_0000_1234,
+            0xFFF0_0000_0000_0042,
+            0x3FF0_0000_0000_0000,
+            0xBFF0_0000_0000_0000,
+            0x0000_0000_0000_0003,
+            0x8000_0000_0000_0003,
+            0x3FF0_0000_0000_0001,
+            0x4330_0000_0000_0000,
+        ];
+        let mut h = Harness::new(0);
+        let mut checked = 0;
+        for n in 0x60u16..=0x7F {
+            let op = crate::generated::opcodes::VopOp::ALL
+                .iter()
+                .copied()
+                .find(|o| *o as u16 == n)
+                .unwrap_or_else(|| panic!("no VOPC opcode {n:#x}"));
+            for (enc, [s0, s1]) in [
+                (ValuEncoding::E32, [v(2, 2), v(4, 2)]),
+                (ValuEncoding::Vop3, [v(4, 2), v(2, 2)]),
+                (ValuEncoding::Vop3, [s(8, 2), v(2, 2)]),
+                (ValuEncoding::Vop3, [v(2, 2), lit(0x3FF0_0000)]),
+            ] {
+                let i = Valu {
+                    op,
+                    encoding: enc,
+                    vdst: Some(match enc {
+                        ValuEncoding::E32 => Operand::VCC,
+                        _ => s(20, 2),
+                    }),
+                    sdst: None,
+                    src: [Some(s0), Some(s1), None],
+                    abs: 0,
+                    neg: 0,
+                    clamp: false,
+                    omod: 0,
+                    op_sel: 0,
+                };
+                let plan = IntPlan::of(&i).unwrap_or_else(|| panic!("no plan: {i:?}"));
+                for exec in [u64::MAX, 0x0FF0_F00F_1234_8001] {
+                    for mode in [0x0F0, 0x030] {
+                        for round in 0..3usize {
+                            let fill = |w: &mut Wave| {
+                                w.mode = mode;
+                                for l in 0..WAVE_SIZE {
+                                    let k = l + WAVE_SIZE * round;
+                                    let (a, b) = (specials[k % 12], specials[(k / 12) % 12]);
+                                    (w.vgpr[2][l], w.vgpr[3][l]) = (a as u32, (a >> 32) as u32);
+                                    (w.vgpr[4][l], w.vgpr[5][l]) = (b as u32, (b >> 32) as u32);
+                                }
+                                let c = specials[(5 * round + 3) % 12];
+                                (w.sgpr[8], w.sgpr[9]) = (c as u32, (c >> 32) as u32);
+                            };
+                            let (mut general, mut planned) = (filled(exec), filled(exec));
+                            fill(&mut general);
+                            fill(&mut planned);
+                            let ran = run_int_plan(&mut planned, &plan);
+                            assert_eq!(ran, mode == 0x0F0, "{i:?} mode {mode:#x}");
+                            if !ran {
+                                let mut untouched = filled(exec);
+                                fill(&mut untouched);
+                                assert!(
+                                    planned.vgpr == untouched.vgpr
+                                        && planned.sgpr == untouched.sgpr
+                                );
+                                continue;
+                            }
+                            h.exec(&mut general, &Instruction::Valu(i.clone()))
+                                .unwrap_or_else(|e| panic!("{i:?}: {e}"));
+                            assert_eq!(
+                                general.sgpr, planned.sgpr,
+                                "{i:?} exec {exec:#x} round {round}"
+                            );
+                            assert_eq!(general.exec(), planned.exec(), "{i:?}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 32 * 4 * 2 * 3);
     }
 
     /// Instructions with CLAMP, an operand that depends on wave state, or a float
