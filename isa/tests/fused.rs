@@ -631,6 +631,55 @@ v_add_f64 v[2:3], v[4:5], -v[2:3]";
 }
 
 #[test]
+fn f64_compares_give_the_interpreters_masks() {
+    // Every pair of f64 specials (infinities, signed zeros, quiet and signalling
+    // NaNs, 1.0 and its neighbour, denormals of both signs) in 64 lanes, every
+    // condition, the mask to VCC or an SGPR pair, and used by a select in the run.
+    let specials: [u64; 8] = [
+        0x7FF0_0000_0000_0000,
+        0xFFF0_0000_0000_0000,
+        0,
+        0x8000_0000_0000_0000,
+        0x7FF8_0000_0000_1234,
+        0xFFF4_0000_0000_0042,
+        0x3FF0_0000_0000_0001,
+        0x8000_0000_0000_0003,
+    ];
+    // MODE 0xF0 keeps f64 denormals (the compares fuse); 0x30 flushes them, and a
+    // denormal then compares equal to zero (the run leaves them to the interpreter).
+    let wave = |round: usize, mode: u32| {
+        move || {
+            let mut w = random_wave(&mut Rng(7 + round as u64), u64::MAX);
+            w.mode = mode;
+            for l in 0..WAVE_SIZE {
+                let (x, y) = (specials[(l + round) % 8], specials[l / 8]);
+                (w.vgpr[2][l], w.vgpr[3][l]) = (x as u32, (x >> 32) as u32);
+                (w.vgpr[4][l], w.vgpr[5][l]) = (y as u32, (y >> 32) as u32);
+            }
+            w
+        }
+    };
+    let conds = [
+        "f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq",
+        "nlt", "tru",
+    ];
+    for (k, c) in conds.iter().enumerate() {
+        let text = format!(
+            "v_cmp_{c}_f64_e32 vcc, v[2:3], v[4:5]
+v_cndmask_b32_e32 v0, v2, v4, vcc
+v_cmp_{c}_f64_e64 s[20:21], v[4:5], v[2:3]
+v_cndmask_b32_e64 v1, v3, v5, s[20:21]
+v_add_u32_e32 v6, v0, v1"
+        );
+        let fused = check_wave(&text, wave(k % 8, 0xF0));
+        if fuses() {
+            assert_eq!(fused, 5, "{c}");
+        }
+        check_wave(&text, wave(k % 8, 0x30));
+    }
+}
+
+#[test]
 fn f32_ops_give_the_interpreters_results_and_nans() {
     // Every pair of f32 specials (infinities, zeros, quiet and signalling NaNs with
     // payloads, a denormal, 1.0, the integer conversions' edges) in 64 lanes: NaN

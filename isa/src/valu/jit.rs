@@ -21,7 +21,8 @@
 //! moves (AGPR moves among them), selects, logic, shifts, min/max, 32-bit and
 //! high-half multiplies, the three-source adds/shifts/logic, the carry ops, the
 //! 16-, 32- and 64-bit compares without CMPX, 64-bit shifts (by a constant, a
-//! scalar or each lane's amount), the f64 add, multiply and fused multiply-add,
+//! scalar or each lane's amount), the f64 compares without CMPX (`vcmppd`), the f64
+//! add, multiply and fused multiply-add,
 //! and the f32 add, subtract, multiply, fused multiply-add, reciprocal and
 //! conversions to and from 32-bit integers (the multiply-adds only on a host with
 //! FMA3; host IEEE arithmetic, NaN results replaced as `fp::nan_of` says; the
@@ -234,6 +235,14 @@ enum Op {
     },
     Cmp64 {
         signed: bool,
+        cond: u8,
+        a: [Val; 2],
+        b: [Val; 2],
+        out: usize,
+    },
+    /// An f64 compare (`cond` numbered as the opcode's low four bits): the
+    /// sources' (low, high) dwords.
+    CmpF64 {
         cond: u8,
         a: [Val; 2],
         b: [Val; 2],
@@ -699,6 +708,14 @@ impl Builder {
                     b,
                     out,
                 }
+            }
+            Kind::CmpF64 { cond, cmpx: false } => {
+                let a = [self.val(s0[0])?, self.val(s0[1])?];
+                let b = [self.val(s1[0])?, self.val(s1[1])?];
+                let out = self.mask_out(p.sdst)??;
+                // (The plan's MODE: f64 denormals kept, checked per execution.)
+                self.f64 = true;
+                Op::CmpF64 { cond, a, b, out }
             }
             // The fused multiply-add is `vfmadd231pd` (FMA3), which a host with AVX2
             // may lack.
@@ -1662,7 +1679,7 @@ impl Op {
     fn mask_out(&self) -> Option<usize> {
         match *self {
             Op::Carry { cout, .. } => cout,
-            Op::Cmp32 { out, .. } | Op::Cmp64 { out, .. } => Some(out),
+            Op::Cmp32 { out, .. } | Op::Cmp64 { out, .. } | Op::CmpF64 { out, .. } => Some(out),
             _ => None,
         }
     }
@@ -2814,6 +2831,17 @@ fn emit_op(a: &mut Assembler, f: &Frame, op: &Op, live: bool) {
             }
             emit_cmp64(a, signed, cond, x, y, out);
         }
+        Op::CmpF64 {
+            cond,
+            a: x,
+            b: y,
+            out,
+        } => {
+            if !live {
+                return;
+            }
+            emit_cmp_f64(a, cond, x, y, out);
+        }
         Op::F64 { op, d, src } => emit_f64(a, op, d, src),
         Op::F32 { op, d, src } => emit_f32(a, op, d, src),
         Op::Mbcnt { hi, d, add } => {
@@ -3022,6 +3050,43 @@ fn emit_cmp64(a: &mut Assembler, signed: bool, cond: u8, x: [Val; 2], y: [Val; 2
     if negated(cond) {
         not(a, r);
     }
+}
+
+/// The `vcmppd` predicate of each f64 compare condition (`cmp::fcond`'s
+/// numbering: f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru), the quiet forms
+/// (Intel SDM, "CMPPD", the comparison predicate table; the signalling ones differ
+/// only in the exceptions, which the engine does not raise): FALSE_OQ, LT_OQ,
+/// EQ_OQ, LE_OQ, GT_OQ, NEQ_OQ, GE_OQ, ORD_Q, UNORD_Q, NGE_UQ, EQ_UQ, NGT_UQ,
+/// NLE_UQ, NEQ_UQ, NLT_UQ, TRUE_UQ.
+const CMP_F64_PREDICATES: [u8; 16] = [
+    0x0B, 0x11, 0x00, 0x12, 0x1E, 0x0C, 0x1D, 0x07, 0x03, 0x19, 0x08, 0x1A, 0x16, 0x04, 0x15, 0x0F,
+];
+
+/// `vcmppd dst, x, y, pred` (dst = all ones in the qwords where `x pred y`).
+fn cmppd(a: &mut Assembler, dst: u8, x: u8, y: u8, pred: u8) {
+    vex(a, 1, 1, false, 0xC2, dst, x, y, Some(pred));
+}
+
+/// Emits an f64 compare ([`Op::CmpF64`]): the sources' (low, high) dwords joined
+/// into f64 lanes as [`emit_f64`] joins them, compared with `vcmppd`, and the
+/// qword results' low dwords put back in lane order into the run's mask `out`.
+fn emit_cmp_f64(a: &mut Assembler, cond: u8, x: [Val; 2], y: [Val; 2], out: usize) {
+    load(a, 0, x[0]);
+    load(a, 1, x[1]);
+    load(a, 2, y[0]);
+    load(a, 3, y[1]);
+    // ymm6/ymm7: a's and b's lanes 0, 1, 4, 5; ymm0/ymm2: their lanes 2, 3, 6, 7.
+    dynasm!(a
+        ; .arch x64
+        ; vpunpckldq ymm6, ymm0, ymm1
+        ; vpunpckhdq ymm0, ymm0, ymm1
+        ; vpunpckldq ymm7, ymm2, ymm3
+        ; vpunpckhdq ymm2, ymm2, ymm3
+    );
+    let pred = CMP_F64_PREDICATES[usize::from(cond & 15)];
+    cmppd(a, 4, 6, 7, pred);
+    cmppd(a, 5, 0, 2, pred);
+    shufps(a, MASK_BASE + out as u8, 4, 5, 0x88);
 }
 
 /// Emits an f64 add, multiply or fused multiply-add ([`Op::F64`]) on the sources'

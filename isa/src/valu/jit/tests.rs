@@ -754,6 +754,17 @@ fn hand_encoded_forms_decode_as_meant() {
             cmpps(a, d, x, y, pred)
         });
     }
+    // Each condition's predicate, by its name in the SDM's table (`vcmp<name>pd`).
+    let names = [
+        "false", "lt_oq", "eq", "le_oq", "gt_oq", "neq_oq", "ge_oq", "ord", "unord", "nge_uq",
+        "eq_uq", "ngt_uq", "nle_uq", "neq", "nlt_uq", "true",
+    ];
+    for (cond, name) in names.iter().enumerate() {
+        let (d, x, y) = [(4, 6, 7), (5, 0, 2), (15, 9, 3), (11, 12, 13)][cond % 4];
+        check_one(&format!("vcmp{name}pd ymm{d}, ymm{x}, ymm{y}"), |a| {
+            cmppd(a, d, x, y, CMP_F64_PREDICATES[cond])
+        });
+    }
     for (d, x, y, imm) in [
         (3, 13, 1, 0x88),
         (5, 13, 1, 0xDD),
