@@ -3381,15 +3381,12 @@ mod tests {
         }
     }
 
-    /// Every active lane at one address: a load gives each active lane the value
-    /// there, a store leaves the last active lane's data (lanes store in order);
-    /// inactive lanes and the bytes around stay as they were.
     /// Every lane at one address, plus an immediate offset (negative, zero,
     /// positive), through a VGPR pair (GLOBAL and FLAT) and through SADDR plus one
-    /// 32-bit offset for all: each lane loads the element at the address plus the
-    /// offset (`AMDGPUUsage.rst`, "Memory Model GFX90A": FLAT and GLOBAL address
-    /// forms), here in every lane from one read. An element that runs past its
-    /// region's end faults at that address and loads no register.
+    /// 32-bit offset for all (the address forms of LLVM's `FLATInstructions.td`): each
+    /// lane loads the element at the address plus the offset, here in every lane
+    /// from one read. An element that runs past its region's end faults at that
+    /// address and loads no register.
     #[test]
     fn one_address_loads_read_the_element_their_offset_names() {
         let mut h = Harness::new(0);
@@ -3474,6 +3471,9 @@ mod tests {
         }
     }
 
+    /// Every active lane at one address: a load gives each active lane the value
+    /// there, a store leaves the last active lane's data (lanes store in order);
+    /// inactive lanes and the bytes around stay as they were.
     #[test]
     fn one_address_for_every_lane_is_one_access() {
         let mut h = Harness::new(0);
