@@ -2310,15 +2310,21 @@ impl WaveState {
         if !resumed {
             // Every lane one address (a value reached through one pointer that the
             // compiler could not prove uniform, such as `B[omp_get_team_num()]`): one
-            // read, without the lanes' addresses and their bounds.
+            // read, without the lanes' addresses and their bounds. (Lanes 0 and 1
+            // first: a scattered gather is told apart at once.)
             let one = match saddr_base {
                 Some(base) => match self.vgpr.get(p.vaddr) {
-                    Some(v) if active_alike(v, u64::MAX) => Some(base.checked_add(u64::from(v[0]))),
+                    Some(v) if v[0] == v[1] && active_alike(v, u64::MAX) => {
+                        Some(base.checked_add(u64::from(v[0])))
+                    }
                     _ => None,
                 },
                 None => match (self.vgpr.get(p.vaddr), self.vgpr.get(p.vaddr + 1)) {
                     (Some(lo), Some(hi))
-                        if active_alike(lo, u64::MAX) && active_alike(hi, u64::MAX) =>
+                        if lo[0] == lo[1]
+                            && hi[0] == hi[1]
+                            && active_alike(lo, u64::MAX)
+                            && active_alike(hi, u64::MAX) =>
                     {
                         let a = u64::from(lo[0]) | u64::from(hi[0]) << 32;
                         Some(a.checked_add_signed(p.offset))
