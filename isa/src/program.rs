@@ -155,6 +155,36 @@ impl Block {
     pub(crate) fn end(&self, start: u64) -> u64 {
         self.entries.last().map_or(start, |e| e.next)
     }
+
+    /// Whether the taken branch after the first `done` entries of the fused run at
+    /// entry `entry` may be linked to its target's run and is not yet (see
+    /// `valu::Code::link`).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn unlinked(&self, entry: usize, done: usize) -> bool {
+        self._code.as_ref().is_some_and(|c| c.unlinked(entry, done))
+    }
+
+    /// Links that branch to `to`'s first run, when `to` starts with one: the run's
+    /// code then goes on in `to` without returning to the wave's loop.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn link(&self, entry: usize, done: usize, to: &Block, program: &Program) {
+        let (Some(from), Some(into)) = (&self._code, &to._code) else {
+            return;
+        };
+        // Both blocks must be `program`'s own (it keeps them until it is dropped).
+        let own = |b: &Block| {
+            b.entries.first().is_some_and(|e| {
+                program
+                    .block_hinted(e.pc, &mut None)
+                    .is_ok_and(|p| std::ptr::eq(&**p, b))
+            })
+        };
+        if own(self) && own(to) {
+            // SAFETY: both blocks are held by `program`'s pages, which drop only with
+            // the program: `to` lives as long as `self`.
+            unsafe { from.link(entry, done, into) };
+        }
+    }
 }
 
 /// The number of the next [`Program`] made (0 is no program's).
@@ -482,7 +512,7 @@ impl Program {
 #[cfg(target_arch = "x86_64")]
 fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu::Code> {
     let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| e.run.slot(inst)));
-    let (code, fused) = crate::valu::compile_runs(&runs)?;
+    let (mut code, fused) = crate::valu::compile_runs(&runs)?;
     if crate::perf_map::enabled() {
         map_runs(&code, &fused, entries, insts);
     }
@@ -490,6 +520,9 @@ fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu
         if let Some(e) = entries.get_mut(at) {
             e.fused = Some(f);
         }
+    }
+    if let Some(first) = entries.first() {
+        code.set_head(first.fused.as_ref(), first.pc, entries.len());
     }
     Some(code)
 }
@@ -505,7 +538,7 @@ fn map_runs(
     entries: &[Entry],
     insts: &[Instruction],
 ) {
-    let end = code.as_ptr() as usize + code.len();
+    let end = code.bytes().as_ptr() as usize + code.bytes().len();
     for (k, (at, f)) in fused.iter().enumerate() {
         let start = f.entry();
         let next = fused.get(k + 1).map_or(end, |(_, g)| g.entry());

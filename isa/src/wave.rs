@@ -172,15 +172,35 @@ impl Wave {
         let mut env = crate::valu::RunEnv::of(ctx);
         // The other code object the wave last ran in (see `CodeObjects`).
         let mut foreign: Option<Arc<Program>> = None;
+        // The result of the run that a fused run's taken branch entered: the run of
+        // the next block's first entry (see `valu::Exit`).
+        #[cfg(target_arch = "x86_64")]
+        let mut entered: Option<Ran> = None;
+        // The run (its block's first PC, its entry) whose taken branch after `n`
+        // entries may be linked to the next block's run, when that has one.
+        #[cfg(target_arch = "x86_64")]
+        let mut unlinked: Option<(u64, usize, usize)> = None;
         'blocks: loop {
             let start = self.pc;
-            let block = match blocks.get(program, start) {
-                Ok(b) => b,
+            let (block, own) = match blocks.get(program, start) {
+                Ok(b) => {
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some((from, k, n)) = unlinked.take() {
+                        if let Ok(f) = program.block_hinted(from, &mut None) {
+                            f.link(k, n, b, program);
+                        }
+                    }
+                    (b, true)
+                }
                 Err(f) => match foreign_block(program, others, &mut foreign, start) {
-                    Some(b) => b,
+                    Some(b) => (b, false),
                     None => return Err(Box::new(f)),
                 },
             };
+            #[cfg(target_arch = "x86_64")]
+            {
+                unlinked = None;
+            }
             // The counter is written only when the wave leaves the block or traces:
             // entry k is instruction `before + k + 1`. When the whole block fits in the
             // budget and the slice, no entry compares them.
@@ -193,6 +213,13 @@ impl Wave {
                 false => 0,
             };
             let fits = in_budget && stores == 0;
+            // Instructions the fused runs of this block may run from its start through
+            // linked blocks (none while the wave's stores are gated).
+            #[cfg(target_arch = "x86_64")]
+            let left = match gated {
+                true => 0,
+                false => limit.saturating_sub(before),
+            };
             // `self.pc` is written only when the wave leaves the block (no instruction
             // reads it): on a jump, an exit, a fault, or after the last entry.
             // Fused runs (straight VALU and scalar runs compiled to host code) run only
@@ -206,92 +233,113 @@ impl Wave {
                 // The entry whose control flow is taken below (the last one of a
                 // fused run that jumped), and that flow. (A fault returns at once: the
                 // flow stays a small value.)
-                let (e, flow) =
-                    'flow: {
-                        #[cfg(target_arch = "x86_64")]
-                        if let Some(f) = e.fused.as_ref().filter(|f| {
-                            fused_ok && (stores == 0 || clear(stores, k, f.len as usize))
-                        }) {
-                            match crate::valu::run_fused(self, f, ctx, &mut env) {
-                                // Nothing ran: the interpreter runs the entry.
-                                Ran::Stopped(0) => {}
-                                Ran::Stopped(n) => {
-                                    self.fused_instructions += n as u64;
-                                    next = k + n;
-                                    continue 'entries;
+                let (e, flow) = 'flow: {
+                    #[cfg(target_arch = "x86_64")]
+                    let came = entered.take();
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some(f) = e.fused.as_ref().filter(|f| {
+                        came.is_some()
+                            || fused_ok && (stores == 0 || clear(stores, k, f.len as usize))
+                    }) {
+                        let ran = match came {
+                            Some(r) => r,
+                            None => {
+                                let left = left.saturating_sub(k as u64);
+                                crate::valu::run_fused(self, f, ctx, &mut env, left)
+                            }
+                        };
+                        if let Some((pc, count)) = env.linked() {
+                            // Taken branches went on in other blocks: the last
+                            // run's result is its own block's first entry's.
+                            self.fused_instructions += count;
+                            self.instructions = before + k as u64 + count;
+                            self.pc = pc;
+                            entered = Some(ran);
+                            continue 'blocks;
+                        }
+                        match ran {
+                            // Nothing ran: the interpreter runs the entry.
+                            Ran::Stopped(0) => {}
+                            Ran::Stopped(n) => {
+                                self.fused_instructions += n as u64;
+                                next = k + n;
+                                continue 'entries;
+                            }
+                            Ran::Next => {
+                                self.fused_instructions += u64::from(f.len);
+                                next = k + f.len as usize;
+                                continue 'entries;
+                            }
+                            Ran::Deferred(n) => {
+                                // As a deferred plan below: the wave resumes at
+                                // the gather.
+                                self.fused_instructions += n as u64;
+                                self.instructions = before + (k + n) as u64;
+                                self.pc = block.entries.get(k + n).map_or(e.pc, |g| g.pc);
+                                return Ok(WaveExit::Yield);
+                            }
+                            Ran::Jumped(n) => {
+                                self.fused_instructions += n as u64;
+                                if own && block.unlinked(k, n) {
+                                    unlinked = Some((start, k, n));
                                 }
-                                Ran::Next => {
-                                    self.fused_instructions += u64::from(f.len);
-                                    next = k + f.len as usize;
-                                    continue 'entries;
-                                }
-                                Ran::Deferred(n) => {
-                                    // As a deferred plan below: the wave resumes at
-                                    // the gather.
-                                    self.fused_instructions += n as u64;
-                                    self.instructions = before + (k + n) as u64;
-                                    self.pc = block.entries.get(k + n).map_or(e.pc, |g| g.pc);
-                                    return Ok(WaveExit::Yield);
-                                }
-                                Ran::Jumped(n) => {
-                                    self.fused_instructions += n as u64;
-                                    next = k + n;
-                                    // The run's last entry that ran (a branch) jumped.
-                                    let last = block.entries.get(next - 1).unwrap_or(e);
-                                    break 'flow (last, last.run.flow(ScalarFlow::Jump));
-                                }
+                                next = k + n;
+                                // The run's last entry that ran (a branch) jumped.
+                                let last = block.entries.get(next - 1).unwrap_or(e);
+                                break 'flow (last, last.run.flow(ScalarFlow::Jump));
                             }
                         }
-                        let count = before + k as u64 + 1;
-                        if !fits
-                            && (count > yield_at
-                                || (stores >> k.min(127)) & 1 == 1
-                                    && count - 1 > store_until
-                                    && stores_shared(block.insts.get(k)))
-                        {
-                            // The turn is over: the wave resumes at this entry.
+                    }
+                    let count = before + k as u64 + 1;
+                    if !fits
+                        && (count > yield_at
+                            || (stores >> k.min(127)) & 1 == 1
+                                && count - 1 > store_until
+                                && stores_shared(block.insts.get(k)))
+                    {
+                        // The turn is over: the wave resumes at this entry.
+                        self.instructions = count - 1;
+                        self.pc = e.pc;
+                        return Ok(WaveExit::Yield);
+                    }
+                    if !fits && count > ctx.max_instructions {
+                        self.instructions = count;
+                        self.pc = e.pc;
+                        return Err(Box::new(Fault::InstructionLimit {
+                            limit: ctx.max_instructions,
+                            pc: e.pc,
+                        }));
+                    }
+                    // Planned instructions that fall through go straight to the next
+                    // entry (unless traced).
+                    let flow = match self.run_planned(&e.run, ctx) {
+                        Planned::Ran(ScalarFlow::Next) if !trace => continue 'entries,
+                        Planned::Ran(f) => Ok(e.run.flow(f)),
+                        Planned::Deferred => {
+                            // Not executed: the wave resumes at it.
                             self.instructions = count - 1;
                             self.pc = e.pc;
                             return Ok(WaveExit::Yield);
                         }
-                        if !fits && count > ctx.max_instructions {
+                        Planned::Declined => match block.insts.get(k) {
+                            Some(inst) => self.step(inst, e.pc, e.next, ctx),
+                            None => Err(Fault::BadPc { pc: e.pc }),
+                        },
+                    };
+                    if trace {
+                        if let Some(inst) = block.insts.get(k) {
+                            self.trace_line(inst, e.pc, flow.as_ref().err());
+                        }
+                    }
+                    match flow {
+                        Ok(flow) => (e, flow),
+                        Err(f) => {
                             self.instructions = count;
                             self.pc = e.pc;
-                            return Err(Box::new(Fault::InstructionLimit {
-                                limit: ctx.max_instructions,
-                                pc: e.pc,
-                            }));
+                            return Err(Box::new(f));
                         }
-                        // Planned instructions that fall through go straight to the next
-                        // entry (unless traced).
-                        let flow = match self.run_planned(&e.run, ctx) {
-                            Planned::Ran(ScalarFlow::Next) if !trace => continue 'entries,
-                            Planned::Ran(f) => Ok(e.run.flow(f)),
-                            Planned::Deferred => {
-                                // Not executed: the wave resumes at it.
-                                self.instructions = count - 1;
-                                self.pc = e.pc;
-                                return Ok(WaveExit::Yield);
-                            }
-                            Planned::Declined => match block.insts.get(k) {
-                                Some(inst) => self.step(inst, e.pc, e.next, ctx),
-                                None => Err(Fault::BadPc { pc: e.pc }),
-                            },
-                        };
-                        if trace {
-                            if let Some(inst) = block.insts.get(k) {
-                                self.trace_line(inst, e.pc, flow.as_ref().err());
-                            }
-                        }
-                        match flow {
-                            Ok(flow) => (e, flow),
-                            Err(f) => {
-                                self.instructions = count;
-                                self.pc = e.pc;
-                                return Err(Box::new(f));
-                            }
-                        }
-                    };
+                    }
+                };
                 let count = before + next as u64;
                 self.instructions = count;
                 match flow {
@@ -1051,6 +1099,68 @@ pub(crate) mod block_tests {
             .block_hinted(first.end(r.device_base()), &mut None)
             .unwrap();
         assert_eq!(rest.entries.len(), 11);
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn taken_branches_of_fused_runs_link_to_their_targets_runs() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        // LOOP's first run leaves through its loop branch (its 9th entry) into the
+        // run at 0x0c, whose own branch (its 6th) goes back to itself; `s_branch`
+        // goes to `s_endpgm`, which has no run.
+        let code = region(LOOP);
+        let base = code.device_base();
+        let program = Program::new(&code);
+        let at = |off: u64| program.block_hinted(base + off, &mut None).unwrap();
+        assert!(at(0).unlinked(0, 9) && at(0xc).unlinked(0, 6));
+        let mem = Mem::default();
+        for turn in 0..2 {
+            let mut w = Wave::new();
+            w.set_exec(u64::MAX);
+            w.pc = base;
+            let mut ctx = WaveContext {
+                memory: &mem,
+                lds: &mut [],
+                apertures: crate::state::Apertures::KFD,
+                stop: None,
+                max_instructions: BUDGET,
+                yield_after: u64::MAX,
+            };
+            assert_eq!(
+                w.run(&program, &mut ctx),
+                Ok(WaveExit::Ended),
+                "turn {turn}"
+            );
+            // Linked after the first turn; the second runs through the links and
+            // counts as the first (and as LOOP's own count).
+            assert!(!at(0).unlinked(0, 9) && !at(0xc).unlinked(0, 6));
+            // `s_branch`'s way out (after 7 entries) stays unlinked: its target has no
+            // run.
+            assert!(at(0xc).unlinked(0, 7));
+            assert_eq!((w.pc - base, w.instructions), (0x34, 35), "turn {turn}");
+            assert_eq!((w.sgpr[0], w.sgpr[1]), (5, 7 * 3u32.pow(5)));
+            assert!(w.vgpr[0].iter().all(|&x| x == 15) && w.vgpr[1].iter().all(|&x| x == 18));
+            assert_eq!(w.fused_instructions, 34, "all but s_endpgm, turn {turn}");
+        }
+        // A wave being stopped takes no link: it stops at its first backward jump,
+        // the loop branch, as the stepwise loop does.
+        let stop = AtomicBool::new(true);
+        let mut w = Wave::new();
+        w.set_exec(u64::MAX);
+        w.pc = base;
+        let mut ctx = WaveContext {
+            memory: &mem,
+            lds: &mut [],
+            apertures: crate::state::Apertures::KFD,
+            stop: Some(&stop),
+            max_instructions: BUDGET,
+            yield_after: u64::MAX,
+        };
+        let stopped = w.run(&program, &mut ctx).map_err(|f| relocate(f, base));
+        assert_eq!(stopped, Err(Fault::Aborted { pc: 0x24 }));
+        assert_eq!(w.instructions, 9);
     }
 
     #[test]

@@ -631,6 +631,57 @@ v_add_f64 v[2:3], v[4:5], -v[2:3]";
 }
 
 #[test]
+fn a_linked_branch_leaves_an_f64_run_to_the_interpreter_when_mode_flushes() {
+    // Run A (scalar only) jumps to run B (an f64 add of denormals), which loops back
+    // to A four times: once linked, A's branch enters B's code directly, and must
+    // not when MODE flushes f64 denormals (B's plan would keep them). Offsets: A at
+    // 0x08, B at 0x14; `s_cbranch_scc1` at 0x1c goes back 6 dwords to A.
+    let text = "s_mov_b32 s20, 0
+s_branch 0
+s_add_u32 s20, s20, 1
+s_cmp_lt_u32 s20, 4
+s_branch 0
+v_add_f64 v[0:1], v[0:1], v[4:5]
+s_cbranch_scc1 65530
+s_endpgm
+";
+    let mem = TestMemory::default();
+    let (with, without, start) = programs(&mem, text);
+    let wave = |mode: u32| {
+        let mut w = random_wave(&mut Rng(9), u64::MAX);
+        w.mode = mode;
+        for l in 0..WAVE_SIZE {
+            // v[0:1] = 0, v[4:5] = the denormal 3 (or, in lane 5, the normal 1.0).
+            let d: u64 = if l == 5 { 0x3FF0_0000_0000_0000 } else { 3 };
+            (w.vgpr[0][l], w.vgpr[1][l]) = (0, 0);
+            (w.vgpr[4][l], w.vgpr[5][l]) = (d as u32, (d >> 32) as u32);
+        }
+        w
+    };
+    // MODE 0xF0 keeps f64 denormals: every instruction but `s_endpgm` runs fused,
+    // and the branches are linked; 0x30 then flushes them: B is interpreted.
+    for (mode, fused) in [(0xF0, 2 + 4 * 5), (0x30, 2 + 4 * 3)] {
+        let a = run(&mem, &with, start, wave(mode));
+        let b = run(&mem, &without, start, wave(mode));
+        assert_eq!(
+            (a.vgpr[0], a.vgpr[1]),
+            (b.vgpr[0], b.vgpr[1]),
+            "MODE {mode:#x}"
+        );
+        assert_eq!(a.instructions, b.instructions, "MODE {mode:#x}");
+        assert_eq!(a.instructions, 2 + 4 * 5 + 1);
+        if fuses() {
+            assert_eq!(a.fused_instructions, fused, "MODE {mode:#x}");
+        }
+        // The oracle: four adds of 3 (12), or of flushed denormals (0); 4.0 in lane 5.
+        let lane = |w: &Wave, l: usize| u64::from(w.vgpr[1][l]) << 32 | u64::from(w.vgpr[0][l]);
+        let sum: u64 = if mode == 0xF0 { 12 } else { 0 };
+        assert_eq!(lane(&b, 0), sum, "MODE {mode:#x}");
+        assert_eq!(f64::from_bits(lane(&b, 5)), 4.0);
+    }
+}
+
+#[test]
 fn f64_compares_give_the_interpreters_masks() {
     // Every pair of f64 specials (infinities, signed zeros, quiet and signalling
     // NaNs, 1.0 and its neighbour, denormals of both signs) in 64 lanes, every

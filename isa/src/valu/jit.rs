@@ -74,6 +74,16 @@
 //! falls through to (blocks go on past conditional branches: LLVM's `if`s are
 //! `s_cbranch_execz` over code that mostly runs).
 //!
+//! Links between runs ([`Exit`], [`Link`]): a taken branch of a run whose target
+//! block starts with a run goes on in that run's code without returning to the
+//! wave's loop, once the loop has seen the branch taken and linked it
+//! ([`Code::link`]; blocks of one program only). The branch's code first checks
+//! what the loop and [`run_fused`] would: the wave's budget holds the whole target
+//! block, the target's registers and MODE needs hold, and the wave is not being
+//! stopped; else it returns as an unlinked branch does. -O0 code enters a block
+//! every 16 instructions, and the loop's work per block entered (finding the block,
+//! the budget, the call of its run) was a fifth of its time.
+//!
 //! Preconditions checked per execution ([`run_fused`]), for a run with vector ops:
 //! every register of the run inside the wave's vector file and, for a run with f64
 //! or f32 ops, the MODE their plans need (round to nearest even, denormals of
@@ -100,7 +110,7 @@
 //! group's byte offset in a register row, rcx the group's number g (its 8 bits of a
 //! 64-lane mask are the mask's byte g); the loop does two groups per trip.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use dynasmrt::x64::Assembler;
 use dynasmrt::{dynasm, AssemblyOffset, DynamicLabel, DynasmApi, DynasmLabelApi, ExecutableBuffer};
@@ -820,7 +830,27 @@ pub(crate) struct RunEnv {
     /// declines and hands to the interpreter's plans ([`flat_fallback`]); set by
     /// [`run_fused`] before each run.
     ctx: *mut (),
+    /// Instructions the wave may still run from the start of the run now running
+    /// (the caller's budget and slice, [`run_fused`]'s `left`): a taken branch
+    /// enters a linked block ([`Exit`]) only if all of that block's entries fit.
+    left: i64,
+    /// Instructions the runs before the one now running ran, when taken branches
+    /// entered linked blocks (0: none did); read by [`RunEnv::linked`].
+    ran: u64,
+    /// The first PC of the block whose run is now running, once a link was taken.
+    pc: u64,
+    /// The wave's vector-file registers (a linked run needs its `rows`).
+    rows: u64,
+    /// The MODE needs ([`Link`]'s `modes` bits) the wave's MODE does not meet.
+    unmet: u32,
+    /// The wave's abort flag (`WaveContext::stop`, or a flag never set): a link is
+    /// not taken once it is set, so that the loop goes back to the wave's loop,
+    /// which checks it at backward jumps.
+    stop: *const AtomicBool,
 }
+
+/// An abort flag never set (see [`RunEnv`]'s `stop`).
+static NEVER: AtomicBool = AtomicBool::new(false);
 
 impl RunEnv {
     /// The environment of the runs of a wave running in `ctx`.
@@ -833,7 +863,22 @@ impl RunEnv {
             iota: [0, 1, 2, 3, 4, 5, 6, 7],
             lane_bits: [1, 2, 4, 8, 16, 32, 64, 128],
             ctx: std::ptr::null_mut(),
+            left: 0,
+            ran: 0,
+            pc: 0,
+            rows: 0,
+            unmet: 0,
+            stop: ctx.stop.unwrap_or(&NEVER),
         }
+    }
+
+    /// After [`run_fused`], once: when the run's taken branches entered linked
+    /// blocks ([`Exit`]), the first PC of the block whose run returned (its result
+    /// is that run's, counted from that block's first entry) and the instructions
+    /// the runs before it ran; `None` when the run returned itself.
+    pub(crate) fn linked(&mut self) -> Option<(u64, u64)> {
+        let ran = std::mem::take(&mut self.ran);
+        (ran != 0).then_some((self.pc, ran))
     }
 }
 
@@ -844,6 +889,18 @@ const ENV_SHARED: i32 = 16;
 const ENV_PRIVATE: i32 = 24;
 const ENV_IOTA: i32 = 32;
 const ENV_LANE_BITS: i32 = 64;
+const ENV_LEFT: i32 = std::mem::offset_of!(RunEnv, left) as i32;
+const ENV_RAN: i32 = std::mem::offset_of!(RunEnv, ran) as i32;
+const ENV_PC: i32 = std::mem::offset_of!(RunEnv, pc) as i32;
+const ENV_ROWS: i32 = std::mem::offset_of!(RunEnv, rows) as i32;
+const ENV_UNMET: i32 = std::mem::offset_of!(RunEnv, unmet) as i32;
+const ENV_STOP: i32 = std::mem::offset_of!(RunEnv, stop) as i32;
+/// Byte offsets of [`Link`]'s fields, as the code reads them.
+const LINK_FUNC: i32 = std::mem::offset_of!(Link, func) as i32;
+const LINK_PC: i32 = std::mem::offset_of!(Link, pc) as i32;
+const LINK_NEED: i32 = std::mem::offset_of!(Link, need) as i32;
+const LINK_ROWS: i32 = std::mem::offset_of!(Link, rows) as i32;
+const LINK_MODES: i32 = std::mem::offset_of!(Link, modes) as i32;
 
 /// Where the code finds the wave's parts, from rsi (its scalar file): SCC, the
 /// regions it has cached (`RegionCache::table`) and its stride table.
@@ -870,9 +927,111 @@ const _: () = {
     assert!(offset_of!(crate::memory::Window, host) == 16);
 };
 
-/// The executable buffer holding the compiled runs of one block; the block keeps it
-/// (alive as long as its entries, and so their [`Fused`] entry points).
-pub(crate) type Code = Arc<ExecutableBuffer>;
+/// The compiled runs of one block: their executable buffer and the links of their
+/// taken branches ([`Exit`]); the block keeps it (alive as long as its entries, and
+/// so their [`Fused`] entry points).
+pub(crate) struct Code {
+    buf: ExecutableBuffer,
+    /// One per taken-branch way out of a run, in the order the code has them.
+    exits: Exits,
+    /// The block's first entry's run as a link's target (see [`Code::set_head`]).
+    head: Option<Link>,
+}
+
+/// The ways out of a block's runs, each boxed: the code holds their addresses,
+/// which the vector's growth while the runs are emitted must not move.
+#[allow(clippy::vec_box)]
+type Exits = Vec<Box<Exit>>;
+
+/// A block's first run as the taken branches of other runs enter it ([`Exit`]):
+/// what a branch's code checks before it jumps to `func` with the wave, its vector
+/// file and its [`RunEnv`] (as [`run_fused`] would call it).
+#[repr(C)]
+struct Link {
+    /// The run's entry point.
+    func: RunFn,
+    /// The block's first PC.
+    pc: u64,
+    /// The block's entries: the wave's budget must hold them all (as the wave's
+    /// loop asks of a block before it runs fused runs in it).
+    need: u64,
+    /// Vector-file registers the run needs (0 when it has no vector op or access).
+    rows: u64,
+    /// Bit 0: the run has f64 ops (MODE must be what `f64_mode` accepts); bit 1:
+    /// f32 ops (`f32_mode`).
+    modes: u32,
+}
+
+/// A taken branch of a run that may leave for the run of its target's block
+/// directly, without returning to the wave's loop: once `target` points at that
+/// block's [`Link`] ([`Code::link`]), the branch's code jumps there when the
+/// wave's budget holds the whole block, its vector file the run's registers, its
+/// MODE what the run needs, and the wave is not being stopped; else (and until
+/// linked) the run returns [`JUMPED`] + `done`.
+#[repr(C)]
+struct Exit {
+    /// The target block's head (null: not linked).
+    target: AtomicPtr<Link>,
+    /// The run's first entry in its block.
+    entry: u32,
+    /// The run's entries that ran when the branch is taken (the branch the last).
+    done: u32,
+}
+
+impl Code {
+    /// The code's bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Makes the run `first` (the block's first entry's, if it has one) the
+    /// target of links to this block: the block starts at `pc` and has `entries`
+    /// entries.
+    pub(crate) fn set_head(&mut self, first: Option<&Fused>, pc: u64, entries: usize) {
+        self.head = first.map(|f| Link {
+            func: f.func,
+            pc,
+            need: entries as u64,
+            rows: if f.vector { u64::from(f.rows) } else { 0 },
+            modes: u32::from(f.f64) | u32::from(f.f32) << 1,
+        });
+    }
+
+    /// Links the taken branch that ends the first `done` entries of the run at
+    /// entry `entry` of this block to `to`'s head, if that branch has a way out
+    /// ([`Exit`]) not linked yet and `to` has a head. The branch's code then enters
+    /// `to`'s run directly.
+    ///
+    /// # Safety
+    /// `to` must live as long as `self` (both blocks of one `Program`, which frees
+    /// its blocks only together).
+    pub(crate) unsafe fn link(&self, entry: usize, done: usize, to: &Code) {
+        let Some(head) = &to.head else { return };
+        let exit = self
+            .exits
+            .iter()
+            .find(|x| x.entry as usize == entry && x.done as usize == done);
+        if let Some(x) = exit {
+            let target = (head as *const Link).cast_mut();
+            let _ = x.target.compare_exchange(
+                std::ptr::null_mut(),
+                target,
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Whether the taken branch that ends the first `done` entries of the run at
+    /// entry `entry` has a way out not linked yet.
+    pub(crate) fn unlinked(&self, entry: usize, done: usize) -> bool {
+        self.exits.iter().any(|x| {
+            x.entry as usize == entry
+                && x.done as usize == done
+                && x.target.load(Ordering::Relaxed).is_null()
+        })
+    }
+}
 
 /// A compiled run, attached to the block entry of its first instruction (inline, in
 /// 32 bytes: the loop reads it from the entry's first cache line).
@@ -926,14 +1085,22 @@ fn compile_for(
         return None;
     }
     let mut asm = Assembler::new().ok()?;
-    let starts: Vec<AssemblyOffset> = runs.iter().map(|(_, c)| emit_chain(&mut asm, c)).collect();
-    let code = Arc::new(asm.finalize().ok()?);
+    let mut exits = Vec::new();
+    let starts: Vec<AssemblyOffset> = runs
+        .iter()
+        .map(|(at, c)| emit_chain(&mut asm, c, *at, &mut exits))
+        .collect();
+    let code = Code {
+        buf: asm.finalize().ok()?,
+        exits,
+        head: None,
+    };
     let mut fused = Vec::with_capacity(runs.len());
     for ((at, c), entry) in runs.iter().zip(starts) {
         // SAFETY: `entry` is where `emit_chain` began a function of this signature in
         // `code`, which is executable; the caller keeps `code` with the entries
         // the runs are attached to (the block), so it outlives every call.
-        let func = unsafe { std::mem::transmute::<*const u8, RunFn>(code.ptr(entry)) };
+        let func = unsafe { std::mem::transmute::<*const u8, RunFn>(code.buf.ptr(entry)) };
         fused.push((
             *at,
             Fused {
@@ -968,23 +1135,32 @@ pub(crate) enum Ran {
 }
 
 /// Runs `f` on `w`, with its workgroup's `lds` and `env` ([`RunEnv::of`] the
-/// wave's context; see [`Ran`]).
+/// wave's context; see [`Ran`]). The wave may run `left` more instructions from
+/// the run's first (0: its taken branches enter no linked block, see [`Exit`]);
+/// when they do enter some, [`RunEnv::linked`] says which, and the result is the
+/// last run's.
 #[inline]
 pub(crate) fn run_fused(
     w: &mut WaveState,
     f: &Fused,
     ctx: &mut WaveContext<'_>,
     env: &mut RunEnv,
+    left: u64,
 ) -> Ran {
     if f.vector && w.vgpr.len() < usize::from(f.rows) {
         return Ran::Stopped(0);
     }
-    if (f.f64 && !f64_mode(w.mode)) || (f.f32 && !f32_mode(w.mode)) {
+    let unmet = u32::from(!f64_mode(w.mode)) | u32::from(!f32_mode(w.mode)) << 1;
+    if (f.f64 && unmet & 1 != 0) || (f.f32 && unmet & 2 != 0) {
         return Ran::Stopped(0);
     }
     env.lds = ctx.lds.as_mut_ptr();
     env.lds_len = ctx.lds.len();
     env.ctx = (ctx as *mut WaveContext<'_>).cast();
+    env.left = i64::try_from(left).unwrap_or(i64::MAX);
+    env.ran = 0;
+    env.rows = w.vgpr.len() as u64;
+    env.unmet = unmet;
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
     let wave: *mut WaveState = w;
     // SAFETY: `f.func` is code `emit_chain` generated (compiled only on hosts with
@@ -999,7 +1175,10 @@ pub(crate) fn run_fused(
     // inside their windows (each access's range is checked against the LDS size or a
     // window before the run reads or writes any). The windows' host memory stays
     // alive: the wave's region cache, which holds the regions, does not change
-    // during the call.
+    // during the call. A taken branch may enter another block's run ([`Exit`]) with
+    // the same arguments: that block is of the same program as this one (`Code::link`),
+    // alive as long as it, and the branch's code checks first what this function
+    // checks above (the registers, MODE) and the wave's budget.
     match unsafe { (f.func)(vgpr, wave, env) } {
         0 => Ran::Next,
         n if n >= DEFERRED => Ran::Deferred((n - DEFERRED) as usize),
@@ -1739,8 +1918,9 @@ fn live_masks(ops: &[Op]) -> Vec<bool> {
     out
 }
 
-/// Emits one run; returns its entry point.
-fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
+/// Emits one run, whose first entry is the block's `entry`, adding a way out to
+/// `exits` for each of its taken branches; returns its entry point.
+fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> AssemblyOffset {
     let start = a.offset();
     // The environment, out of the argument register the code uses; r8 = SCC, rsi =
     // the scalar file.
@@ -1766,7 +1946,15 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
             let go = a.new_dynamic_label();
             let code = JUMPED as i32 + done as i32;
             emit_taken(a, op);
-            dynasm!(a ; .arch x64 ; test eax, eax ; jz =>go ; mov eax, code ; ret ; =>go);
+            dynasm!(a ; .arch x64 ; test eax, eax ; jz =>go);
+            let exit = Box::new(Exit {
+                target: AtomicPtr::new(std::ptr::null_mut()),
+                entry: entry as u32,
+                done: done as u32,
+            });
+            emit_link(a, &exit, done as i32);
+            exits.push(exit);
+            dynasm!(a ; .arch x64 ; mov eax, code ; ret ; =>go);
         }
         match c.accesses.get(k) {
             Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32),
@@ -1793,6 +1981,44 @@ fn emit_chain(a: &mut Assembler, c: &Chain) -> AssemblyOffset {
     }
     dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
     start
+}
+
+/// Emits a taken branch's way into its linked block's run ([`Exit`]), after
+/// `done` entries of this run: when `exit` is linked and the checks hold, the
+/// budget left and the instructions ran are updated in the [`RunEnv`] and the code
+/// jumps to the target run with this run's arguments; else it falls through.
+/// Between parts (no frame, rsp as at entry); uses rax, rcx and rdx.
+fn emit_link(a: &mut Assembler, exit: &Exit, done: i32) {
+    let plain = a.new_dynamic_label();
+    let slot = &exit.target as *const AtomicPtr<Link> as i64;
+    dynasm!(a
+        ; .arch x64
+        ; mov rax, QWORD slot
+        ; mov rax, [rax]
+        ; test rax, rax
+        ; jz =>plain
+        ; mov rcx, [r10 + ENV_LEFT]
+        ; sub rcx, done
+        ; cmp rcx, [rax + LINK_NEED]
+        ; jl =>plain
+        ; mov rdx, [rax + LINK_ROWS]
+        ; cmp rdx, [r10 + ENV_ROWS]
+        ; ja =>plain
+        ; mov edx, [rax + LINK_MODES]
+        ; test edx, [r10 + ENV_UNMET]
+        ; jnz =>plain
+        ; mov rdx, [r10 + ENV_STOP]
+        ; cmp BYTE [rdx], 0
+        ; jne =>plain
+        ; mov [r10 + ENV_LEFT], rcx
+        ; add QWORD [r10 + ENV_RAN], done
+        ; mov rdx, [rax + LINK_PC]
+        ; mov [r10 + ENV_PC], rdx
+        ; lea rsi, [rsi - OFF_SGPR]
+        ; mov rdx, r10
+        ; jmp QWORD [rax + LINK_FUNC]
+        ; =>plain
+    );
 }
 
 /// Sets eax to 1 if the branch `op` is taken, else 0 (rsi = the scalar file, r8 =

@@ -237,7 +237,8 @@ fn compile_block(src: &str, features: HostFeatures) -> (Vec<(usize, Chain)>, Vec
     let runs: Vec<Run> = insts.iter().map(|(i, next)| Run::of(i, *next)).collect();
     let slots = runs.iter().zip(&insts).map(|(r, (inst, _))| r.slot(inst));
     let found = find_runs_for(slots, features);
-    let bytes = compile_for(&found, features).map_or_else(Vec::new, |(code, _)| code.to_vec());
+    let bytes =
+        compile_for(&found, features).map_or_else(Vec::new, |(code, _)| code.bytes().to_vec());
     (found, bytes)
 }
 
@@ -493,8 +494,9 @@ s_endpgm",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 171] = [
+const FORMS: [&str; 175] = [
     "adc r32, r32",
+    "add m64, imm",
     "add r32, imm",
     "add r32, r32",
     "add r64, imm",
@@ -533,7 +535,9 @@ const FORMS: [&str; 171] = [
     "jb imm",
     "jbe imm",
     "je imm",
+    "jl imm",
     "jmp imm",
+    "jmp m64",
     "jne imm",
     "jns imm",
     "lea r32, m",
@@ -588,6 +592,7 @@ const FORMS: [&str; 171] = [
     "sub r32, r32",
     "sub r64, imm",
     "sub r64, m64",
+    "test m32, r32",
     "test r32, imm",
     "test r32, r32",
     "test r64, r64",
