@@ -165,10 +165,11 @@ impl Block {
     }
 
     /// Links that branch to `to`'s first run, when `to` starts with one: the run's
-    /// code then goes on in `to` without returning to the wave's loop.
+    /// code then goes on in `to` without returning to the wave's loop (else the
+    /// branch is marked as one that cannot be linked).
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn link(&self, entry: usize, done: usize, to: &Block, program: &Program) {
-        let (Some(from), Some(into)) = (&self._code, &to._code) else {
+        let Some(from) = &self._code else {
             return;
         };
         // Both blocks must be `program`'s own (it keeps them until it is dropped).
@@ -182,7 +183,7 @@ impl Block {
         if own(self) && own(to) {
             // SAFETY: both blocks are held by `program`'s pages, which drop only with
             // the program: `to` lives as long as `self`.
-            unsafe { from.link(entry, done, into) };
+            unsafe { from.link(entry, done, to._code.as_ref()) };
         }
     }
 }

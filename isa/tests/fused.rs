@@ -1350,6 +1350,47 @@ fn flat_accesses_in_fused_runs_give_the_interpreters_results() {
     );
 }
 
+/// `w`'s address pairs v[12:13] and v[14:15], each one address in the LDS aperture
+/// for every lane (a team-state variable of the device runtime through a generic
+/// pointer): a byte of the 64-byte LDS or a few past its end, or (one case in
+/// eight) with one lane a dword further on.
+fn lds_aperture_addresses(rng: &mut Rng, w: &mut Wave, _base: u64) {
+    for r in [12, 14] {
+        let one = Apertures::KFD.shared_base + rng.below(72) as u64;
+        let odd = (rng.below(8) == 0).then(|| rng.below(WAVE_SIZE));
+        for l in 0..WAVE_SIZE {
+            let a = if odd == Some(l) { one + 4 } else { one };
+            (w.vgpr[r][l], w.vgpr[r + 1][l]) = (a as u32, (a >> 32) as u32);
+        }
+    }
+}
+
+/// A random FLAT load or store through v[12:13] or v[14:15], with a small offset.
+fn lds_aperture_inst(rng: &mut Rng) -> String {
+    let a = rng.pick(&["v[12:13]", "v[14:15]"]);
+    let d = rng.below(VREGS);
+    let pair = 2 * rng.below(VREGS / 2);
+    let off = rng.pick(&["0", "4", "8", "60"]);
+    match rng.below(5) {
+        0 | 1 => format!("flat_load_dword v{d}, {a} offset:{off}"),
+        2 | 3 => format!("flat_load_dwordx2 v[{pair}:{}], {a} offset:{off}", pair + 1),
+        _ => format!("flat_store_dword {a}, v{d} offset:{off}"),
+    }
+}
+
+#[test]
+fn lds_aperture_loads_in_fused_runs_give_the_interpreters_results() {
+    // Every lane loading one LDS address through a generic pointer: the run's own
+    // broadcast from the LDS, or (a lane elsewhere, a range past the LDS, a partial
+    // EXEC) the interpreter's plan, which reports the fault.
+    check_memory_programs(
+        0x5EED_00F4,
+        |rng, draw| (draw <= 2).then(|| lds_aperture_inst(rng)),
+        |_| small_lds(),
+        lds_aperture_addresses,
+    );
+}
+
 /// 120 random programs of 16 instructions, each drawn as `draw(rng, k)` gives it
 /// for k = `rng.below(8)` (a random vector or scalar form when it gives none), each
 /// run from a random wave with all lanes active (every fourth case, the top three

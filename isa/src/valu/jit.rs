@@ -56,7 +56,10 @@
 //! between parts: private (scratch) accesses whose lanes name one offset of their
 //! own private space (MUBUF spills through the private segment buffer, any EXEC;
 //! FLAT through a generic pointer to a stack slot, every lane active), copied as
-//! whole 256-byte rows ([`emit_private_rows`]), and the lane moves
+//! whole 256-byte rows ([`emit_private_rows`]), FLAT loads of one address in the
+//! LDS aperture by every lane (the device runtime's team state, 20 per 64
+//! elements of -O0 saxpy), read once and broadcast ([`emit_lds_broadcast`]), and
+//! the lane moves
 //! `v_readlane_b32`, `v_writelane_b32` and `v_readfirstlane_b32` ([`emit_lane`]).
 //!
 //! Scalar instructions join the run when they fall through and touch only scalar
@@ -962,6 +965,21 @@ struct Link {
     modes: u32,
 }
 
+/// The link of a way out whose target block has no run at its head: every check
+/// of the branch's code fails on it (it needs more budget than a wave has).
+static NOWHERE: Link = Link {
+    func: never_entered,
+    pc: 0,
+    need: i64::MAX as u64,
+    rows: u64::MAX,
+    modes: u32::MAX,
+};
+
+/// [`NOWHERE`]'s entry point, which no branch's code jumps to.
+unsafe extern "sysv64" fn never_entered(_: *mut u32, _: *mut WaveState, _: *mut RunEnv) -> u32 {
+    0
+}
+
 /// A taken branch of a run that may leave for the run of its target's block
 /// directly, without returning to the wave's loop: once `target` points at that
 /// block's [`Link`] ([`Code::link`]), the branch's code jumps there when the
@@ -998,15 +1016,17 @@ impl Code {
     }
 
     /// Links the taken branch that ends the first `done` entries of the run at
-    /// entry `entry` of this block to `to`'s head, if that branch has a way out
-    /// ([`Exit`]) not linked yet and `to` has a head. The branch's code then enters
-    /// `to`'s run directly.
+    /// entry `entry` of this block to the head of `to` (the target block's code),
+    /// if that branch has a way out ([`Exit`]) not linked yet. The branch's code
+    /// then enters `to`'s run directly; when the target has no run at its head, the
+    /// way out is linked to [`NOWHERE`], which the code never enters (and the run
+    /// loop does not try again).
     ///
     /// # Safety
     /// `to` must live as long as `self` (both blocks of one `Program`, which frees
     /// its blocks only together).
-    pub(crate) unsafe fn link(&self, entry: usize, done: usize, to: &Code) {
-        let Some(head) = &to.head else { return };
+    pub(crate) unsafe fn link(&self, entry: usize, done: usize, to: Option<&Code>) {
+        let head = to.and_then(|c| c.head.as_ref()).unwrap_or(&NOWHERE);
         let exit = self
             .exits
             .iter()
@@ -2128,8 +2148,17 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
             dwords: f.bytes / 4,
             reg: f.reg,
         };
-        emit_private_rows(a, &slot, stop, done);
-        dynasm!(a ; .arch x64 ; jmp =>done ; =>consecutive);
+        // A load's one address may be in the LDS aperture instead (the device
+        // runtime's team state through a generic pointer).
+        let shared = f.load.then(|| a.new_dynamic_label());
+        emit_private_rows(a, &slot, stop, done, shared);
+        dynasm!(a ; .arch x64 ; jmp =>done);
+        if let Some(shared) = shared {
+            dynasm!(a ; .arch x64 ; =>shared);
+            emit_lds_broadcast(a, f, stop);
+            dynasm!(a ; .arch x64 ; jmp =>done);
+        }
+        dynasm!(a ; .arch x64 ; =>consecutive);
     }
     emit_flat_range(a, f, stop);
     emit_window(a, i32::from(f.bytes), stop);
@@ -2310,7 +2339,7 @@ fn emit_lane(a: &mut Assembler, p: &LanePlan) {
 fn emit_private(a: &mut Assembler, p: &PrivateFusion, stop_code: i32) {
     let stop = a.new_dynamic_label();
     let done = a.new_dynamic_label();
-    emit_private_rows(a, p, stop, done);
+    emit_private_rows(a, p, stop, done, None);
     emit_stop_exit(a, stop, done, stop_code);
 }
 
@@ -2331,8 +2360,16 @@ const FLAT_SCRATCH_LO: i32 = 102;
 /// swizzled wave64 scratch buffer, the row at its base + SOFFSET + offset · 64),
 /// the rows inside one window the wave has cached, then one 256-byte row per dword
 /// between the host memory and the vector file, the active lanes' dwords only.
-/// Goes to `stop`, having changed nothing, when a check fails.
-fn emit_private_rows(a: &mut Assembler, p: &PrivateFusion, stop: DynamicLabel, done: DynamicLabel) {
+/// Goes to `stop`, having changed nothing, when a check fails; for FLAT, to
+/// `shared` instead (when given) if the one address is in the LDS aperture, with
+/// rax = that address.
+fn emit_private_rows(
+    a: &mut Assembler,
+    p: &PrivateFusion,
+    stop: DynamicLabel,
+    done: DynamicLabel,
+    shared: Option<DynamicLabel>,
+) {
     let exec = 4 * i32::from(EXEC_LO);
     let flat = matches!(p.address, PrivateAddress::Flat { .. });
     if flat {
@@ -2365,6 +2402,7 @@ fn emit_private_rows(a: &mut Assembler, p: &PrivateFusion, stop: DynamicLabel, d
                 );
             }
             emit_lane0_address(a, 2, offset, stop);
+            let other = a.new_dynamic_label();
             dynasm!(a
                 ; .arch x64
                 ; mov rcx, rax
@@ -2372,7 +2410,23 @@ fn emit_private_rows(a: &mut Assembler, p: &PrivateFusion, stop: DynamicLabel, d
                 ; mov rdx, [r10 + ENV_PRIVATE]
                 ; shr rdx, 32
                 ; cmp rcx, rdx
-                ; jne =>stop
+                ; jne =>other
+            );
+            let private = a.new_dynamic_label();
+            dynasm!(a ; .arch x64 ; jmp =>private ; =>other);
+            if let Some(shared) = shared {
+                dynasm!(a
+                    ; .arch x64
+                    ; mov rdx, [r10 + ENV_SHARED]
+                    ; shr rdx, 32
+                    ; cmp rcx, rdx
+                    ; je =>shared
+                );
+            }
+            dynasm!(a
+                ; .arch x64
+                ; jmp =>stop
+                ; =>private
                 ; test eax, 3
                 ; jnz =>stop
                 ; mov eax, eax
@@ -2427,6 +2481,30 @@ fn emit_private_rows(a: &mut Assembler, p: &PrivateFusion, stop: DynamicLabel, d
         emit_private_copy(a, p, false);
     }
     dynasm!(a ; .arch x64 ; =>copied ; vzeroupper);
+}
+
+/// Emits a FLAT load of `f.bytes` by every lane from one address in the LDS
+/// aperture, rax (as `WaveState::lds_broadcast` does it: the dwords at the
+/// address's low 32 bits read once and written to every lane); goes to `stop`,
+/// having changed nothing, when they are not inside the LDS.
+fn emit_lds_broadcast(a: &mut Assembler, f: &FlatFusion, stop: DynamicLabel) {
+    let bytes = i32::from(f.bytes);
+    dynasm!(a
+        ; .arch x64
+        ; mov eax, eax
+        ; lea rcx, [rax + bytes]
+        ; cmp rcx, [r10 + ENV_LDS_LEN]
+        ; ja =>stop
+        ; add rax, [r10 + ENV_LDS]
+    );
+    for k in 0..i32::from(f.bytes / 4) {
+        let row = (i32::from(f.reg) + k) * ROW;
+        dynasm!(a ; .arch x64 ; vpbroadcastd ymm0, DWORD [rax + 4 * k]);
+        for g in 0..8 {
+            dynasm!(a ; .arch x64 ; vmovdqu [rdi + row + 32 * g], ymm0);
+        }
+    }
+    dynasm!(a ; .arch x64 ; vzeroupper);
 }
 
 /// Emits a private access's copy between the rows at rdx and the vector file:
