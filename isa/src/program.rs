@@ -82,10 +82,10 @@ impl Run {
         vector.unwrap_or(Run::General)
     }
 
-    /// What the entry of this plan and `inst` is to the search for fused runs
-    /// (`valu::find_runs`).
+    /// What the entry of this plan and `inst` (the next instruction at `next`) is to
+    /// the search for fused runs (`valu::find_runs`).
     #[cfg(target_arch = "x86_64")]
-    pub(crate) fn slot(&self, inst: &Instruction) -> crate::valu::Slot<'_> {
+    pub(crate) fn slot(&self, inst: &Instruction, next: u64) -> crate::valu::Slot<'_> {
         use crate::valu::Slot;
         match self {
             Run::Int(p) => Slot::Int(p),
@@ -94,7 +94,9 @@ impl Run {
             Run::Scratch(p) => Slot::Private(p.0),
             Run::Lane(p) => Slot::Lane(*p),
             Run::Scalar(s) => s.native(inst).map_or(Slot::Other, Slot::Scalar),
-            Run::General => crate::salu::aperture_move(inst).map_or(Slot::Other, Slot::Scalar),
+            Run::General => crate::salu::aperture_move(inst)
+                .or_else(|| crate::salu::indirect_jump(inst, next))
+                .map_or(Slot::Other, Slot::Scalar),
             Run::PkF32(_) => Slot::Other,
         }
     }
@@ -512,7 +514,12 @@ impl Program {
 /// which the block must keep with the entries.
 #[cfg(target_arch = "x86_64")]
 fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu::Code> {
-    let runs = crate::valu::find_runs(entries.iter().zip(insts).map(|(e, inst)| e.run.slot(inst)));
+    let runs = crate::valu::find_runs(
+        entries
+            .iter()
+            .zip(insts)
+            .map(|(e, inst)| e.run.slot(inst, e.next)),
+    );
     let (mut code, fused) = crate::valu::compile_runs(&runs)?;
     if crate::perf_map::enabled() {
         map_runs(&code, &fused, entries, insts);

@@ -1349,6 +1349,10 @@ pub(crate) enum NativeForm {
     /// = the aperture's base, which the wave's context holds (no plan: see
     /// [`aperture_move`]).
     Aperture { private: bool },
+    /// `s_setpc_b64 a` or `s_swappc_b64 d, a` (the last instruction of its block):
+    /// jumps to the address `a` holds; `s_swappc_b64` writes `b`, the PC of the next
+    /// instruction, to `d` after reading `a` (no plan: see [`indirect_jump`]).
+    Jump,
 }
 
 /// `s_mov_b64 sdst, src_shared_base` / `src_private_base` as a [`Native`]
@@ -1386,6 +1390,39 @@ pub(crate) fn aperture_move(inst: &Instruction) -> Option<Native> {
         d,
         reads: 0,
         writes: 3u128 << c,
+    })
+}
+
+/// `s_setpc_b64` and `s_swappc_b64` (whose next instruction is at `next`) as
+/// [`Native`] instructions: the calls and returns of unoptimised code, which end
+/// their blocks. They have no [`ScalarPlan`] (the interpreter's `step` runs them:
+/// their targets are not the plan's constant); a fused run ends with one and
+/// leaves for the address it read.
+pub(crate) fn indirect_jump(inst: &Instruction, next: u64) -> Option<Native> {
+    let Instruction::Sop1(i) = inst else {
+        return None;
+    };
+    let a = Src::of(i.ssrc0.as_ref()?)?;
+    let reads = match a {
+        Src::R64(c) => 3u128 << c,
+        Src::R32(_) => return None,
+        Src::K(_) => 0,
+    };
+    let (b, d, writes) = match i.op {
+        Sop1Op::SSetpcB64 => (Src::K(0), Dst::D32(code::NULL), 0),
+        Sop1Op::SSwappcB64 => match Dst::of(i.sdst.as_ref()?)? {
+            Dst::D64(c) => (Src::K(next), Dst::D64(c), 3u128 << c),
+            Dst::D32(_) => return None,
+        },
+        _ => return None,
+    };
+    Some(Native {
+        form: NativeForm::Jump,
+        a,
+        b,
+        d,
+        reads,
+        writes,
     })
 }
 

@@ -278,15 +278,21 @@ impl Wave {
                                 self.pc = block.entries.get(k + n).map_or(e.pc, |g| g.pc);
                                 return Ok(WaveExit::Yield);
                             }
-                            Ran::Jumped(n) => {
+                            Ran::Jumped(n) | Ran::JumpedTo(n) => {
                                 self.fused_instructions += n as u64;
                                 if own && block.unlinked(k, n) {
                                     unlinked = Some((start, k, n));
                                 }
                                 next = k + n;
-                                // The run's last entry that ran (a branch) jumped.
+                                // The run's last entry that ran (a branch, or an
+                                // `s_setpc_b64`/`s_swappc_b64` to the address it read)
+                                // jumped.
                                 let last = block.entries.get(next - 1).unwrap_or(e);
-                                break 'flow (last, last.run.flow(ScalarFlow::Jump));
+                                let flow = match ran {
+                                    Ran::JumpedTo(_) => Flow::Jump(env.target()),
+                                    _ => last.run.flow(ScalarFlow::Jump),
+                                };
+                                break 'flow (last, flow);
                             }
                         }
                     }

@@ -682,6 +682,76 @@ s_endpgm
 }
 
 #[test]
+fn calls_and_returns_leave_runs_for_the_addresses_they_read() {
+    // A function at 0x4c (v0 += 3, s21 += 1) called from a loop (0x14, five times,
+    // returning to 0x18) and once more after it (0x34, returning to 0x38), as
+    // unoptimised code calls: `s_getpc_b64`, the offset added, `s_swappc_b64`; it
+    // returns with `s_setpc_b64`. Once linked, each jump enters its target's run
+    // directly; the last return, to another call site than the one its link
+    // names, must not. Then a call of the function at 0x58 (s22 += 1) whose
+    // `s_swappc_b64` reads and writes one pair, s[8:9].
+    let text = "s_mov_b32 s20, 0
+s_branch 0
+s_getpc_b64 s[8:9]
+s_add_u32 s8, s8, 64
+s_addc_u32 s9, s9, 0
+s_swappc_b64 s[30:31], s[8:9]
+v_add_u32_e32 v1, s20, v1
+s_add_u32 s20, s20, 1
+s_cmp_lt_u32 s20, 5
+s_cbranch_scc1 65528
+s_getpc_b64 s[8:9]
+s_add_u32 s8, s8, 32
+s_addc_u32 s9, s9, 0
+s_swappc_b64 s[30:31], s[8:9]
+s_getpc_b64 s[8:9]
+s_add_u32 s8, s8, 28
+s_addc_u32 s9, s9, 0
+s_swappc_b64 s[8:9], s[8:9]
+s_endpgm
+v_add_u32_e32 v0, 3, v0
+s_add_u32 s21, s21, 1
+s_setpc_b64 s[30:31]
+s_add_u32 s22, s22, 1
+s_setpc_b64 s[8:9]
+";
+    let mem = TestMemory::default();
+    let (with, without, start) = programs(&mem, text);
+    let wave = || {
+        let mut w = random_wave(&mut Rng(12), u64::MAX);
+        (w.sgpr[21], w.sgpr[22]) = (0, 0);
+        w
+    };
+    for turn in 0..2 {
+        let (a, b) = (
+            run(&mem, &with, start, wave()),
+            run(&mem, &without, start, wave()),
+        );
+        for reg in 0..VREGS {
+            assert_eq!(a.vgpr[reg], b.vgpr[reg], "v{reg} differs, turn {turn}");
+        }
+        assert_eq!(a.sgpr, b.sgpr, "turn {turn}");
+        assert_eq!(a.instructions, b.instructions, "turn {turn}");
+        // The oracle, by hand: 2 instructions, 5 turns of 4 + 3 + 4, the last two
+        // calls (4 + 3, 4 + 2) and `s_endpgm`; six calls of the first function
+        // (v0 += 6 * 3), one of the second, v1 += 0 + 1 + 2 + 3 + 4.
+        assert_eq!(b.instructions, 2 + 5 * 11 + 7 + 6 + 1);
+        assert_eq!((b.sgpr[20], b.sgpr[21], b.sgpr[22]), (5, 6, 1));
+        let w0 = wave();
+        for l in 0..WAVE_SIZE {
+            assert_eq!(b.vgpr[0][l], w0.vgpr[0][l].wrapping_add(18));
+            assert_eq!(b.vgpr[1][l], w0.vgpr[1][l].wrapping_add(10));
+        }
+        // The return addresses the last two calls wrote.
+        let pair = |w: &Wave, s: usize| u64::from(w.sgpr[s]) | u64::from(w.sgpr[s + 1]) << 32;
+        assert_eq!((pair(&b, 30), pair(&b, 8)), (start + 0x38, start + 0x48));
+        if fuses() {
+            assert_eq!(a.fused_instructions, b.instructions - 1, "turn {turn}");
+        }
+    }
+}
+
+#[test]
 fn f64_compares_give_the_interpreters_masks() {
     // Every pair of f64 specials (infinities, signed zeros, quiet and signalling
     // NaNs, 1.0 and its neighbour, denormals of both signs) in 64 lanes, every

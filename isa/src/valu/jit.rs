@@ -83,7 +83,11 @@
 //! ([`Code::link`]; blocks of one program only). The branch's code first checks
 //! what the loop and [`run_fused`] would: the wave's budget holds the whole target
 //! block, the target's registers and MODE needs hold, and the wave is not being
-//! stopped; else it returns as an unlinked branch does. -O0 code enters a block
+//! stopped; else it returns as an unlinked branch does. A run may end with an
+//! `s_setpc_b64` or `s_swappc_b64` (the calls and returns of -O0 code, which end
+//! their blocks): its way out is linked to the first target it took, and taken
+//! only when the address it reads is that block's ([`Ran::JumpedTo`] otherwise,
+//! the address in the [`RunEnv`]). -O0 code enters a block
 //! every 16 instructions, and the loop's work per block entered (finding the block,
 //! the budget, the call of its run) was a fifth of its time.
 //!
@@ -410,7 +414,7 @@ impl Builder {
         if self.branch.is_some() || self.entries >= usize::from(u8::MAX) {
             return false;
         }
-        if let NativeForm::Branch(_) = n.form {
+        if let NativeForm::Branch(_) | NativeForm::Jump = n.form {
             self.branch = Some(*n);
             self.entries += 1;
             return true;
@@ -811,6 +815,10 @@ const JUMPED: u32 = 0x1000;
 /// The return code of a run that stopped before a deferred gather, less the
 /// entries that ran (see [`RunFn`]; above every jump code).
 const DEFERRED: u32 = 0x2000;
+/// The return code of a run that ended with an `s_setpc_b64` or `s_swappc_b64`,
+/// less the entries that ran (the jump the last): the target is in the
+/// [`RunEnv`] (above every other code).
+const JUMPED_TO: u32 = 0x3000;
 
 /// What a run reads besides the wave (rdx on entry, kept in r10): made once per
 /// [`crate::Wave::run`](crate::state::WaveState) call from its context ([`RunEnv::of`]);
@@ -842,6 +850,9 @@ pub(crate) struct RunEnv {
     ran: u64,
     /// The first PC of the block whose run is now running, once a link was taken.
     pc: u64,
+    /// The address an `s_setpc_b64` or `s_swappc_b64` that ends a run read (see
+    /// [`JUMPED_TO`]).
+    target: u64,
     /// The wave's vector-file registers (a linked run needs its `rows`).
     rows: u64,
     /// The MODE needs ([`Link`]'s `modes` bits) the wave's MODE does not meet.
@@ -869,6 +880,7 @@ impl RunEnv {
             left: 0,
             ran: 0,
             pc: 0,
+            target: 0,
             rows: 0,
             unmet: 0,
             stop: ctx.stop.unwrap_or(&NEVER),
@@ -879,6 +891,12 @@ impl RunEnv {
     /// blocks ([`Exit`]), the first PC of the block whose run returned (its result
     /// is that run's, counted from that block's first entry) and the instructions
     /// the runs before it ran; `None` when the run returned itself.
+    /// The address the `s_setpc_b64` or `s_swappc_b64` that ended the last run
+    /// read ([`Ran::JumpedTo`]).
+    pub(crate) fn target(&self) -> u64 {
+        self.target
+    }
+
     pub(crate) fn linked(&mut self) -> Option<(u64, u64)> {
         let ran = std::mem::take(&mut self.ran);
         (ran != 0).then_some((self.pc, ran))
@@ -895,6 +913,7 @@ const ENV_LANE_BITS: i32 = 64;
 const ENV_LEFT: i32 = std::mem::offset_of!(RunEnv, left) as i32;
 const ENV_RAN: i32 = std::mem::offset_of!(RunEnv, ran) as i32;
 const ENV_PC: i32 = std::mem::offset_of!(RunEnv, pc) as i32;
+const ENV_TARGET: i32 = std::mem::offset_of!(RunEnv, target) as i32;
 const ENV_ROWS: i32 = std::mem::offset_of!(RunEnv, rows) as i32;
 const ENV_UNMET: i32 = std::mem::offset_of!(RunEnv, unmet) as i32;
 const ENV_STOP: i32 = std::mem::offset_of!(RunEnv, stop) as i32;
@@ -1149,6 +1168,9 @@ pub(crate) enum Ran {
     /// Its first `n` entries ran, and the last of them is a branch that jumps (to
     /// its target: the caller has the entry).
     Jumped(usize),
+    /// Its first `n` entries ran, the last an `s_setpc_b64` or `s_swappc_b64`,
+    /// which jumps to the address it read ([`RunEnv::target`]).
+    JumpedTo(usize),
     /// Its first `n` entries ran; the next is a FLAT gather that deferred itself
     /// (see `WaveState::run_flat_plan`): the wave yields before it.
     Deferred(usize),
@@ -1201,6 +1223,7 @@ pub(crate) fn run_fused(
     // checks above (the registers, MODE) and the wave's budget.
     match unsafe { (f.func)(vgpr, wave, env) } {
         0 => Ran::Next,
+        n if n >= JUMPED_TO => Ran::JumpedTo((n - JUMPED_TO) as usize),
         n if n >= DEFERRED => Ran::Deferred((n - DEFERRED) as usize),
         n if n >= JUMPED => Ran::Jumped((n - JUMPED) as usize),
         n => Ran::Stopped(n as usize - 2),
@@ -1390,7 +1413,7 @@ fn emit_native<A: DynasmApi>(a: &mut A, n: &Native) -> bool {
         }
         NativeForm::Sop2(op) => return emit_sop2(a, op, n),
         // Emitted last, by `emit_run`.
-        NativeForm::Branch(_) => return false,
+        NativeForm::Branch(_) | NativeForm::Jump => return false,
     }
     true
 }
@@ -1960,6 +1983,19 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
         }
         emit_part(a, b, done);
         done += b.entries;
+        if let Some(n) = b.branch.filter(|n| n.form == NativeForm::Jump) {
+            // The block's last instruction: the run leaves for the address read.
+            let exit = Box::new(Exit {
+                target: AtomicPtr::new(std::ptr::null_mut()),
+                entry: entry as u32,
+                done: done as u32,
+            });
+            emit_jump(a, &n);
+            emit_link(a, &exit, done as i32, true);
+            exits.push(exit);
+            let code = JUMPED_TO as i32 + done as i32;
+            dynasm!(a ; .arch x64 ; mov eax, code ; ret);
+        }
         if let Some(NativeForm::Branch(op)) = b.branch.map(|n| n.form) {
             // A taken branch leaves the run (its last entry, or one not taken goes
             // on with the next part).
@@ -1972,7 +2008,7 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
                 entry: entry as u32,
                 done: done as u32,
             });
-            emit_link(a, &exit, done as i32);
+            emit_link(a, &exit, done as i32, false);
             exits.push(exit);
             dynasm!(a ; .arch x64 ; mov eax, code ; ret ; =>go);
         }
@@ -2003,12 +2039,23 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
     start
 }
 
+/// Emits `s_setpc_b64` or `s_swappc_b64` ([`NativeForm::Jump`]): the target read
+/// to the [`RunEnv`]'s `target`, then, for `s_swappc_b64`, the next PC written.
+fn emit_jump(a: &mut Assembler, n: &Native) {
+    scalar_src(a, 0, n.a, true);
+    dynasm!(a ; .arch x64 ; mov [r10 + ENV_TARGET], rax);
+    scalar_src(a, 0, n.b, true);
+    scalar_dst(a, n.d);
+}
+
 /// Emits a taken branch's way into its linked block's run ([`Exit`]), after
 /// `done` entries of this run: when `exit` is linked and the checks hold, the
 /// budget left and the instructions ran are updated in the [`RunEnv`] and the code
-/// jumps to the target run with this run's arguments; else it falls through.
+/// jumps to the target run with this run's arguments; else it falls through. A
+/// `dynamic` way out (an `s_setpc_b64` or `s_swappc_b64`) enters the linked run
+/// only if its block starts at the [`RunEnv`]'s `target`.
 /// Between parts (no frame, rsp as at entry); uses rax, rcx and rdx.
-fn emit_link(a: &mut Assembler, exit: &Exit, done: i32) {
+fn emit_link(a: &mut Assembler, exit: &Exit, done: i32, dynamic: bool) {
     let plain = a.new_dynamic_label();
     let slot = &exit.target as *const AtomicPtr<Link> as i64;
     dynasm!(a
@@ -2017,6 +2064,17 @@ fn emit_link(a: &mut Assembler, exit: &Exit, done: i32) {
         ; mov rax, [rax]
         ; test rax, rax
         ; jz =>plain
+    );
+    if dynamic {
+        dynasm!(a
+            ; .arch x64
+            ; mov rdx, [r10 + ENV_TARGET]
+            ; cmp rdx, [rax + LINK_PC]
+            ; jne =>plain
+        );
+    }
+    dynasm!(a
+        ; .arch x64
         ; mov rcx, [r10 + ENV_LEFT]
         ; sub rcx, done
         ; cmp rcx, [rax + LINK_NEED]

@@ -235,7 +235,10 @@ fn compile_block(src: &str, features: HostFeatures) -> (Vec<(usize, Chain)>, Vec
         insts.push((inst, pc));
     }
     let runs: Vec<Run> = insts.iter().map(|(i, next)| Run::of(i, *next)).collect();
-    let slots = runs.iter().zip(&insts).map(|(r, (inst, _))| r.slot(inst));
+    let slots = runs
+        .iter()
+        .zip(&insts)
+        .map(|(r, (inst, next))| r.slot(inst, *next));
     let found = find_runs_for(slots, features);
     let bytes =
         compile_for(&found, features).map_or_else(Vec::new, |(code, _)| code.bytes().to_vec());
@@ -249,7 +252,7 @@ const HOST: HostFeatures = HostFeatures {
 };
 
 /// Blocks whose runs use every op, access and scalar form the JIT fuses.
-const PROGRAMS: [&str; 9] = [
+const PROGRAMS: [&str; 10] = [
     // Integer ops: every binary and three-source kind, the carries (in registers
     // and from before the run), selects, 32- and 64-bit compares of every condition,
     // 64-bit shifts; scalar, inline and literal sources; three and four masks.
@@ -488,6 +491,12 @@ v_cmp_lt_u32_e64 s[14:15], v0, v1
 v_cmp_lt_u32_e64 s[16:17], v0, v1
 v_cndmask_b32_e64 v7, v0, v1, s[16:17]
 s_endpgm",
+    // A call as unoptimised code makes one: the callee's address from
+    // `s_getpc_b64`, then `s_swappc_b64` (the run's last entry, its way out).
+    "s_getpc_b64 s[8:9]
+s_add_u32 s8, s8, 0x100
+s_addc_u32 s9, s9, 0
+s_swappc_b64 s[30:31], s[8:9]",
 ];
 
 /// The forms of the instructions the JIT emits (as [`form`] names them): what the
