@@ -201,6 +201,8 @@ impl Wave {
             {
                 unlinked = None;
             }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = own;
             // The counter is written only when the wave leaves the block or traces:
             // entry k is instruction `before + k + 1`. When the whole block fits in the
             // budget and the slice, no entry compares them.
@@ -1122,7 +1124,8 @@ pub(crate) mod block_tests {
         let at = |off: u64| program.block_hinted(base + off, &mut None).unwrap();
         assert!(at(0).unlinked(0, 9) && at(0xc).unlinked(0, 6));
         let mem = Mem::default();
-        for turn in 0..2 {
+        // A fresh wave run from LOOP's start, with the abort flag `stop`.
+        let run = |stop: Option<&AtomicBool>| {
             let mut w = Wave::new();
             w.set_exec(u64::MAX);
             w.pc = base;
@@ -1130,15 +1133,16 @@ pub(crate) mod block_tests {
                 memory: &mem,
                 lds: &mut [],
                 apertures: crate::state::Apertures::KFD,
-                stop: None,
+                stop,
                 max_instructions: BUDGET,
                 yield_after: u64::MAX,
             };
-            assert_eq!(
-                w.run(&program, &mut ctx),
-                Ok(WaveExit::Ended),
-                "turn {turn}"
-            );
+            let exit = w.run(&program, &mut ctx).map_err(|f| relocate(f, base));
+            (exit, w)
+        };
+        for turn in 0..2 {
+            let (exit, w) = run(None);
+            assert_eq!(exit, Ok(WaveExit::Ended), "turn {turn}");
             // Linked after the first turn; the second runs through the links and
             // counts as the first (and as LOOP's own count).
             assert!(!at(0).unlinked(0, 9) && !at(0xc).unlinked(0, 6));
@@ -1154,19 +1158,8 @@ pub(crate) mod block_tests {
         // A wave being stopped takes no link: it stops at its first backward jump,
         // the loop branch, as the stepwise loop does.
         let stop = AtomicBool::new(true);
-        let mut w = Wave::new();
-        w.set_exec(u64::MAX);
-        w.pc = base;
-        let mut ctx = WaveContext {
-            memory: &mem,
-            lds: &mut [],
-            apertures: crate::state::Apertures::KFD,
-            stop: Some(&stop),
-            max_instructions: BUDGET,
-            yield_after: u64::MAX,
-        };
-        let stopped = w.run(&program, &mut ctx).map_err(|f| relocate(f, base));
-        assert_eq!(stopped, Err(Fault::Aborted { pc: 0x24 }));
+        let (exit, w) = run(Some(&stop));
+        assert_eq!(exit, Err(Fault::Aborted { pc: 0x24 }));
         assert_eq!(w.instructions, 9);
     }
 
