@@ -282,7 +282,7 @@ impl Wave {
                             }
                             Ran::Jumped(n) | Ran::JumpedTo(n) => {
                                 self.fused_instructions += n as u64;
-                                if own && block.unlinked(k, n) {
+                                if own && env.exit_unlinked() && block.unlinked(k, n) {
                                     unlinked = Some((start, k, n));
                                 }
                                 next = k + n;

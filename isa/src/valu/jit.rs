@@ -853,6 +853,10 @@ pub(crate) struct RunEnv {
     /// The address an `s_setpc_b64` or `s_swappc_b64` that ends a run read (see
     /// [`JUMPED_TO`]).
     target: u64,
+    /// The link of the way out the last run returned through ([`Exit`]'s
+    /// `target`: null while not linked), so that the wave's loop looks for the way
+    /// out only when it can link it.
+    exit: *const Link,
     /// The wave's vector-file registers (a linked run needs its `rows`).
     rows: u64,
     /// The MODE needs ([`Link`]'s `modes` bits) the wave's MODE does not meet.
@@ -881,6 +885,7 @@ impl RunEnv {
             ran: 0,
             pc: 0,
             target: 0,
+            exit: std::ptr::null(),
             rows: 0,
             unmet: 0,
             stop: ctx.stop.unwrap_or(&NEVER),
@@ -895,6 +900,12 @@ impl RunEnv {
     /// read ([`Ran::JumpedTo`]).
     pub(crate) fn target(&self) -> u64 {
         self.target
+    }
+
+    /// Whether the way out the last run returned through ([`Ran::Jumped`],
+    /// [`Ran::JumpedTo`]) is not linked yet.
+    pub(crate) fn exit_unlinked(&self) -> bool {
+        self.exit.is_null()
     }
 
     pub(crate) fn linked(&mut self) -> Option<(u64, u64)> {
@@ -914,6 +925,7 @@ const ENV_LEFT: i32 = std::mem::offset_of!(RunEnv, left) as i32;
 const ENV_RAN: i32 = std::mem::offset_of!(RunEnv, ran) as i32;
 const ENV_PC: i32 = std::mem::offset_of!(RunEnv, pc) as i32;
 const ENV_TARGET: i32 = std::mem::offset_of!(RunEnv, target) as i32;
+const ENV_EXIT: i32 = std::mem::offset_of!(RunEnv, exit) as i32;
 const ENV_ROWS: i32 = std::mem::offset_of!(RunEnv, rows) as i32;
 const ENV_UNMET: i32 = std::mem::offset_of!(RunEnv, unmet) as i32;
 const ENV_STOP: i32 = std::mem::offset_of!(RunEnv, stop) as i32;
@@ -2051,9 +2063,10 @@ fn emit_jump(a: &mut Assembler, n: &Native) {
 /// Emits a taken branch's way into its linked block's run ([`Exit`]), after
 /// `done` entries of this run: when `exit` is linked and the checks hold, the
 /// budget left and the instructions ran are updated in the [`RunEnv`] and the code
-/// jumps to the target run with this run's arguments; else it falls through. A
-/// `dynamic` way out (an `s_setpc_b64` or `s_swappc_b64`) enters the linked run
-/// only if its block starts at the [`RunEnv`]'s `target`.
+/// jumps to the target run with this run's arguments; else it falls through,
+/// having written the link (or null) to the [`RunEnv`]'s `exit`. A `dynamic` way
+/// out (an `s_setpc_b64` or `s_swappc_b64`) enters the linked run only if its
+/// block starts at the [`RunEnv`]'s `target`.
 /// Between parts (no frame, rsp as at entry); uses rax, rcx and rdx.
 fn emit_link(a: &mut Assembler, exit: &Exit, done: i32, dynamic: bool) {
     let plain = a.new_dynamic_label();
@@ -2096,6 +2109,7 @@ fn emit_link(a: &mut Assembler, exit: &Exit, done: i32, dynamic: bool) {
         ; mov rdx, r10
         ; jmp QWORD [rax + LINK_FUNC]
         ; =>plain
+        ; mov [r10 + ENV_EXIT], rax
     );
 }
 
