@@ -51,6 +51,14 @@ pub(crate) fn host_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 
+/// Whether the host has AVX-512 Foundation (the 512-bit moves and compares, and
+/// the mask registers, of the fused runs' private accesses).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn host_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
 /// Whether the host has a single-rounding FMA instruction the engine may use (on
 /// x86-64: FMA3, with AVX2, which the kernels that use it are compiled with).
 #[inline]

@@ -320,6 +320,9 @@ pub struct Program {
     uid: u64,
     /// Whether blocks get fused runs (see `valu::jit`).
     fuse: bool,
+    /// Whether their code may use AVX-512 where the host has it (see
+    /// [`without_avx512`](Self::without_avx512)).
+    wide: bool,
 }
 
 impl Program {
@@ -339,6 +342,7 @@ impl Program {
             pages: (0..npages).map(|_| OnceLock::new()).collect(),
             uid: NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             fuse: true,
+            wide: true,
         }
     }
 
@@ -347,6 +351,14 @@ impl Program {
     /// either way (the tests compare them).
     pub fn without_fusion(mut self) -> Self {
         self.fuse = false;
+        self
+    }
+
+    /// This program with fused runs whose code uses AVX2 forms only, as on a host
+    /// without AVX-512 (which their private accesses use where the host has it).
+    /// Results are the same either way (the tests run both on hosts with it).
+    pub fn without_avx512(mut self) -> Self {
+        self.wide = false;
         self
     }
 
@@ -490,7 +502,7 @@ impl Program {
         }
         #[cfg(target_arch = "x86_64")]
         let code = match self.fuse {
-            true => fuse_runs(&mut entries, &insts),
+            true => fuse_runs(&mut entries, &insts, self.wide),
             false => None,
         };
         let shared_stores = insts
@@ -511,14 +523,20 @@ impl Program {
 
 /// Compiles the block's runs of integer VALU and scalar plans and attaches each to the entry
 /// of its first instruction (a block whose code cannot be compiled keeps none); the code,
-/// which the block must keep with the entries.
+/// which the block must keep with the entries. Its code uses AVX-512 only if `wide`
+/// (and the host has it).
 #[cfg(target_arch = "x86_64")]
-fn fuse_runs(entries: &mut [Entry], insts: &[Instruction]) -> Option<crate::valu::Code> {
+fn fuse_runs(
+    entries: &mut [Entry],
+    insts: &[Instruction],
+    wide: bool,
+) -> Option<crate::valu::Code> {
     let runs = crate::valu::find_runs(
         entries
             .iter()
             .zip(insts)
             .map(|(e, inst)| e.run.slot(inst, e.next)),
+        wide,
     );
     let (mut code, fused) = crate::valu::compile_runs(&runs)?;
     if crate::perf_map::enabled() {

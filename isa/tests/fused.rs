@@ -418,15 +418,18 @@ impl Gen<'_> {
 /// `text` assembled into memory of `mem`: a program with fused runs, one that
 /// interprets every instruction, and the address of the first instruction.
 fn programs(mem: &TestMemory, text: &str) -> (Program, Program, u64) {
+    let (r, start) = code(mem, text);
+    (Program::new(&r), Program::new(&r).without_fusion(), start)
+}
+
+/// `text` assembled into memory of `mem`: the region and the address of the first
+/// instruction.
+fn code(mem: &TestMemory, text: &str) -> (Arc<dyn MemoryRegion>, u64) {
     let bytes: Vec<u8> = assemble(text).into_iter().flat_map(|(_, b)| b).collect();
     let region = mem.alloc(bytes.len() as u64 + 64);
     assert!(region.write_bytes(0, &bytes));
-    let r: Arc<dyn MemoryRegion> = region.clone();
-    (
-        Program::new(&r),
-        Program::new(&r).without_fusion(),
-        region.device_base(),
-    )
+    let start = region.device_base();
+    (region, start)
 }
 
 /// Runs `program` from `start` on `w`.
@@ -1365,10 +1368,11 @@ fn flat_inst(rng: &mut Rng) -> String {
     }
 }
 
-/// Runs `text` from `wave` on a program with fusion and on one without, each from
-/// the same contents of `data` (the allocation of a region `alloc_guarded` made, with
-/// `GUARD`) and an LDS holding `lds`; panics on a difference in
-/// the registers, SCC, the instruction count, the exit, the data, the LDS or the
+/// Runs `text` from `wave` on a program with fusion (twice: with the host's forms,
+/// and with AVX2 forms only, `Program::without_avx512`) and on one without, each
+/// from the same contents of `data` (the allocation of a region `alloc_guarded`
+/// made, with `GUARD`) and an LDS holding `lds`; panics on a difference in the
+/// registers, SCC, the instruction count, the exit, the data, the LDS or the
 /// stride history. Returns the instructions of the block at byte `block` of the
 /// program that ran fused.
 fn compare_memory_runs(
@@ -1379,13 +1383,18 @@ fn compare_memory_runs(
     block: u64,
     wave: impl Fn() -> Wave,
 ) -> usize {
-    let (with, without, start) = programs(mem, text);
+    let (r, start) = code(mem, text);
+    // Fused runs with the host's forms (AVX-512 where it has it), with AVX2 forms
+    // only, and the interpreter.
+    let with = Program::new(&r);
+    let narrow = Program::new(&r).without_avx512();
+    let without = Program::new(&r).without_fusion();
     let mut init = vec![0u8; DATA_BYTES as usize];
     for (i, b) in init.iter_mut().enumerate() {
         *b = (i * 13 + text.len()) as u8;
     }
     let mut out = Vec::new();
-    for program in [&with, &without] {
+    for program in [&with, &narrow, &without] {
         assert!(data.write_bytes(GUARD, &init));
         let mut lds = lds.to_vec();
         let (w, exit) = run_lds(mem, program, start, wave(), &mut lds);
@@ -1393,21 +1402,32 @@ fn compare_memory_runs(
         assert!(data.read_bytes(GUARD, &mut bytes));
         out.push((w, exit, bytes, lds));
     }
-    let (a, b) = (&out[0], &out[1]);
-    assert_eq!(a.1, b.1, "exits differ:\n{text}");
-    for reg in 0..16 {
-        assert_eq!(a.0.vgpr[reg], b.0.vgpr[reg], "v{reg} differs:\n{text}");
+    let b = &out[2];
+    for (a, forms) in [(&out[0], "host"), (&out[1], "AVX2")] {
+        assert_eq!(a.1, b.1, "exits differ ({forms} forms):\n{text}");
+        for reg in 0..16 {
+            assert_eq!(
+                a.0.vgpr[reg], b.0.vgpr[reg],
+                "v{reg} differs ({forms} forms):\n{text}"
+            );
+        }
+        assert_eq!(a.0.sgpr, b.0.sgpr, "sgprs differ ({forms} forms):\n{text}");
+        assert_eq!(a.0.scc, b.0.scc, "SCC differs ({forms} forms):\n{text}");
+        assert_eq!(a.0.instructions, b.0.instructions, "{forms} forms:\n{text}");
+        assert!(a.2 == b.2, "the data differ ({forms} forms):\n{text}");
+        assert!(a.3 == b.3, "the LDS differs ({forms} forms):\n{text}");
+        assert!(
+            a.0.same_strides(&b.0),
+            "the stride histories differ ({forms} forms):\n{text}"
+        );
     }
-    assert_eq!(a.0.sgpr, b.0.sgpr, "sgprs differ:\n{text}");
-    assert_eq!(a.0.scc, b.0.scc, "SCC differs:\n{text}");
-    assert_eq!(a.0.instructions, b.0.instructions, "{text}");
-    assert!(a.2 == b.2, "the data differ:\n{text}");
-    assert!(a.3 == b.3, "the LDS differs:\n{text}");
-    assert!(
-        a.0.same_strides(&b.0),
-        "the stride histories differ:\n{text}"
+    let fused = with.fused_instructions(start + block);
+    assert_eq!(
+        fused,
+        narrow.fused_instructions(start + block),
+        "the forms fuse different runs:\n{text}"
     );
-    with.fused_instructions(start + block)
+    fused
 }
 
 #[test]

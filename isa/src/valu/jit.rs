@@ -103,7 +103,10 @@
 //!
 //! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
 //! are encoded by [`vex`]), compiled only on a host with AVX2, and a run has the
-//! f64 fused multiply-add (FMA3) only on a host with FMA ([`HostFeatures`]);
+//! f64 fused multiply-add (FMA3) only on a host with FMA ([`HostFeatures`]); on a
+//! host with AVX-512, private accesses check and copy 16 lanes at a time (EVEX
+//! forms, which dynasm-rs lacks, encoded by [`evex`]: -O0 code makes one every few
+//! instructions);
 //! entered with the System V ABI, rdi = the vector file (lane 0 of register 0), rsi = the wave (the code keeps its scalar file in rsi and
 //! the address of SCC, a byte 0 or 1, in r8), rdx = the run's [`RunEnv`] (kept in
 //! r10). Scalar instructions use rax, rcx
@@ -179,22 +182,28 @@ enum Scalar {
 }
 
 /// The host CPU features the JIT may emit instructions of: every run needs AVX2
-/// (no code is compiled without it), and `v_fma_f64` needs FMA3 (without it the op
-/// joins no run and the interpreter's plan runs it).
+/// (no code is compiled without it), `v_fma_f64` needs FMA3 (without it the op
+/// joins no run and the interpreter's plan runs it), and private accesses use
+/// AVX-512 where the host has it (else AVX2 forms of the same code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HostFeatures {
     /// AVX2 (with AVX): the vector ops and accesses.
     pub(crate) avx2: bool,
     /// FMA3 (`vfmadd231pd`).
     pub(crate) fma: bool,
+    /// AVX-512 Foundation: a private access checks its lanes' addresses and copies
+    /// its rows 64 bytes at a time ([`emit_private_rows`]).
+    pub(crate) avx512: bool,
 }
 
 impl HostFeatures {
-    /// The features of the CPU this runs on.
-    pub(crate) fn detect() -> Self {
+    /// The features of the CPU this runs on (`avx512` only if `wide`: see
+    /// `Program::without_avx512`).
+    pub(crate) fn detect(wide: bool) -> Self {
         Self {
             avx2: crate::arch::host_avx2(),
             fma: crate::arch::host_fma(),
+            avx512: wide && crate::arch::host_avx512(),
         }
     }
 }
@@ -1118,11 +1127,13 @@ impl std::fmt::Debug for Fused {
     }
 }
 
-/// Compiles `runs` (as [`find_runs`] gives them) into one buffer: each run's first
-/// entry and its code. `None` if the host lacks AVX2 or the buffer cannot be made
-/// executable (the block then runs without fused runs).
+/// Compiles `runs` (as [`find_runs`] gives them, for the features they were found
+/// for) into one buffer: each run's first entry and its code. `None` if there is
+/// no run, the host lacks AVX2 or the buffer cannot be made executable (the block
+/// then runs without fused runs).
 pub(crate) fn compile(runs: &[(usize, Chain)]) -> Option<(Code, Vec<(usize, Fused)>)> {
-    compile_for(runs, HostFeatures::detect())
+    let features = runs.first()?.1.features;
+    compile_for(runs, features)
 }
 
 /// [`compile`] for a host with `features`: `None` without AVX2, or when a run needs
@@ -1271,6 +1282,92 @@ fn vex(
 /// `vmovmskps eax, ymm<y>`.
 fn movmsk_eax(a: &mut Assembler, y: u8) {
     vex(a, 1, 0, false, 0x50, 0, 0, y, None);
+}
+
+/// General-purpose register numbers, as the encodings name them.
+const RAX: u8 = 0;
+const RCX: u8 = 1;
+const RDX: u8 = 2;
+const RSI: u8 = 6;
+const RDI: u8 = 7;
+
+/// An EVEX.512 instruction (W0; opcode map `map`: 1 = 0F, 2 = 0F38; `pp`: 1 = 66,
+/// 2 = F3) `op reg, src1, rm` with the write mask k`k` (0: none), where `rm` is
+/// `[base + disp]` (`Some(disp)`, a 32-bit displacement, never scaled) or the
+/// register `base`. dynasm-rs 3.2.1 has no EVEX forms. Registers below 8 only,
+/// and no rsp base (the forms the private accesses use: `emit_private_rows`).
+#[allow(clippy::too_many_arguments)] // the fields of the encoding
+fn evex(
+    a: &mut Assembler,
+    map: u8,
+    pp: u8,
+    op: u8,
+    reg: u8,
+    src1: u8,
+    k: u8,
+    base: u8,
+    disp: Option<i32>,
+) {
+    debug_assert!(reg < 8 && src1 < 8 && k < 8 && base < 8 && base != 4);
+    // P0: R, X, B, R' (inverted: all registers below 8), then the map; P1: W0,
+    // vvvv (inverted), 1, pp; P2: no zeroing, L'L = 512 bits, no broadcast, V'
+    // (inverted), aaa = the mask.
+    let p0 = 0xF0 | map;
+    let p1 = ((!src1 & 15) << 3) | (1 << 2) | pp;
+    let p2 = 0x48 | k;
+    a.extend([0x62, p0, p1, p2, op]);
+    match disp {
+        Some(d) => {
+            a.extend([0x80 | (reg << 3) | base]);
+            a.extend(d.to_le_bytes());
+        }
+        None => a.extend([0xC0 | (reg << 3) | base]),
+    }
+}
+
+/// `vmovdqu32 zmm<z>, [base + disp]`.
+fn zmm_load(a: &mut Assembler, z: u8, base: u8, disp: i32) {
+    evex(a, 1, 2, 0x6F, z, 0, 0, base, Some(disp));
+}
+
+/// `vmovdqu32 [base + disp] {k<k>}, zmm<z>` (k0: every dword).
+fn zmm_store(a: &mut Assembler, base: u8, disp: i32, z: u8, k: u8) {
+    evex(a, 1, 2, 0x7F, z, 0, k, base, Some(disp));
+}
+
+/// `vpbroadcastd zmm<z>, r32` (the general register numbered `r`).
+fn zmm_splat(a: &mut Assembler, z: u8, r: u8) {
+    evex(a, 2, 1, 0x7C, z, 0, 0, r, None);
+}
+
+/// `vpcmpeqd k<k> {k<k>}, zmm<z>, [base + disp]`: k = k AND the dwords equal.
+fn zmm_cmpeq_and(a: &mut Assembler, k: u8, z: u8, base: u8, disp: i32) {
+    evex(a, 1, 1, 0x76, k, z, k, base, Some(disp));
+}
+
+/// `kxnorw k<k>, k<k>, k<k>`: all 16 bits set.
+fn kxnorw_ones(a: &mut Assembler, k: u8) {
+    // VEX (2 bytes) L1 0F W0 46 /r.
+    a.extend([
+        0xC5,
+        0x80 | ((!k & 15) << 3) | (1 << 2),
+        0x46,
+        0xC0 | (k << 3) | k,
+    ]);
+}
+
+/// `kortestw k<k>, k<k>`: CF set when all 16 bits are.
+fn kortestw(a: &mut Assembler, k: u8) {
+    // VEX L0 0F W0 98 /r.
+    a.extend([0xC5, 0xF8, 0x98, 0xC0 | (k << 3) | k]);
+}
+
+/// `kmovw k<k>, word ptr [base + disp]`.
+fn kmovw_load(a: &mut Assembler, k: u8, base: u8, disp: i32) {
+    debug_assert!(k < 8 && base < 8 && base != 4);
+    // VEX L0 0F W0 90 /r.
+    a.extend([0xC5, 0xF8, 0x90, 0x80 | (k << 3) | base]);
+    a.extend(disp.to_le_bytes());
 }
 
 /// `vfmadd231pd acc, x, y` (acc = x·y + acc, one rounding).
@@ -1733,13 +1830,22 @@ fn emit_lds_checks(a: &mut Assembler, b: &Builder, stop_code: i32) {
 
 /// Goes to `stop` unless ymm`all` is all ones (every lane has the address shape
 /// checked), then sets rax = lane 0's address (eax its low dword, ecx its high
-/// one) plus `offset`, wrapping as the plans' addresses do.
+/// one) plus `offset`, wrapping as the plans' addresses do ([`emit_join_lane0`]).
 fn emit_lane0_address(a: &mut Assembler, all: u8, offset: i64, stop: DynamicLabel) {
     dynasm!(a
         ; .arch x64
         ; vpcmpeqd ymm5, ymm5, ymm5
         ; vptest Ry(all), ymm5
         ; jnc =>stop
+    );
+    emit_join_lane0(a, offset);
+}
+
+/// Sets rax = lane 0's address (its low dword in eax, its high one in ecx) plus
+/// `offset`, wrapping.
+fn emit_join_lane0(a: &mut Assembler, offset: i64) {
+    dynasm!(a
+        ; .arch x64
         ; shl rcx, 32
         ; or rax, rcx
         ; mov rcx, QWORD offset
@@ -1985,6 +2091,7 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
         ; lea r8, [rsi + OFF_SGPR + SCC_FROM_SGPR]
         ; lea rsi, [rsi + OFF_SGPR]
     );
+    let wide = c.features.avx512;
     let mut done = 0;
     // Set when the access after part k ran with the one before it (the part
     // between them is empty).
@@ -2025,8 +2132,8 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
             dynasm!(a ; .arch x64 ; mov eax, code ; ret ; =>go);
         }
         match c.accesses.get(k) {
-            Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32),
-            Some(Some(Access::Private(p))) => emit_private(a, p, 2 + done as i32),
+            Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32, wide),
+            Some(Some(Access::Private(p))) => emit_private(a, p, 2 + done as i32, wide),
             Some(Some(Access::Lane(p))) => emit_lane(a, p),
             Some(Some(Access::Bpermute(p))) => {
                 let q = match (c.parts.get(k + 1), c.accesses.get(k + 1)) {
@@ -2201,8 +2308,10 @@ fn emit_part(a: &mut Assembler, b: &Builder, done: usize) {
 
 /// Emits a FLAT or GLOBAL access of a run (see [`Chain`]); returns `stop` when it
 /// cannot run. Between parts: no frame, ymm registers free. Uses rax, rcx, rdx, r9,
-/// r11, ymm0..ymm5 and the red zone (16 bytes below rsp; the code calls nothing).
-fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
+/// r11, ymm0..ymm5 (`wide`: also zmm0, zmm1, k1 and k2 for a private slot, see
+/// [`emit_private_rows`]) and the red zone (16 bytes below rsp; the code calls
+/// nothing).
+fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32, wide: bool) {
     let stop = a.new_dynamic_label();
     let done = a.new_dynamic_label();
     if f.flat {
@@ -2223,7 +2332,7 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32) {
         // A load's one address may be in the LDS aperture instead (the device
         // runtime's team state through a generic pointer).
         let shared = f.load.then(|| a.new_dynamic_label());
-        emit_private_rows(a, &slot, stop, done, shared);
+        emit_private_rows(a, &slot, stop, done, shared, wide);
         dynasm!(a ; .arch x64 ; jmp =>done);
         if let Some(shared) = shared {
             dynasm!(a ; .arch x64 ; =>shared);
@@ -2408,10 +2517,10 @@ fn emit_lane(a: &mut Assembler, p: &LanePlan) {
 /// Emits a MUBUF access to the private segment of a run (see [`Chain`] and
 /// [`PrivateFusion`]); returns `stop` when it cannot run. Registers as
 /// [`emit_flat`].
-fn emit_private(a: &mut Assembler, p: &PrivateFusion, stop_code: i32) {
+fn emit_private(a: &mut Assembler, p: &PrivateFusion, stop_code: i32, wide: bool) {
     let stop = a.new_dynamic_label();
     let done = a.new_dynamic_label();
-    emit_private_rows(a, p, stop, done, None);
+    emit_private_rows(a, p, stop, done, None, wide);
     emit_stop_exit(a, stop, done, stop_code);
 }
 
@@ -2434,13 +2543,16 @@ const FLAT_SCRATCH_LO: i32 = 102;
 /// between the host memory and the vector file, the active lanes' dwords only.
 /// Goes to `stop`, having changed nothing, when a check fails; for FLAT, to
 /// `shared` instead (when given) if the one address is in the LDS aperture, with
-/// rax = that address.
+/// rax = that address. `wide` (a host with AVX-512): the lanes' addresses compared
+/// and the rows copied 16 lanes at a time (zmm0, zmm1; k1 the lanes that match,
+/// k2 EXEC's lanes), as the AVX2 code does 8 at a time.
 fn emit_private_rows(
     a: &mut Assembler,
     p: &PrivateFusion,
     stop: DynamicLabel,
     done: DynamicLabel,
     shared: Option<DynamicLabel>,
+    wide: bool,
 ) {
     let exec = 4 * i32::from(EXEC_LO);
     let flat = matches!(p.address, PrivateAddress::Flat { .. });
@@ -2453,27 +2565,40 @@ fn emit_private_rows(
         PrivateAddress::Flat { vaddr, offset } => {
             let lo = i32::from(vaddr) * ROW;
             let hi = lo + ROW;
-            dynasm!(a
-                ; .arch x64
-                ; mov eax, [rdi + lo]
-                ; vmovd xmm0, eax
-                ; vpbroadcastd ymm0, xmm0
-                ; mov ecx, [rdi + hi]
-                ; vmovd xmm1, ecx
-                ; vpbroadcastd ymm1, xmm1
-                ; vpcmpeqd ymm2, ymm2, ymm2
-            );
-            for g in 0..8 {
-                let d = 32 * g;
+            dynasm!(a ; .arch x64 ; mov eax, [rdi + lo] ; mov ecx, [rdi + hi]);
+            if wide {
+                // k1: the lanes (16 per compare) whose two dwords are lane 0's.
+                zmm_splat(a, 0, RAX);
+                zmm_splat(a, 1, RCX);
+                kxnorw_ones(a, 1);
+                for g in 0..4 {
+                    zmm_cmpeq_and(a, 1, 0, RDI, lo + 64 * g);
+                    zmm_cmpeq_and(a, 1, 1, RDI, hi + 64 * g);
+                }
+                kortestw(a, 1);
+                dynasm!(a ; .arch x64 ; jnc =>stop);
+                emit_join_lane0(a, offset);
+            } else {
                 dynasm!(a
                     ; .arch x64
-                    ; vpcmpeqd ymm3, ymm0, [rdi + lo + d]
-                    ; vpand ymm2, ymm2, ymm3
-                    ; vpcmpeqd ymm3, ymm1, [rdi + hi + d]
-                    ; vpand ymm2, ymm2, ymm3
+                    ; vmovd xmm0, eax
+                    ; vpbroadcastd ymm0, xmm0
+                    ; vmovd xmm1, ecx
+                    ; vpbroadcastd ymm1, xmm1
+                    ; vpcmpeqd ymm2, ymm2, ymm2
                 );
+                for g in 0..8 {
+                    let d = 32 * g;
+                    dynasm!(a
+                        ; .arch x64
+                        ; vpcmpeqd ymm3, ymm0, [rdi + lo + d]
+                        ; vpand ymm2, ymm2, ymm3
+                        ; vpcmpeqd ymm3, ymm1, [rdi + hi + d]
+                        ; vpand ymm2, ymm2, ymm3
+                    );
+                }
+                emit_lane0_address(a, 2, offset, stop);
             }
-            emit_lane0_address(a, 2, offset, stop);
             let other = a.new_dynamic_label();
             dynasm!(a
                 ; .arch x64
@@ -2546,11 +2671,11 @@ fn emit_private_rows(
     if !flat {
         let masked = a.new_dynamic_label();
         dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], -1 ; jne =>masked);
-        emit_private_copy(a, p, false);
+        emit_private_copy(a, p, false, wide);
         dynasm!(a ; .arch x64 ; jmp =>copied ; =>masked);
-        emit_private_copy(a, p, true);
+        emit_private_copy(a, p, true, wide);
     } else {
-        emit_private_copy(a, p, false);
+        emit_private_copy(a, p, false, wide);
     }
     dynasm!(a ; .arch x64 ; =>copied ; vzeroupper);
 }
@@ -2581,9 +2706,26 @@ fn emit_lds_broadcast(a: &mut Assembler, f: &FlatFusion, stop: DynamicLabel) {
 
 /// Emits a private access's copy between the rows at rdx and the vector file:
 /// whole rows, or (`masked`) the dwords of the lanes EXEC has (the others of a
-/// row written back as they were: scratch is the wave's own).
-fn emit_private_copy(a: &mut Assembler, p: &PrivateFusion, masked: bool) {
+/// row written back as they were: scratch is the wave's own). `wide`: 16 lanes at
+/// a time (AVX-512; masked: the destination's stores under k2 = EXEC's 16 bits).
+fn emit_private_copy(a: &mut Assembler, p: &PrivateFusion, masked: bool, wide: bool) {
     let exec = 4 * i32::from(EXEC_LO);
+    if wide {
+        let k = if masked { 2 } else { 0 };
+        for g in 0..4 {
+            if masked {
+                kmovw_load(a, k, RSI, exec + 2 * g);
+            }
+            for d in 0..i32::from(p.dwords) {
+                let mem = (RDX, ROW * d + 64 * g);
+                let row = (RDI, (i32::from(p.reg) + d) * ROW + 64 * g);
+                let (from, to) = if p.load { (mem, row) } else { (row, mem) };
+                zmm_load(a, 0, from.0, from.1);
+                zmm_store(a, to.0, to.1, 0, k);
+            }
+        }
+        return;
+    }
     if masked {
         dynasm!(a ; .arch x64 ; vmovdqu ymm4, [r10 + ENV_LANE_BITS]);
     }
@@ -3744,9 +3886,13 @@ pub(crate) enum Slot<'p> {
 /// Finds the runs of a block's entries worth compiling: from each entry that joins
 /// one, as many following entries as join (integer plans that fuse, LDS and FLAT
 /// accesses, scalar instructions with host code, in the order rules of [`Builder`]
-/// and [`Chain`]), when that is at least two. Returns (first entry, run) pairs.
-pub(crate) fn find_runs<'p>(slots: impl Iterator<Item = Slot<'p>>) -> Vec<(usize, Chain)> {
-    find_runs_for(slots, HostFeatures::detect())
+/// and [`Chain`]), when that is at least two, for this host (AVX-512 forms only if
+/// `wide`). Returns (first entry, run) pairs.
+pub(crate) fn find_runs<'p>(
+    slots: impl Iterator<Item = Slot<'p>>,
+    wide: bool,
+) -> Vec<(usize, Chain)> {
+    find_runs_for(slots, HostFeatures::detect(wide))
 }
 
 /// [`find_runs`] for a host with `features` (an op whose host form needs a feature

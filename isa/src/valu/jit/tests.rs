@@ -134,8 +134,9 @@ fn check_one(want: &str, f: impl FnOnce(&mut Assembler)) {
     assert_eq!(disassemble(&bytes), [want], "bytes {bytes:02x?}");
 }
 
-/// The operand kind of an operand as llvm-mc-16 prints it: `ymm`, `xmm`, `r64`,
-/// `r32`, `r16`, `r8`, `m8`..`m256` (with `ptr`), `m` (LEA's), `vsib` or `imm`.
+/// The operand kind of an operand as llvm-mc-16 prints it: `zmm`, `ymm`, `xmm`,
+/// `k`, `r64`, `r32`, `r16`, `r8`, `m8`..`m512` (with `ptr`), `m` (LEA's), `vsib`
+/// or `imm`, followed by ` {k}` under a write mask.
 fn kind(op: &str) -> String {
     const R64: [&str; 16] = [
         "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
@@ -145,6 +146,13 @@ fn kind(op: &str) -> String {
     const R16: [&str; 8] = ["ax", "cx", "dx", "bx", "sp", "bp", "si", "di"];
     const R8: [&str; 8] = ["al", "cl", "dl", "bl", "spl", "bpl", "sil", "dil"];
     let num = |s: &str| s.parse::<u8>().is_ok();
+    if let Some((op, mask)) = op.split_once(" {") {
+        let k = mask.strip_suffix('}').and_then(|k| k.strip_prefix('k'));
+        return match k.is_some_and(num) {
+            true => format!("{} {{k}}", kind(op)),
+            false => format!("?{op} {{{mask}"),
+        };
+    }
     if let Some(size) = op.strip_suffix(']').and_then(|m| m.split_once(" ptr [")) {
         if size.1.contains("mm") {
             return "vsib".into();
@@ -156,6 +164,7 @@ fn kind(op: &str) -> String {
             "qword" => 64,
             "xmmword" => 128,
             "ymmword" => 256,
+            "zmmword" => 512,
             _ => return format!("m?{}", size.0),
         };
         return format!("m{bits}");
@@ -163,8 +172,14 @@ fn kind(op: &str) -> String {
     if op.starts_with('[') {
         return "m".into();
     }
+    if op.strip_prefix("zmm").is_some_and(num) {
+        return "zmm".into();
+    }
     if op.strip_prefix("ymm").is_some_and(num) {
         return "ymm".into();
+    }
+    if op.strip_prefix('k').is_some_and(num) {
+        return "k".into();
     }
     if op.strip_prefix("xmm").is_some_and(num) {
         return "xmm".into();
@@ -245,10 +260,17 @@ fn compile_block(src: &str, features: HostFeatures) -> (Vec<(usize, Chain)>, Vec
     (found, bytes)
 }
 
-/// Both features.
+/// All the features the JIT uses.
 const HOST: HostFeatures = HostFeatures {
     avx2: true,
     fma: true,
+    avx512: true,
+};
+
+/// A host without AVX-512 (the private accesses' AVX2 forms).
+const HOST_AVX2: HostFeatures = HostFeatures {
+    avx512: false,
+    ..HOST
 };
 
 /// Blocks whose runs use every op, access and scalar form the JIT fuses.
@@ -503,7 +525,7 @@ s_swappc_b64 s[30:31], s[8:9]",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 175] = [
+const FORMS: [&str; 183] = [
     "adc r32, r32",
     "add m64, imm",
     "add r32, imm",
@@ -519,8 +541,8 @@ const FORMS: [&str; 175] = [
     "bt r32, r32",
     "bt r64, imm",
     "bt r64, r64",
-    "call r64",
     "bts r64, imm",
+    "call r64",
     "cmovae r32, r32",
     "cmovbe r32, r32",
     "cmove r64, r64",
@@ -549,6 +571,9 @@ const FORMS: [&str; 175] = [
     "jmp m64",
     "jne imm",
     "jns imm",
+    "kmovw k, m16",
+    "kortestw k, k",
+    "kxnorw k, k, k",
     "lea r32, m",
     "lea r64, m",
     "mov m32, imm",
@@ -626,6 +651,9 @@ const FORMS: [&str; 175] = [
     "vmovdqa ymm, ymm",
     "vmovdqu m256, ymm",
     "vmovdqu ymm, m256",
+    "vmovdqu32 m512 {k}, zmm",
+    "vmovdqu32 m512, zmm",
+    "vmovdqu32 zmm, m512",
     "vmovmskps r32, ymm",
     "vmovq xmm, r64",
     "vmulpd ymm, ymm, ymm",
@@ -640,11 +668,13 @@ const FORMS: [&str; 175] = [
     "vpblendvb ymm, ymm, ymm, ymm",
     "vpbroadcastd ymm, m32",
     "vpbroadcastd ymm, xmm",
+    "vpbroadcastd zmm, r32",
     "vpbroadcastq ymm, xmm",
+    "vpcmpeqd k {k}, zmm, m512",
     "vpcmpeqd ymm, ymm, m256",
     "vpcmpeqd ymm, ymm, ymm",
-    "vpcmpgtq ymm, ymm, ymm",
     "vpcmpgtd ymm, ymm, ymm",
+    "vpcmpgtq ymm, ymm, ymm",
     "vperm2i128 ymm, ymm, ymm, imm",
     "vpermq ymm, ymm, imm",
     "vpgatherdd ymm, vsib, ymm",
@@ -681,14 +711,17 @@ const FORMS: [&str; 175] = [
     "xor r64, r64",
 ];
 
-/// Every distinct form the runs of [`PROGRAMS`] use, with one example of each.
+/// Every distinct form the runs of [`PROGRAMS`] use, with one example of each, on
+/// hosts with AVX-512 and without.
 fn run_forms() -> std::collections::BTreeMap<String, String> {
     let mut forms = std::collections::BTreeMap::new();
     for src in PROGRAMS {
-        let (runs, bytes) = compile_block(src, HOST);
-        assert!(!runs.is_empty() && !bytes.is_empty(), "no run in {src}");
-        for l in disassemble(&bytes) {
-            forms.entry(form(&l)).or_insert(l);
+        for features in [HOST, HOST_AVX2] {
+            let (runs, bytes) = compile_block(src, features);
+            assert!(!runs.is_empty() && !bytes.is_empty(), "no run in {src}");
+            for l in disassemble(&bytes) {
+                forms.entry(form(&l)).or_insert(l);
+            }
         }
     }
     forms
@@ -721,6 +754,10 @@ fn runs_decode_completely_and_use_only_known_forms() {
     );
     // The workarounds' forms are there: the programs reach them.
     for f in [
+        "vmovdqu32 m512 {k}, zmm",
+        "vpcmpeqd k {k}, zmm, m512",
+        "vpcmpeqd ymm, ymm, m256",
+        "vpblendvb ymm, ymm, ymm, ymm",
         "vfmadd231pd ymm, ymm, ymm",
         "vshufps ymm, ymm, ymm, imm",
         "vmovmskps r32, ymm",
@@ -733,7 +770,15 @@ fn runs_decode_completely_and_use_only_known_forms() {
 
 /// One example of each hand-encoded form (all checked in
 /// [`hand_encoded_forms_decode_as_meant`]).
-const HAND_ENCODED: [&str; 7] = [
+const HAND_ENCODED: [&str; 15] = [
+    "vmovdqu32 zmm0, zmmword ptr [rdx + 0x100]",
+    "vmovdqu32 zmmword ptr [rdi + 0x1c0], zmm0",
+    "vmovdqu32 zmmword ptr [rdx + 0x40] {k2}, zmm0",
+    "vpbroadcastd zmm1, ecx",
+    "vpcmpeqd k1 {k1}, zmm1, zmmword ptr [rdi + 0x140]",
+    "kxnorw k1, k1, k1",
+    "kortestw k1, k1",
+    "kmovw k2, word ptr [rsi + 0x1fa]",
     "vmovmskps eax, ymm8",
     "vfmadd231pd ymm13, ymm6, ymm7",
     "vfmadd231ps ymm3, ymm0, ymm1",
@@ -745,6 +790,53 @@ const HAND_ENCODED: [&str; 7] = [
 
 #[test]
 fn hand_encoded_forms_decode_as_meant() {
+    // The EVEX forms of the private accesses, with the registers and bases they
+    // use and displacements below 256, within a row, and across the vector file.
+    let bases = [(RAX, "rax"), (RDX, "rdx"), (RSI, "rsi"), (RDI, "rdi")];
+    for (z, (base, b), disp) in [
+        (0, bases[1], 0x100),
+        (1, bases[3], 0x1_0040),
+        (7, bases[0], 0x7fff_ffc0),
+    ] {
+        check_one(
+            &format!("vmovdqu32 zmm{z}, zmmword ptr [{b} + {disp:#x}]"),
+            |a| zmm_load(a, z, base, disp),
+        );
+        check_one(
+            &format!("vmovdqu32 zmmword ptr [{b} + {disp:#x}], zmm{z}"),
+            |a| zmm_store(a, base, disp, z, 0),
+        );
+        for k in [1, 2, 7] {
+            check_one(
+                &format!("vmovdqu32 zmmword ptr [{b} + {disp:#x}] {{k{k}}}, zmm{z}"),
+                |a| zmm_store(a, base, disp, z, k),
+            );
+        }
+    }
+    for (z, r, name) in [(0, RAX, "eax"), (1, RCX, "ecx"), (5, RDI, "edi")] {
+        check_one(&format!("vpbroadcastd zmm{z}, {name}"), |a| {
+            zmm_splat(a, z, r)
+        });
+    }
+    for (k, z, (base, b), disp) in [
+        (1, 0, bases[3], 0x40),
+        (1, 1, bases[3], 0x1ffc0),
+        (6, 3, bases[2], 0x100),
+    ] {
+        check_one(
+            &format!("vpcmpeqd k{k} {{k{k}}}, zmm{z}, zmmword ptr [{b} + {disp:#x}]"),
+            |a| zmm_cmpeq_and(a, k, z, base, disp),
+        );
+    }
+    for k in [1, 2, 7] {
+        check_one(&format!("kxnorw k{k}, k{k}, k{k}"), |a| kxnorw_ones(a, k));
+        check_one(&format!("kortestw k{k}, k{k}"), |a| kortestw(a, k));
+        for ((base, b), disp) in [(bases[2], 0x1f8), (bases[0], 0x1fe)] {
+            check_one(&format!("kmovw k{k}, word ptr [{b} + {disp:#x}]"), |a| {
+                kmovw_load(a, k, base, disp)
+            });
+        }
+    }
     for y in [1, 8, 11, 15] {
         check_one(&format!("vmovmskps eax, ymm{y}"), |a| movmsk_eax(a, y));
     }
@@ -1210,6 +1302,7 @@ fn without_fma3_no_run_multiply_adds() {
     let no_fma = HostFeatures {
         avx2: true,
         fma: false,
+        avx512: false,
     };
     // (The f64 and f32 programs.)
     for (src, mul) in [(PROGRAMS[1], "vmulpd"), (PROGRAMS[2], "vmulps")] {
@@ -1234,6 +1327,7 @@ fn without_fma3_no_run_multiply_adds() {
     let none = HostFeatures {
         avx2: false,
         fma: false,
+        avx512: false,
     };
     assert!(compile_block(src, none).1.is_empty());
 }
