@@ -1353,6 +1353,9 @@ pub(crate) enum NativeForm {
     /// jumps to the address `a` holds; `s_swappc_b64` writes `b`, the PC of the next
     /// instruction, to `d` after reading `a` (no plan: see [`indirect_jump`]).
     Jump,
+    /// `s_barrier` (the last instruction of its block): the wave leaves the run to
+    /// wait for the others of its workgroup (see `WaveExit::Barrier`).
+    Barrier,
 }
 
 /// `s_mov_b64 sdst, src_shared_base` / `src_private_base` as a [`Native`]
@@ -1472,6 +1475,7 @@ impl ScalarPlan {
             Instruction::Sopp(i) if crate::state::sopp_falls_through(i.op) => {
                 (NativeForm::Nop, 0, 0)
             }
+            Instruction::Sopp(i) if i.op == SoppOp::SBarrier => (NativeForm::Barrier, 0, 0),
             Instruction::Sopp(i) => {
                 use SoppOp as O;
                 let reads = match i.op {

@@ -280,6 +280,15 @@ impl Wave {
                                 self.pc = block.entries.get(k + n).map_or(e.pc, |g| g.pc);
                                 return Ok(WaveExit::Yield);
                             }
+                            Ran::AtBarrier(n) => {
+                                // The run's last entry, an `s_barrier`, ran: the
+                                // wave waits after it, as for an interpreted one.
+                                self.fused_instructions += n as u64;
+                                self.instructions = before + (k + n) as u64;
+                                let last = (k + n).saturating_sub(1);
+                                self.pc = block.entries.get(last).unwrap_or(e).next;
+                                return Ok(WaveExit::Barrier);
+                            }
                             Ran::Jumped(n) | Ran::JumpedTo(n) => {
                                 self.fused_instructions += n as u64;
                                 if own && env.exit_unlinked() && block.unlinked(k, n) {
@@ -831,6 +840,21 @@ pub(crate) mod block_tests {
         ENDPGM,      // 0x30
     ];
 
+    /// A counted loop whose blocks end at barriers: the loop branch (in the block at
+    /// 0x10) goes back to the block at 0x04. Ends with s0 = 3, v0 = 1, v1 = 0 + 1 + 2
+    /// after 4 barriers and 4 + 2 · 5 + 4 + 1 = 19 instructions.
+    const BARRIERS: &[u32] = &[
+        0xBE80_0080, // 0x00 s_mov_b32 s0, 0
+        0x6802_0200, // 0x04 v_add_u32_e32 v1, s0, v1
+        0x8000_8100, // 0x08 s_add_u32 s0, s0, 1
+        0xBF8A_0000, // 0x0c s_barrier
+        0xBF0A_8300, // 0x10 s_cmp_lt_u32 s0, 3
+        0xBF85_FFFB, // 0x14 s_cbranch_scc1 -5 (to 0x04)
+        0x6800_0081, // 0x18 v_add_u32_e32 v0, 1, v0
+        0xBF8A_0000, // 0x1c s_barrier
+        ENDPGM,      // 0x20
+    ];
+
     /// Straight-line code running into a word that does not decode.
     const STRAIGHT: &[u32] = &[
         0xBE80_0080, // s_mov_b32 s0, 0
@@ -933,7 +957,8 @@ pub(crate) mod block_tests {
         }
     }
 
-    /// What a run left behind: each `run` result (resumed after every yield), the
+    /// What a run left behind: each `run` result (resumed after every yield and
+    /// barrier), the
     /// PC, the counter, s0..s7, SCC, v0 and v1, and the trace lines.
     type Outcome = (
         Vec<Result<WaveExit, Fault>>,
@@ -946,7 +971,8 @@ pub(crate) mod block_tests {
     );
 
     /// Runs a fresh wave (s2 = `s2`) over `words` to its end, resuming it after each
-    /// yield, with blocks or stepwise.
+    /// yield and barrier (the wave is its workgroup's only one), with blocks or
+    /// stepwise.
     fn outcome(
         words: &[u32],
         s2: u32,
@@ -981,7 +1007,7 @@ pub(crate) mod block_tests {
             } else {
                 w.run(&program, &mut ctx)
             };
-            let again = r == Ok(WaveExit::Yield);
+            let again = matches!(r, Ok(WaveExit::Yield | WaveExit::Barrier));
             exits.push(r);
             if !again {
                 break;
@@ -1161,6 +1187,62 @@ pub(crate) mod block_tests {
         let (exit, w) = run(Some(&stop));
         assert_eq!(exit, Err(Fault::Aborted { pc: 0x24 }));
         assert_eq!(w.instructions, 9);
+    }
+
+    #[test]
+    fn fused_runs_end_at_barriers_where_the_interpreter_waits() {
+        let (exits, pc, n, s, _, v, _) = outcome(BARRIERS, 0, BUDGET, u64::MAX, false, false);
+        let barrier = Ok(WaveExit::Barrier);
+        assert_eq!(
+            exits,
+            [
+                barrier.clone(),
+                barrier.clone(),
+                barrier.clone(),
+                barrier,
+                Ok(WaveExit::Ended)
+            ]
+        );
+        assert_eq!((pc, n, s[0]), (0x24, 19, 3));
+        assert!(v[..64].iter().all(|&x| x == 1) && v[64..].iter().all(|&x| x == 3));
+        agree(BARRIERS, 0, 24);
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        // Every barrier ran in a run (all but `s_endpgm`), and the loop branch's
+        // last turn entered the run at 0x04 through its link, leaving at the
+        // barrier from there: each exit resumes after its barrier.
+        let code = region(BARRIERS);
+        let base = code.device_base();
+        let program = Program::new(&code);
+        let mem = Mem::default();
+        let mut w = Wave::new();
+        w.set_exec(u64::MAX);
+        w.pc = base;
+        let mut after = Vec::new();
+        loop {
+            let mut ctx = WaveContext {
+                memory: &mem,
+                lds: &mut [],
+                apertures: crate::state::Apertures::KFD,
+                stop: None,
+                max_instructions: BUDGET,
+                yield_after: u64::MAX,
+            };
+            let exit = w.run(&program, &mut ctx);
+            after.push((w.pc - base, w.instructions));
+            if exit != Ok(WaveExit::Barrier) {
+                assert_eq!(exit, Ok(WaveExit::Ended));
+                break;
+            }
+        }
+        assert_eq!(
+            after,
+            [(0x10, 4), (0x10, 9), (0x10, 14), (0x20, 18), (0x24, 19)]
+        );
+        assert_eq!(w.fused_instructions, 18);
+        let at = |off: u64| program.block_hinted(base + off, &mut None).unwrap();
+        assert!(!at(0x10).unlinked(0, 2), "the loop branch was linked");
     }
 
     #[test]

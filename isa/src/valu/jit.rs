@@ -87,7 +87,11 @@
 //! `s_setpc_b64` or `s_swappc_b64` (the calls and returns of -O0 code, which end
 //! their blocks): its way out is linked to the first target it took, and taken
 //! only when the address it reads is that block's ([`Ran::JumpedTo`] otherwise,
-//! the address in the [`RunEnv`]). -O0 code enters a block
+//! the address in the [`RunEnv`]). A run may also end with an `s_barrier`
+//! ([`Ran::AtBarrier`]): the wave then leaves the run to wait for its workgroup,
+//! as after an interpreted one (LLVM 16's team reductions cross a barrier every
+//! few instructions, and the end of an `if` before one, `s_or_b64 exec`, made a
+//! run of its own too short to compile). -O0 code enters a block
 //! every 16 instructions, and the loop's work per block entered (finding the block,
 //! the budget, the call of its run) was a fifth of its time.
 //!
@@ -423,7 +427,7 @@ impl Builder {
         if self.branch.is_some() || self.entries >= usize::from(u8::MAX) {
             return false;
         }
-        if let NativeForm::Branch(_) | NativeForm::Jump = n.form {
+        if let NativeForm::Branch(_) | NativeForm::Jump | NativeForm::Barrier = n.form {
             self.branch = Some(*n);
             self.entries += 1;
             return true;
@@ -815,7 +819,9 @@ impl Builder {
 /// found EXEC not all ones or an LDS access's lanes not addressing what the run can
 /// do, after its prefix; or a FLAT access or a bpermute could not run, see
 /// [`Chain`]); [`DEFERRED`] + n: it stopped after its first n entries, before a
-/// FLAT gather that deferred itself ([`flat_fallback`]; the wave yields there).
+/// FLAT gather that deferred itself ([`flat_fallback`]; the wave yields there);
+/// [`JUMPED_TO`] + n, [`AT_BARRIER`] + n: its n entries ran, the last an
+/// `s_setpc_b64` or `s_swappc_b64`, or an `s_barrier`.
 type RunFn = unsafe extern "sysv64" fn(*mut u32, *mut WaveState, *mut RunEnv) -> u32;
 
 /// The return code of a run whose branch is taken, less the entries that ran (see
@@ -828,6 +834,9 @@ const DEFERRED: u32 = 0x2000;
 /// less the entries that ran (the jump the last): the target is in the
 /// [`RunEnv`] (above every other code).
 const JUMPED_TO: u32 = 0x3000;
+/// The return code of a run that ended with an `s_barrier`, less the entries that
+/// ran (the barrier the last; above every other code).
+const AT_BARRIER: u32 = 0x4000;
 
 /// What a run reads besides the wave (rdx on entry, kept in r10): made once per
 /// [`crate::Wave::run`](crate::state::WaveState) call from its context ([`RunEnv::of`]);
@@ -1197,6 +1206,9 @@ pub(crate) enum Ran {
     /// Its first `n` entries ran; the next is a FLAT gather that deferred itself
     /// (see `WaveState::run_flat_plan`): the wave yields before it.
     Deferred(usize),
+    /// Its first `n` entries ran, the last an `s_barrier`: the wave waits there for
+    /// the others of its workgroup.
+    AtBarrier(usize),
 }
 
 /// Runs `f` on `w`, with its workgroup's `lds` and `env` ([`RunEnv::of`] the
@@ -1246,6 +1258,7 @@ pub(crate) fn run_fused(
     // checks above (the registers, MODE) and the wave's budget.
     match unsafe { (f.func)(vgpr, wave, env) } {
         0 => Ran::Next,
+        n if n >= AT_BARRIER => Ran::AtBarrier((n - AT_BARRIER) as usize),
         n if n >= JUMPED_TO => Ran::JumpedTo((n - JUMPED_TO) as usize),
         n if n >= DEFERRED => Ran::Deferred((n - DEFERRED) as usize),
         n if n >= JUMPED => Ran::Jumped((n - JUMPED) as usize),
@@ -1522,7 +1535,7 @@ fn emit_native<A: DynasmApi>(a: &mut A, n: &Native) -> bool {
         }
         NativeForm::Sop2(op) => return emit_sop2(a, op, n),
         // Emitted last, by `emit_run`.
-        NativeForm::Branch(_) | NativeForm::Jump => return false,
+        NativeForm::Branch(_) | NativeForm::Jump | NativeForm::Barrier => return false,
     }
     true
 }
@@ -2113,6 +2126,12 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
             emit_link(a, &exit, done as i32, true);
             exits.push(exit);
             let code = JUMPED_TO as i32 + done as i32;
+            dynasm!(a ; .arch x64 ; mov eax, code ; ret);
+        }
+        if b.branch.is_some_and(|n| n.form == NativeForm::Barrier) {
+            // The block's last instruction: the wave waits for the others of its
+            // workgroup, out of the run.
+            let code = AT_BARRIER as i32 + done as i32;
             dynasm!(a ; .arch x64 ; mov eax, code ; ret);
         }
         if let Some(NativeForm::Branch(op)) = b.branch.map(|n| n.form) {

@@ -274,7 +274,7 @@ const HOST_AVX2: HostFeatures = HostFeatures {
 };
 
 /// Blocks whose runs use every op, access and scalar form the JIT fuses.
-const PROGRAMS: [&str; 10] = [
+const PROGRAMS: [&str; 11] = [
     // Integer ops: every binary and three-source kind, the carries (in registers
     // and from before the run), selects, 32- and 64-bit compares of every condition,
     // 64-bit shifts; scalar, inline and literal sources; three and four masks.
@@ -519,6 +519,10 @@ s_endpgm",
 s_add_u32 s8, s8, 0x100
 s_addc_u32 s9, s9, 0
 s_swappc_b64 s[30:31], s[8:9]",
+    // The end of an `if` before a barrier (the run's last entry, its way out).
+    "v_add_u32_e32 v0, v1, v0
+s_or_b64 exec, exec, s[10:11]
+s_barrier",
 ];
 
 /// The forms of the instructions the JIT emits (as [`form`] names them): what the
