@@ -108,9 +108,10 @@
 //! Code: one executable buffer per block (dynasm-rs; the forms it encodes wrongly
 //! are encoded by [`vex`]), compiled only on a host with AVX2, and a run has the
 //! f64 fused multiply-add (FMA3) only on a host with FMA ([`HostFeatures`]); on a
-//! host with AVX-512, private accesses check and copy 16 lanes at a time (EVEX
-//! forms, which dynasm-rs lacks, encoded by [`evex`]: -O0 code makes one every few
-//! instructions);
+//! host with AVX-512, private accesses check and copy 16 lanes at a time, and so
+//! do parts whose vector ops are all moves ([`emit_moves_wide`]; EVEX forms, which
+//! dynasm-rs lacks, encoded by [`evex`]: -O0 code makes a private access every few
+//! instructions, and moves are two in five of its vector ops);
 //! entered with the System V ABI, rdi = the vector file (lane 0 of register 0), rsi = the wave (the code keeps its scalar file in rsi and
 //! the address of SCC, a byte 0 or 1, in r8), rdx = the run's [`RunEnv`] (kept in
 //! r10). Scalar instructions use rax, rcx
@@ -2113,7 +2114,7 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
         if std::mem::take(&mut paired) {
             continue;
         }
-        emit_part(a, b, done);
+        emit_part(a, b, done, wide);
         done += b.entries;
         if let Some(n) = b.branch.filter(|n| n.form == NativeForm::Jump) {
             // The block's last instruction: the run leaves for the address read.
@@ -2272,7 +2273,7 @@ fn emit_taken(a: &mut Assembler, op: SoppOp) {
 
 /// Emits one part of a run (without its branch), `done` entries of the run before
 /// it.
-fn emit_part(a: &mut Assembler, b: &Builder, done: usize) {
+fn emit_part(a: &mut Assembler, b: &Builder, done: usize, wide: bool) {
     let (before, after) = b.scalars.split_at(b.hoisted.min(b.scalars.len()));
     let (prefix, before) = before.split_at(b.prefix.min(before.len()));
     for n in prefix {
@@ -2296,7 +2297,9 @@ fn emit_part(a: &mut Assembler, b: &Builder, done: usize) {
     for n in before {
         emit_native(a, n);
     }
-    if !b.ops.is_empty() {
+    if wide && moves_only(b) {
+        emit_moves_wide(a, b);
+    } else if !b.ops.is_empty() {
         let rows = 1 + b.consts.len() as i32;
         let ext = 32 * rows;
         let acc = ext + 8 * b.ext.len() as i32;
@@ -2323,6 +2326,62 @@ fn emit_part(a: &mut Assembler, b: &Builder, done: usize) {
     for n in after {
         emit_native(a, n);
     }
+}
+
+/// Whether the part's vector ops are all moves of registers, constants and scalar
+/// dwords (`v_mov_b32`, `v_pk_mov_b32`, the AGPR moves: the spills and copies of
+/// -O0 code), with no LDS access: [`emit_moves_wide`] can run them.
+fn moves_only(b: &Builder) -> bool {
+    let plain = |v: &Val| !matches!(v, Val::Lanes(_));
+    !b.ops.is_empty()
+        && b.lds.is_empty()
+        && b.ops.iter().all(|op| match op {
+            Op::Mov { a, .. } => plain(a),
+            Op::PkMov { a, b, .. } => plain(a) && plain(b),
+            _ => false,
+        })
+}
+
+/// Emits the moves of a part [`moves_only`] accepts on a host with AVX-512: each
+/// move on all 64 lanes (16 at a time, its sources read before its destinations
+/// are written) before the next, which gives the group loop's results (a move
+/// reads and writes its own lanes only), without its frame: a constant or scalar
+/// source is broadcast once per move. Uses rax, zmm0 and zmm1.
+fn emit_moves_wide(a: &mut Assembler, b: &Builder) {
+    for op in &b.ops {
+        let moves = match *op {
+            Op::Mov { d, a: x } => vec![(d, x)],
+            Op::PkMov { d, a: x, b: y } => vec![(d, x), (d + 1, y)],
+            _ => continue,
+        };
+        for (z, &(_, v)) in (0u8..).zip(&moves) {
+            match v {
+                // Frame row k > 0 holds constant k - 1.
+                Val::Const(k) => {
+                    let c = b.consts.get(k.wrapping_sub(1)).copied().unwrap_or(0) as i32;
+                    dynasm!(a ; .arch x64 ; mov eax, c);
+                    zmm_splat(a, z, RAX);
+                }
+                Val::Sreg(c) => {
+                    let at = 4 * i32::from(c);
+                    dynasm!(a ; .arch x64 ; mov eax, [rsi + at]);
+                    zmm_splat(a, z, RAX);
+                }
+                Val::Row(_) | Val::Lanes(_) => {}
+            }
+        }
+        for g in 0..4 {
+            for (z, &(_, v)) in (0u8..).zip(&moves) {
+                if let Val::Row(r) = v {
+                    zmm_load(a, z, RDI, i32::from(r) * ROW + 64 * g);
+                }
+            }
+            for (z, &(d, _)) in (0u8..).zip(&moves) {
+                zmm_store(a, RDI, i32::from(d) * ROW + 64 * g, z, 0);
+            }
+        }
+    }
+    dynasm!(a ; .arch x64 ; vzeroupper);
 }
 
 /// Emits a FLAT or GLOBAL access of a run (see [`Chain`]); returns `stop` when it
