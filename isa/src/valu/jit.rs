@@ -1309,7 +1309,7 @@ const RDI: u8 = 7;
 /// 2 = F3) `op reg, src1, rm` with the write mask k`k` (0: none), where `rm` is
 /// `[base + disp]` (`Some(disp)`, a 32-bit displacement, never scaled) or the
 /// register `base`. dynasm-rs 3.2.1 has no EVEX forms. Registers below 8 only,
-/// and no rsp base (the forms the private accesses use: `emit_private_rows`).
+/// and no rsp base (the forms `emit_private_rows` and `emit_moves_wide` use).
 #[allow(clippy::too_many_arguments)] // the fields of the encoding
 fn evex(
     a: &mut Assembler,
