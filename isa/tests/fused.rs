@@ -1780,6 +1780,64 @@ fn private_inst(rng: &mut Rng) -> String {
 }
 
 #[test]
+fn flat_stack_slots_under_a_partial_exec_compare_the_active_lanes_only() {
+    // Unoptimised code reads and writes its stack slots inside `if`s: FLAT
+    // accesses under a partial EXEC whose inactive lanes hold any address. In half
+    // the waves with two lanes or more, an active lane (not always the first) of
+    // v[14:15] names another slot, or an address whose high dword differs.
+    let mut rng = Rng(0x5EED_5107);
+    let mem = TestMemory::default();
+    let (data, base) = mem.alloc_guarded(DATA_BYTES, GUARD);
+    for case in 0..120 {
+        let src: Vec<String> = (0..10)
+            .map(|_| match rng.below(3) {
+                // (Vector ops would stop the run under a partial EXEC.)
+                0 => "s_add_u32 s20, s20, 1".to_string(),
+                _ => loop {
+                    let i = private_inst(&mut rng);
+                    if i.starts_with("flat") {
+                        break i;
+                    }
+                },
+            })
+            .collect();
+        // A first access through v[12:13], whose active lanes all name one slot,
+        // caches the private window: the later ones run in the run's code.
+        let text = format!(
+            "flat_load_dword v0, v[12:13]\n{}\ns_endpgm\n",
+            src.join("\n")
+        );
+        let exec = match case % 4 {
+            0 => 1 << 63,
+            1 => 0x00F0_0000_0000_0F00,
+            _ => rng.next() & rng.next(),
+        };
+        let seed = rng.next() | 1;
+        compare_memory_runs(&mem, &data, &small_lds(), &text, 0, || {
+            let mut r = Rng(seed);
+            let mut w = random_wave(&mut r, exec);
+            private_addresses(&mut r, &mut w, base);
+            let odd = (exec.count_ones() > 1 && r.below(2) == 0).then(|| {
+                let lanes: Vec<usize> = (0..WAVE_SIZE).filter(|l| exec >> l & 1 == 1).collect();
+                lanes[r.below(lanes.len())]
+            });
+            for reg in [12, 14] {
+                for l in 0..WAVE_SIZE {
+                    if exec >> l & 1 == 0 {
+                        (w.vgpr[reg][l], w.vgpr[reg + 1][l]) = (r.value(), r.value());
+                    } else if Some(l) == odd && reg == 14 {
+                        // Another slot, or an address 4 GiB away.
+                        let k = reg + (case / 4) % 2;
+                        w.vgpr[k][l] = w.vgpr[k][l].wrapping_add(4);
+                    }
+                }
+            }
+            w
+        });
+    }
+}
+
+#[test]
 fn private_accesses_in_fused_runs_give_the_interpreters_results() {
     // The EXECs unoptimised code spills under: every lane, lane 0 alone (the device
     // runtime's serial parts), none, and others.

@@ -1359,6 +1359,22 @@ fn zmm_cmpeq_and(a: &mut Assembler, k: u8, z: u8, base: u8, disp: i32) {
     evex(a, 1, 1, 0x76, k, z, k, base, Some(disp));
 }
 
+/// `vpcmpeqd k<k> {k<m>}, zmm<z>, [base + disp]`: k = m AND the dwords equal.
+fn zmm_cmpeq_under(a: &mut Assembler, k: u8, m: u8, z: u8, base: u8, disp: i32) {
+    evex(a, 1, 1, 0x76, k, z, m, base, Some(disp));
+}
+
+/// `kxorw k<d>, k<x>, k<y>`.
+fn kxorw(a: &mut Assembler, d: u8, x: u8, y: u8) {
+    // VEX (2 bytes) L1 0F W0 47 /r.
+    a.extend([
+        0xC5,
+        0x80 | ((!x & 15) << 3) | (1 << 2),
+        0x47,
+        0xC0 | (d << 3) | y,
+    ]);
+}
+
 /// `kxnorw k<k>, k<k>, k<k>`: all 16 bits set.
 fn kxnorw_ones(a: &mut Assembler, k: u8) {
     // VEX (2 bytes) L1 0F W0 46 /r.
@@ -2106,6 +2122,7 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
         ; lea rsi, [rsi + OFF_SGPR]
     );
     let wide = c.features.avx512;
+    let mut cold = Vec::new();
     let mut done = 0;
     // Set when the access after part k ran with the one before it (the part
     // between them is empty).
@@ -2152,7 +2169,7 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
             dynasm!(a ; .arch x64 ; mov eax, code ; ret ; =>go);
         }
         match c.accesses.get(k) {
-            Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32, wide),
+            Some(Some(Access::Flat(f))) => emit_flat(a, f, 2 + done as i32, wide, &mut cold),
             Some(Some(Access::Private(p))) => emit_private(a, p, 2 + done as i32, wide),
             Some(Some(Access::Lane(p))) => emit_lane(a, p),
             Some(Some(Access::Bpermute(p))) => {
@@ -2175,6 +2192,10 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
         done += 1;
     }
     dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
+    // The cold paths, out of the way of the code that runs.
+    for c in &cold {
+        emit_partial_slot(a, c);
+    }
     start
 }
 
@@ -2389,7 +2410,13 @@ fn emit_moves_wide(a: &mut Assembler, b: &Builder) {
 /// r11, ymm0..ymm5 (`wide`: also zmm0, zmm1, k1 and k2 for a private slot, see
 /// [`emit_private_rows`]) and the red zone (16 bytes below rsp; the code calls
 /// nothing).
-fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32, wide: bool) {
+fn emit_flat(
+    a: &mut Assembler,
+    f: &FlatFusion,
+    stop_code: i32,
+    wide: bool,
+    cold: &mut Vec<PartialSlot>,
+) {
     let stop = a.new_dynamic_label();
     let done = a.new_dynamic_label();
     if f.flat {
@@ -2397,7 +2424,20 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32, wide: bool) {
         // `PrivateFusion`), or nothing this code does.
         let consecutive = a.new_dynamic_label();
         let lo = i32::from(f.vaddr) * ROW;
-        dynasm!(a ; .arch x64 ; mov eax, [rdi + lo] ; cmp eax, [rdi + lo + 4] ; jne =>consecutive);
+        let exec = 4 * i32::from(EXEC_LO);
+        // Under a partial EXEC only a stack slot may run here (the consecutive
+        // path needs every lane), and lanes 0 and 1 may be inactive: with AVX-512
+        // the slot's cold check takes it ([`PartialSlot`]).
+        let partial = wide.then(|| a.new_dynamic_label());
+        if let Some(partial) = partial {
+            dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], -1 ; jne =>partial);
+        }
+        dynasm!(a
+            ; .arch x64
+            ; mov eax, [rdi + lo]
+            ; cmp eax, [rdi + lo + 4]
+            ; jne =>consecutive
+        );
         let slot = PrivateFusion {
             address: PrivateAddress::Flat {
                 vaddr: f.vaddr,
@@ -2410,10 +2450,12 @@ fn emit_flat(a: &mut Assembler, f: &FlatFusion, stop_code: i32, wide: bool) {
         // A load's one address may be in the LDS aperture instead (the device
         // runtime's team state through a generic pointer).
         let shared = f.load.then(|| a.new_dynamic_label());
-        emit_private_rows(a, &slot, stop, done, shared, wide);
+        let cold = partial.map(|p| (p, cold));
+        emit_private_rows(a, &slot, stop, done, shared, wide, cold);
         dynasm!(a ; .arch x64 ; jmp =>done);
         if let Some(shared) = shared {
-            dynasm!(a ; .arch x64 ; =>shared);
+            // (Every lane: the broadcast writes them all.)
+            dynasm!(a ; .arch x64 ; =>shared ; cmp QWORD [rsi + exec], -1 ; jne =>stop);
             emit_lds_broadcast(a, f, stop);
             dynasm!(a ; .arch x64 ; jmp =>done);
         }
@@ -2592,13 +2634,56 @@ fn emit_lane(a: &mut Assembler, p: &LanePlan) {
     }
 }
 
+/// The check of a FLAT stack-slot access under a partial EXEC (see
+/// [`emit_private_rows`]), emitted after the run's code ([`emit_partial_slot`]):
+/// entered at `partial`, it goes on at `joined` with eax and ecx the first active
+/// lane's address, or to `stop`, or (no lane active: nothing to do) to `done`; the
+/// address pair's register at byte `lo` of the vector file, its high dwords at
+/// `hi`.
+struct PartialSlot {
+    partial: DynamicLabel,
+    joined: DynamicLabel,
+    stop: DynamicLabel,
+    done: DynamicLabel,
+    lo: i32,
+    hi: i32,
+}
+
+/// Emits a [`PartialSlot`]: the first active lane's address; then, 16 lanes at a
+/// time, k1 = the active lanes (k2, from EXEC) whose two dwords are that
+/// address's, which must be all of them (k3 = k1 XOR k2 clear). Uses rax, rcx,
+/// r9, zmm0, zmm1 and k1..k3.
+fn emit_partial_slot(a: &mut Assembler, c: &PartialSlot) {
+    let exec = 4 * i32::from(EXEC_LO);
+    let (lo, hi) = (c.lo, c.hi);
+    dynasm!(a
+        ; .arch x64
+        ; =>c.partial
+        ; bsf r9, QWORD [rsi + exec]
+        ; jz =>c.done
+        ; mov eax, [rdi + r9 * 4 + lo]
+        ; mov ecx, [rdi + r9 * 4 + hi]
+    );
+    zmm_splat(a, 0, RAX);
+    zmm_splat(a, 1, RCX);
+    for g in 0..4 {
+        kmovw_load(a, 2, RSI, exec + 2 * g);
+        zmm_cmpeq_under(a, 1, 2, 0, RDI, lo + 64 * g);
+        zmm_cmpeq_and(a, 1, 1, RDI, hi + 64 * g);
+        kxorw(a, 3, 1, 2);
+        kortestw(a, 3);
+        dynasm!(a ; .arch x64 ; jnz =>c.stop);
+    }
+    dynasm!(a ; .arch x64 ; jmp =>c.joined);
+}
+
 /// Emits a MUBUF access to the private segment of a run (see [`Chain`] and
 /// [`PrivateFusion`]); returns `stop` when it cannot run. Registers as
 /// [`emit_flat`].
 fn emit_private(a: &mut Assembler, p: &PrivateFusion, stop_code: i32, wide: bool) {
     let stop = a.new_dynamic_label();
     let done = a.new_dynamic_label();
-    emit_private_rows(a, p, stop, done, None, wide);
+    emit_private_rows(a, p, stop, done, None, wide, None);
     emit_stop_exit(a, stop, done, stop_code);
 }
 
@@ -2612,9 +2697,10 @@ const SCRATCH_DW3: i32 = 1 << 23 | 3 << 21 | 1 << 19;
 /// Scalar-file index of FLAT_SCRATCH's low dword.
 const FLAT_SCRATCH_LO: i32 = 102;
 
-/// Emits a private access's checks and copy: the lanes (FLAT: every lane active;
-/// MUBUF: none active goes to `done`), the address of row 0 (dword 0 of the 64
-/// lanes) in rax (FLAT: every lane's address lane 0's, in the private aperture,
+/// Emits a private access's checks and copy: the lanes (FLAT: every lane active,
+/// or with `wide` any, as MUBUF; MUBUF: none active goes to `done`), the address of
+/// row 0 (dword 0 of the 64 lanes) in rax (FLAT: every active lane's address the
+/// first one's (lane 0's without `wide`), in the private aperture,
 /// dword-aligned, the row at FLAT_SCRATCH + offset · 64; MUBUF: the V# a
 /// swizzled wave64 scratch buffer, the row at its base + SOFFSET + offset · 64),
 /// the rows inside one window the wave has cached, then one 256-byte row per dword
@@ -2622,8 +2708,12 @@ const FLAT_SCRATCH_LO: i32 = 102;
 /// Goes to `stop`, having changed nothing, when a check fails; for FLAT, to
 /// `shared` instead (when given) if the one address is in the LDS aperture, with
 /// rax = that address. `wide` (a host with AVX-512): the lanes' addresses compared
-/// and the rows copied 16 lanes at a time (zmm0, zmm1; k1 the lanes that match,
-/// k2 EXEC's lanes), as the AVX2 code does 8 at a time.
+/// and the rows copied 16 lanes at a time (zmm0, zmm1; k1 the lanes that match, k2
+/// EXEC's lanes), as the AVX2 code does 8 at a time. With `partial` (a FLAT
+/// access's label for a partial EXEC, and the run's cold paths), a FLAT access
+/// under a partial EXEC runs too: the caller jumped to the label, and the
+/// [`PartialSlot`] pushed here checks its active lanes out of line (-O0 code reads
+/// and writes its stack slots inside `if`s).
 fn emit_private_rows(
     a: &mut Assembler,
     p: &PrivateFusion,
@@ -2631,21 +2721,29 @@ fn emit_private_rows(
     done: DynamicLabel,
     shared: Option<DynamicLabel>,
     wide: bool,
+    partial: Option<(DynamicLabel, &mut Vec<PartialSlot>)>,
 ) {
     let exec = 4 * i32::from(EXEC_LO);
     let flat = matches!(p.address, PrivateAddress::Flat { .. });
-    if flat {
-        dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], -1 ; jne =>stop);
-    } else {
-        dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], 0 ; je =>done);
+    match (flat, &partial) {
+        // (A partial EXEC went to the cold check before.)
+        (true, Some(_)) => {}
+        (true, None) => dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], -1 ; jne =>stop),
+        (false, _) => dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], 0 ; je =>done),
     }
     match p.address {
         PrivateAddress::Flat { vaddr, offset } => {
             let lo = i32::from(vaddr) * ROW;
             let hi = lo + ROW;
-            dynasm!(a ; .arch x64 ; mov eax, [rdi + lo] ; mov ecx, [rdi + hi]);
             if wide {
-                // k1: the lanes (16 per compare) whose two dwords are lane 0's.
+                // Every lane active: k1 = the lanes (16 per compare) whose two
+                // dwords are lane 0's, which must be all of them.
+                let joined = a.new_dynamic_label();
+                dynasm!(a
+                    ; .arch x64
+                    ; mov eax, [rdi + lo]
+                    ; mov ecx, [rdi + hi]
+                );
                 zmm_splat(a, 0, RAX);
                 zmm_splat(a, 1, RCX);
                 kxnorw_ones(a, 1);
@@ -2654,9 +2752,20 @@ fn emit_private_rows(
                     zmm_cmpeq_and(a, 1, 1, RDI, hi + 64 * g);
                 }
                 kortestw(a, 1);
-                dynasm!(a ; .arch x64 ; jnc =>stop);
+                dynasm!(a ; .arch x64 ; jnc =>stop ; =>joined);
+                if let Some((partial, cold)) = partial {
+                    cold.push(PartialSlot {
+                        partial,
+                        joined,
+                        stop,
+                        done,
+                        lo,
+                        hi,
+                    });
+                }
                 emit_join_lane0(a, offset);
             } else {
+                dynasm!(a ; .arch x64 ; mov eax, [rdi + lo] ; mov ecx, [rdi + hi]);
                 dynasm!(a
                     ; .arch x64
                     ; vmovd xmm0, eax
@@ -2746,7 +2855,8 @@ fn emit_private_rows(
     dynasm!(a ; .arch x64 ; mov rcx, rax ; add rcx, size ; jc =>stop);
     emit_window(a, 4, stop);
     let copied = a.new_dynamic_label();
-    if !flat {
+    if !flat || wide {
+        // (FLAT: a partial EXEC came through the cold check.)
         let masked = a.new_dynamic_label();
         dynasm!(a ; .arch x64 ; cmp QWORD [rsi + exec], -1 ; jne =>masked);
         emit_private_copy(a, p, false, wide);

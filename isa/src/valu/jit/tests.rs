@@ -529,7 +529,7 @@ s_barrier",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 183] = [
+const FORMS: [&str; 185] = [
     "adc r32, r32",
     "add m64, imm",
     "add r32, imm",
@@ -541,6 +541,7 @@ const FORMS: [&str; 183] = [
     "and r32, r32",
     "and r64, imm",
     "and r64, r64",
+    "bsf r64, m64",
     "bsf r64, r64",
     "bt r32, r32",
     "bt r64, imm",
@@ -578,6 +579,7 @@ const FORMS: [&str; 183] = [
     "kmovw k, m16",
     "kortestw k, k",
     "kxnorw k, k, k",
+    "kxorw k, k, k",
     "lea r32, m",
     "lea r64, m",
     "mov m32, imm",
@@ -774,12 +776,13 @@ fn runs_decode_completely_and_use_only_known_forms() {
 
 /// One example of each hand-encoded form (all checked in
 /// [`hand_encoded_forms_decode_as_meant`]).
-const HAND_ENCODED: [&str; 15] = [
+const HAND_ENCODED: [&str; 16] = [
     "vmovdqu32 zmm0, zmmword ptr [rdx + 0x100]",
     "vmovdqu32 zmmword ptr [rdi + 0x1c0], zmm0",
     "vmovdqu32 zmmword ptr [rdx + 0x40] {k2}, zmm0",
     "vpbroadcastd zmm1, ecx",
     "vpcmpeqd k1 {k1}, zmm1, zmmword ptr [rdi + 0x140]",
+    "kxorw k3, k1, k2",
     "kxnorw k1, k1, k1",
     "kortestw k1, k1",
     "kmovw k2, word ptr [rsi + 0x1fa]",
@@ -822,6 +825,18 @@ fn hand_encoded_forms_decode_as_meant() {
             zmm_splat(a, z, r)
         });
     }
+    for k in [1, 2, 7] {
+        check_one(&format!("kxnorw k{k}, k{k}, k{k}"), |a| kxnorw_ones(a, k));
+    }
+    for (d, x, y) in [(3, 1, 2), (1, 6, 1), (7, 2, 5)] {
+        check_one(&format!("kxorw k{d}, k{x}, k{y}"), |a| kxorw(a, d, x, y));
+    }
+    for (k, m, z, (base, b), disp) in [(1, 2, 0, bases[3], 0x40), (3, 7, 1, bases[0], 0x1ffc0)] {
+        check_one(
+            &format!("vpcmpeqd k{k} {{k{m}}}, zmm{z}, zmmword ptr [{b} + {disp:#x}]"),
+            |a| zmm_cmpeq_under(a, k, m, z, base, disp),
+        );
+    }
     for (k, z, (base, b), disp) in [
         (1, 0, bases[3], 0x40),
         (1, 1, bases[3], 0x1ffc0),
@@ -833,7 +848,6 @@ fn hand_encoded_forms_decode_as_meant() {
         );
     }
     for k in [1, 2, 7] {
-        check_one(&format!("kxnorw k{k}, k{k}, k{k}"), |a| kxnorw_ones(a, k));
         check_one(&format!("kortestw k{k}, k{k}"), |a| kortestw(a, k));
         for ((base, b), disp) in [(bases[2], 0x1f8), (bases[0], 0x1fe)] {
             check_one(&format!("kmovw k{k}, word ptr [{b} + {disp:#x}]"), |a| {
