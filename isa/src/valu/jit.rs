@@ -55,7 +55,8 @@
 //! files, and each such instruction used to end a run; these join too, as accesses
 //! between parts: private (scratch) accesses whose lanes name one offset of their
 //! own private space (MUBUF spills through the private segment buffer, any EXEC;
-//! FLAT through a generic pointer to a stack slot, every lane active), copied as
+//! FLAT through a generic pointer to a stack slot, every lane active, or any EXEC
+//! on a host with AVX-512, see [`PartialSlot`]), copied as
 //! whole 256-byte rows ([`emit_private_rows`]), FLAT loads of one address in the
 //! LDS aperture by every lane (the device runtime's team state, 20 per 64
 //! elements of -O0 saxpy), read once and broadcast ([`emit_lds_broadcast`]), and
