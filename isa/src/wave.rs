@@ -284,10 +284,9 @@ impl Wave {
                                 // The run's last entry, an `s_barrier`, ran: the
                                 // wave waits after it, as for an interpreted one.
                                 self.fused_instructions += n as u64;
-                                self.instructions = before + (k + n) as u64;
-                                let last = (k + n).saturating_sub(1);
-                                self.pc = block.entries.get(last).unwrap_or(e).next;
-                                return Ok(WaveExit::Barrier);
+                                next = k + n;
+                                let last = block.entries.get(next - 1).unwrap_or(e);
+                                break 'flow (last, Flow::Exit(WaveExit::Barrier));
                             }
                             Ran::Jumped(n) | Ran::JumpedTo(n) => {
                                 self.fused_instructions += n as u64;

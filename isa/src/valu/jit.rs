@@ -1365,32 +1365,31 @@ fn zmm_cmpeq_under(a: &mut Assembler, k: u8, m: u8, z: u8, base: u8, disp: i32) 
     evex(a, 1, 1, 0x76, k, z, m, base, Some(disp));
 }
 
-/// `kxorw k<d>, k<x>, k<y>`.
-fn kxorw(a: &mut Assembler, d: u8, x: u8, y: u8) {
-    // VEX (2 bytes) L1 0F W0 47 /r.
+/// A mask-register instruction in 2-byte VEX (map 0F, W0, no prefix; `l`: VEX.L)
+/// `op k<d>, k<x>, k<y>`, `x` 0 where the form has no second source (vvvv 1111).
+fn vex_k(a: &mut Assembler, op: u8, l: bool, d: u8, x: u8, y: u8) {
+    debug_assert!(d < 8 && x < 8 && y < 8);
     a.extend([
         0xC5,
-        0x80 | ((!x & 15) << 3) | (1 << 2),
-        0x47,
+        0x80 | ((!x & 15) << 3) | (u8::from(l) << 2),
+        op,
         0xC0 | (d << 3) | y,
     ]);
 }
 
+/// `kxorw k<d>, k<x>, k<y>`.
+fn kxorw(a: &mut Assembler, d: u8, x: u8, y: u8) {
+    vex_k(a, 0x47, true, d, x, y);
+}
+
 /// `kxnorw k<k>, k<k>, k<k>`: all 16 bits set.
 fn kxnorw_ones(a: &mut Assembler, k: u8) {
-    // VEX (2 bytes) L1 0F W0 46 /r.
-    a.extend([
-        0xC5,
-        0x80 | ((!k & 15) << 3) | (1 << 2),
-        0x46,
-        0xC0 | (k << 3) | k,
-    ]);
+    vex_k(a, 0x46, true, k, k, k);
 }
 
 /// `kortestw k<k>, k<k>`: CF set when all 16 bits are.
 fn kortestw(a: &mut Assembler, k: u8) {
-    // VEX L0 0F W0 98 /r.
-    a.extend([0xC5, 0xF8, 0x98, 0xC0 | (k << 3) | k]);
+    vex_k(a, 0x98, false, k, 0, k);
 }
 
 /// `kmovw k<k>, word ptr [base + disp]`.
