@@ -180,6 +180,9 @@ impl Wave {
         // entries may be linked to the next block's run, when that has one.
         #[cfg(target_arch = "x86_64")]
         let mut unlinked: Option<(u64, usize, usize)> = None;
+        // The entry of the next block where the wave goes on (that of the run that
+        // `entered` is the result of).
+        let mut resume = 0;
         'blocks: loop {
             let start = self.pc;
             let (block, own) = match blocks.get(program, start) {
@@ -228,7 +231,7 @@ impl Wave {
             // when no entry of the block needs the budget compared or a trace line.
             #[cfg(target_arch = "x86_64")]
             let fused_ok = in_budget && !trace;
-            let mut next = 0;
+            let mut next = std::mem::take(&mut resume);
             'entries: while let Some(e) = block.entries.get(next) {
                 let k = next;
                 next += 1;
@@ -250,13 +253,22 @@ impl Wave {
                                 crate::valu::run_fused(self, f, ctx, &mut env, left)
                             }
                         };
-                        if let Some((pc, count)) = env.linked() {
-                            // Taken branches went on in other blocks: the last
-                            // run's result is its own block's first entry's.
-                            self.fused_instructions += count;
-                            self.instructions = before + k as u64 + count;
-                            self.pc = pc;
+                        if let Some(c) = env.linked() {
+                            // The run went on in other runs: the last one's result
+                            // is its own first entry's.
+                            self.fused_instructions += c.ran;
                             entered = Some(ran);
+                            if c.pc == 0 {
+                                // Falls through in this block only.
+                                next = c.entry;
+                                continue 'entries;
+                            }
+                            // Taken branches went on in other blocks: `before` of
+                            // the last run's block counts the instructions before
+                            // its first entry.
+                            self.instructions = before + k as u64 + c.ran - c.entry as u64;
+                            self.pc = c.pc;
+                            resume = c.entry;
                             continue 'blocks;
                         }
                         match ran {

@@ -1464,6 +1464,132 @@ fn flat_accesses_in_fused_runs_give_the_interpreters_results() {
     );
 }
 
+/// A loop whose body is one block with ten FLAT loads and a store, more than a
+/// run holds (`MAX_FLATS`, 4), an f64 add of a denormal after the fifth load, and
+/// a wave whose v[12:13] names consecutive dwords of the data region at `base` and
+/// v[14:15] consecutive dwords 4 KiB further on, with MODE `mode`. Each run falls
+/// through to the next run of its block, in the block entered at the start and,
+/// once the loop branch is linked, in the loop's own block; the second run, with
+/// the f64 add, only where `mode` keeps f64 denormals (0xF0; 0 flushes them).
+/// Returns the program's text and the wave (random registers from `seed`).
+fn loads_past_a_run(seed: u64, base: u64, mode: u32) -> (String, Wave) {
+    // Dwords: s_mov_b32 (1) at 0x00; the loop at 0x04: ten loads (2) each with an
+    // add (1), the f64 add (2) after the fifth, the store (2) at 0x84, four more (1
+    // each), `s_cbranch_scc1` the last at 0x98, 38 dwords back from 0x9c.
+    let mut text = String::from("s_mov_b32 s20, 0\n");
+    for k in 0..10 {
+        let r = 1 + k % 7;
+        text += &format!(
+            "flat_load_dword v{r}, v[12:13] offset:{}\nv_add_u32_e32 v0, v{r}, v0\n",
+            8 * k
+        );
+        if k == 4 {
+            text += "v_add_f64 v[8:9], v[8:9], v[10:11]\n";
+        }
+    }
+    text += "flat_store_dword v[14:15], v0\nv_add_u32_e32 v14, 4, v14\n";
+    text += "s_add_u32 s20, s20, 1\ns_cmp_lt_u32 s20, 3\ns_cbranch_scc1 65498\ns_endpgm\n";
+    let mut w = random_wave(&mut Rng(seed), u64::MAX);
+    w.mode = mode;
+    for l in 0..WAVE_SIZE {
+        // v[8:9] = 0, v[10:11] = the denormal 3: the sum is 0 where MODE flushes.
+        (w.vgpr[8][l], w.vgpr[9][l], w.vgpr[10][l], w.vgpr[11][l]) = (0, 0, 3, 0);
+        for (r, at) in [(12, base + 4 * l as u64), (14, base + 4096 + 4 * l as u64)] {
+            (w.vgpr[r][l], w.vgpr[r + 1][l]) = (at as u32, (at >> 32) as u32);
+        }
+    }
+    (text, w)
+}
+
+#[test]
+fn runs_falling_through_to_the_next_run_of_their_block_give_the_interpreters_results() {
+    let mem = TestMemory::default();
+    let (data, base) = mem.alloc_guarded(DATA_BYTES, GUARD);
+    for seed in 1..5 {
+        for mode in [0xF0, 0] {
+            let (text, wave) = loads_past_a_run(seed, base, mode);
+            compare_memory_runs(&mem, &data, &small_lds(), &text, 0, || {
+                loads_past_a_run(seed, base, mode).1
+            });
+            // Where MODE keeps f64 denormals, every instruction but `s_endpgm`
+            // runs fused: 1 + 3 · 26 + 1 in all.
+            let (r, start) = code(&mem, &text);
+            let (w, exit) = run_lds(&mem, &Program::new(&r), start, wave, &mut small_lds());
+            assert_eq!(exit, "Ok(Ended)");
+            assert_eq!(w.instructions, 80);
+            let sum = if mode == 0 { 0 } else { 9 };
+            assert!(w.vgpr[8].iter().all(|&x| x == sum), "MODE {mode:#x}");
+            if fuses() && mode != 0 {
+                assert_eq!(w.fused_instructions, 79);
+            }
+        }
+    }
+    // Every budget ends the wave where it ends the interpreter's: a link taken after
+    // a fall-through must count the runs before it against the budget.
+    let (text, _) = loads_past_a_run(9, base, 0xF0);
+    let (r, start) = code(&mem, &text);
+    let (with, without) = (Program::new(&r), Program::new(&r).without_fusion());
+    for max in 0..=81 {
+        let ends = [&with, &without].map(|p| {
+            let mut w = loads_past_a_run(9, base, 0xF0).1;
+            w.pc = start;
+            let mut lds = small_lds();
+            let mut ctx = WaveContext {
+                memory: &mem,
+                lds: &mut lds,
+                apertures: Apertures::KFD,
+                stop: None,
+                max_instructions: max,
+                yield_after: u64::MAX,
+            };
+            let exit = w.run(p, &mut ctx);
+            (exit, w.pc - start, w.instructions, w.vgpr[0], w.sgpr[20])
+        });
+        assert_eq!(ends[0], ends[1], "budget {max}");
+    }
+}
+
+#[test]
+fn a_wave_holding_its_stores_falls_through_to_no_run() {
+    // While a wave's stores to memory its workgroup shares are held
+    // (`Turn::StoresUntil`), runs holding such a store do not run, and a run
+    // before one must not fall through into it: the wave stops before the loop's
+    // FLAT store (its 23rd instruction, at 0x84), as the interpreter does, with the
+    // instructions before it run (the first run's fused).
+    let mem = TestMemory::default();
+    let (_data, base) = mem.alloc_guarded(DATA_BYTES, GUARD);
+    let text = loads_past_a_run(7, base, 0xF0).0;
+    let (r, start) = code(&mem, &text);
+    let program = Program::new(&r);
+    let reference = Program::new(&r).without_fusion();
+    let mut out = Vec::new();
+    for p in [&program, &reference] {
+        let mut w = loads_past_a_run(7, base, 0xF0).1;
+        w.pc = start;
+        let mut lds = small_lds();
+        let mut ctx = WaveContext {
+            memory: &mem,
+            lds: &mut lds,
+            apertures: Apertures::KFD,
+            stop: None,
+            max_instructions: 1_000_000,
+            yield_after: u64::MAX,
+        };
+        let mut blocks = isa::BlockCache::default();
+        let turn = (None, isa::wave::Turn::StoresUntil(0));
+        let exit = w.run_cached(p, &mut ctx, &mut blocks, turn);
+        out.push((exit, w.pc - start, w.instructions, w.vgpr[0]));
+        if fuses() && std::ptr::eq(p, &program) {
+            assert!(w.fused_instructions >= 9, "the first run ran fused");
+        }
+    }
+    assert_eq!(out[0], out[1]);
+    assert_eq!(
+        (&out[0].0, out[0].1, out[0].2),
+        (&Ok(WaveExit::Yield), 0x84, 22)
+    );
+}
+
 /// `w`'s address pairs v[12:13] and v[14:15], each one address in the LDS aperture
 /// for every lane (a team-state variable of the device runtime through a generic
 /// pointer): a byte of the 64-byte LDS or a few past its end, or (one case in

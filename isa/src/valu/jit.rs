@@ -94,7 +94,10 @@
 //! few instructions, and the end of an `if` before one, `s_or_b64 exec`, made a
 //! run of its own too short to compile). -O0 code enters a block
 //! every 16 instructions, and the loop's work per block entered (finding the block,
-//! the budget, the call of its run) was a fifth of its time.
+//! the budget, the call of its run) was a fifth of its time. A run that ends
+//! where the next run of its block starts (at its fifth FLAT access, its
+//! seventeenth part, or its 255th entry) falls through to that run's code
+//! ([`FallThrough`]) when the wave's budget covers it and its MODE needs hold.
 //!
 //! Preconditions checked per execution ([`run_fused`]), for a run with vector ops:
 //! every register of the run inside the wave's vector file and, for a run with f64
@@ -866,10 +869,15 @@ pub(crate) struct RunEnv {
     /// enters a linked block ([`Exit`]) only if all of that block's entries fit.
     left: i64,
     /// Instructions the runs before the one now running ran, when taken branches
-    /// entered linked blocks (0: none did); read by [`RunEnv::linked`].
+    /// entered linked blocks or runs fell through to the next run of their block
+    /// (0: none did); read by [`RunEnv::linked`].
     ran: u64,
-    /// The first PC of the block whose run is now running, once a link was taken.
+    /// The first PC of the block whose run is now running, once a link was taken
+    /// (0 while the runs stay in the block [`run_fused`] entered).
     pc: u64,
+    /// The entry of that block where the run now running starts (0 when a link
+    /// entered it, the next run's first entry after a fall-through).
+    entry: u64,
     /// The address an `s_setpc_b64` or `s_swappc_b64` that ends a run read (see
     /// [`JUMPED_TO`]).
     target: u64,
@@ -885,6 +893,18 @@ pub(crate) struct RunEnv {
     /// not taken once it is set, so that the loop goes back to the wave's loop,
     /// which checks it at backward jumps.
     stop: *const AtomicBool,
+}
+
+/// Where the wave is after a run that went on in other runs ([`RunEnv::linked`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Chained {
+    /// The first PC of the block of the run that returned; 0 when that is the
+    /// block whose run [`run_fused`] called.
+    pub(crate) pc: u64,
+    /// That run's first entry in its block.
+    pub(crate) entry: usize,
+    /// Instructions the runs before it ran.
+    pub(crate) ran: u64,
 }
 
 /// An abort flag never set (see [`RunEnv`]'s `stop`).
@@ -904,6 +924,7 @@ impl RunEnv {
             left: 0,
             ran: 0,
             pc: 0,
+            entry: 0,
             target: 0,
             exit: std::ptr::null(),
             rows: 0,
@@ -912,10 +933,6 @@ impl RunEnv {
         }
     }
 
-    /// After [`run_fused`], once: when the run's taken branches entered linked
-    /// blocks ([`Exit`]), the first PC of the block whose run returned (its result
-    /// is that run's, counted from that block's first entry) and the instructions
-    /// the runs before it ran; `None` when the run returned itself.
     /// The address the `s_setpc_b64` or `s_swappc_b64` that ended the last run
     /// read ([`Ran::JumpedTo`]).
     pub(crate) fn target(&self) -> u64 {
@@ -928,9 +945,19 @@ impl RunEnv {
         self.exit.is_null()
     }
 
-    pub(crate) fn linked(&mut self) -> Option<(u64, u64)> {
+    /// After [`run_fused`], once: when the run went on in other runs (taken
+    /// branches that entered linked blocks, [`Exit`], or falls through to the next
+    /// run of a block, [`FallThrough`]), where the run that returned starts: the
+    /// first PC of its block (0: the block [`run_fused`] entered) and its first
+    /// entry there (its result is counted from that entry), with the instructions
+    /// the runs before it ran; `None` when the run returned itself.
+    pub(crate) fn linked(&mut self) -> Option<Chained> {
         let ran = std::mem::take(&mut self.ran);
-        (ran != 0).then_some((self.pc, ran))
+        (ran != 0).then_some(Chained {
+            pc: self.pc,
+            entry: self.entry as usize,
+            ran,
+        })
     }
 }
 
@@ -944,6 +971,7 @@ const ENV_LANE_BITS: i32 = 64;
 const ENV_LEFT: i32 = std::mem::offset_of!(RunEnv, left) as i32;
 const ENV_RAN: i32 = std::mem::offset_of!(RunEnv, ran) as i32;
 const ENV_PC: i32 = std::mem::offset_of!(RunEnv, pc) as i32;
+const ENV_ENTRY: i32 = std::mem::offset_of!(RunEnv, entry) as i32;
 const ENV_TARGET: i32 = std::mem::offset_of!(RunEnv, target) as i32;
 const ENV_EXIT: i32 = std::mem::offset_of!(RunEnv, exit) as i32;
 const ENV_ROWS: i32 = std::mem::offset_of!(RunEnv, rows) as i32;
@@ -1159,17 +1187,30 @@ fn compile_for(
     }
     let mut asm = Assembler::new().ok()?;
     let mut exits = Vec::new();
-    let starts: Vec<AssemblyOffset> = runs
-        .iter()
-        .map(|(at, c)| emit_chain(&mut asm, c, *at, &mut exits))
-        .collect();
+    let needs: Vec<Needs> = runs.iter().map(|(_, c)| c.needs()).collect::<Option<_>>()?;
+    let labels: Vec<DynamicLabel> = runs.iter().map(|_| asm.new_dynamic_label()).collect();
+    let mut starts = Vec::with_capacity(runs.len());
+    for (k, (at, c)) in runs.iter().enumerate() {
+        // The run that starts where this one ends, in the block.
+        let end = at + c.entries();
+        let on = runs.iter().position(|(b, _)| *b == end);
+        let on = on.and_then(|j| {
+            Some(FallThrough {
+                label: *labels.get(j)?,
+                entry: end,
+                needs: *needs.get(j)?,
+            })
+        });
+        let label = *labels.get(k)?;
+        starts.push(emit_chain(&mut asm, c, *at, label, on, &mut exits));
+    }
     let code = Code {
         buf: asm.finalize().ok()?,
         exits,
         head: None,
     };
     let mut fused = Vec::with_capacity(runs.len());
-    for ((at, c), entry) in runs.iter().zip(starts) {
+    for (((at, _), entry), n) in runs.iter().zip(starts).zip(needs) {
         // SAFETY: `entry` is where `emit_chain` began a function of this signature in
         // `code`, which is executable; the caller keeps `code` with the entries
         // the runs are attached to (the block), so it outlives every call.
@@ -1178,16 +1219,66 @@ fn compile_for(
             *at,
             Fused {
                 func,
-                len: u32::try_from(c.entries()).ok()?,
-                rows: u16::try_from(c.rows()).ok()?,
-                vector: c.accesses.iter().any(Option::is_some)
-                    || c.parts.iter().any(|b| !b.ops.is_empty()),
-                f64: c.parts.iter().any(|b| b.f64),
-                f32: c.parts.iter().any(|b| b.f32),
+                len: n.len,
+                rows: n.rows,
+                vector: n.vector,
+                f64: n.f64,
+                f32: n.f32,
             },
         ));
     }
     Some((code, fused))
+}
+
+/// What a run covers and needs of the wave before it may run (see [`run_fused`]):
+/// [`Fused`] without its code.
+#[derive(Clone, Copy, Debug)]
+struct Needs {
+    /// Block entries the run covers (at most 255).
+    len: u32,
+    /// One past the highest vector-file register it reads or writes.
+    rows: u16,
+    /// Whether it has vector ops or accesses.
+    vector: bool,
+    /// Whether it has f64 ops (MODE as [`f64_mode`] accepts).
+    f64: bool,
+    /// Whether it has f32 ops (MODE as [`f32_mode`] accepts).
+    f32: bool,
+}
+
+impl Needs {
+    /// The vector-file registers the wave must have (0: none).
+    fn rows(self) -> i32 {
+        if self.vector {
+            i32::from(self.rows)
+        } else {
+            0
+        }
+    }
+
+    /// The MODE needs as [`RunEnv`]'s `unmet` bits name them.
+    fn modes(self) -> i32 {
+        i32::from(self.f64) | i32::from(self.f32) << 1
+    }
+}
+
+/// A run's way on to the run that starts at the entry after its last, in the same
+/// block, when it falls through there: that run's code (`label`), its first entry
+/// and what it needs.
+///
+/// The run checks at its end what [`run_fused`] and the wave's loop would ask of
+/// the next run (the wave's budget covers it, which also means the wave's LDS
+/// stores are not being held: see `Turn::StoresUntil`; its registers; its MODE),
+/// then records in the [`RunEnv`] the instructions ran and the next run's entry
+/// ([`RunEnv::linked`]) and jumps to it. -O0 code's runs end at their fifth FLAT
+/// access more often than anywhere else, and half of the runs the wave's loop
+/// called in -O0 STREAM were such a fall-through, each a return to the loop and a
+/// call from it.
+#[derive(Clone, Copy, Debug)]
+struct FallThrough {
+    label: DynamicLabel,
+    entry: usize,
+    needs: Needs,
 }
 
 /// How a fused run went.
@@ -1238,6 +1329,7 @@ pub(crate) fn run_fused(
     env.ctx = (ctx as *mut WaveContext<'_>).cast();
     env.left = i64::try_from(left).unwrap_or(i64::MAX);
     env.ran = 0;
+    env.pc = 0;
     env.rows = w.vgpr.len() as u64;
     env.unmet = unmet;
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
@@ -2111,8 +2203,16 @@ fn live_masks(ops: &[Op]) -> Vec<bool> {
 
 /// Emits one run, whose first entry is the block's `entry`, adding a way out to
 /// `exits` for each of its taken branches; returns its entry point.
-fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> AssemblyOffset {
+fn emit_chain(
+    a: &mut Assembler,
+    c: &Chain,
+    entry: usize,
+    label: DynamicLabel,
+    on: Option<FallThrough>,
+    exits: &mut Exits,
+) -> AssemblyOffset {
     let start = a.offset();
+    dynasm!(a ; .arch x64 ; =>label);
     // The environment, out of the argument register the code uses; r8 = SCC, rsi =
     // the scalar file.
     dynasm!(a
@@ -2191,6 +2291,9 @@ fn emit_chain(a: &mut Assembler, c: &Chain, entry: usize, exits: &mut Exits) -> 
         }
         done += 1;
     }
+    if let Some(on) = on {
+        emit_fall_through(a, &on, done as i32);
+    }
     dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
     // The cold paths, out of the way of the code that runs.
     for c in &cold {
@@ -2253,11 +2356,45 @@ fn emit_link(a: &mut Assembler, exit: &Exit, done: i32, dynamic: bool) {
         ; add QWORD [r10 + ENV_RAN], done
         ; mov rdx, [rax + LINK_PC]
         ; mov [r10 + ENV_PC], rdx
+        ; mov QWORD [r10 + ENV_ENTRY], 0
         ; lea rsi, [rsi - OFF_SGPR]
         ; mov rdx, r10
         ; jmp QWORD [rax + LINK_FUNC]
         ; =>plain
         ; mov [r10 + ENV_EXIT], rax
+    );
+}
+
+/// Emits a run's way on to the next run of its block ([`FallThrough`]) after its
+/// `done` entries, all of them: when the checks hold, the [`RunEnv`]'s budget,
+/// instructions ran and entry are updated and the code jumps to the next run with
+/// this run's arguments; else it goes on after this code.
+/// Between parts (no frame, rsp as at entry); uses rax.
+fn emit_fall_through(a: &mut Assembler, on: &FallThrough, done: i32) {
+    let plain = a.new_dynamic_label();
+    let (rows, modes) = (on.needs.rows(), on.needs.modes());
+    dynasm!(a
+        ; .arch x64
+        ; mov rax, [r10 + ENV_LEFT]
+        ; sub rax, done
+        ; cmp rax, on.needs.len as i32
+        ; jl =>plain
+    );
+    if rows != 0 {
+        dynasm!(a ; .arch x64 ; cmp QWORD [r10 + ENV_ROWS], rows ; jb =>plain);
+    }
+    if modes != 0 {
+        dynasm!(a ; .arch x64 ; test DWORD [r10 + ENV_UNMET], modes ; jnz =>plain);
+    }
+    dynasm!(a
+        ; .arch x64
+        ; mov [r10 + ENV_LEFT], rax
+        ; add QWORD [r10 + ENV_RAN], done
+        ; mov QWORD [r10 + ENV_ENTRY], on.entry as i32
+        ; lea rsi, [rsi - OFF_SGPR]
+        ; mov rdx, r10
+        ; jmp =>on.label
+        ; =>plain
     );
 }
 
@@ -4252,6 +4389,19 @@ impl Chain {
         self.accesses.push(None);
         self.parts.push(next);
         true
+    }
+
+    /// What the run covers and needs ([`Needs`]); `None` when it is longer than
+    /// a [`Fused`] counts.
+    fn needs(&self) -> Option<Needs> {
+        Some(Needs {
+            len: u32::try_from(self.entries()).ok()?,
+            rows: u16::try_from(self.rows()).ok()?,
+            vector: self.accesses.iter().any(Option::is_some)
+                || self.parts.iter().any(|b| !b.ops.is_empty()),
+            f64: self.parts.iter().any(|b| b.f64),
+            f32: self.parts.iter().any(|b| b.f32),
+        })
     }
 
     /// One past the highest vector-file register the run reads or writes.

@@ -529,7 +529,7 @@ s_barrier",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 185] = [
+const FORMS: [&str; 187] = [
     "adc r32, r32",
     "add m64, imm",
     "add r32, imm",
@@ -559,6 +559,7 @@ const FORMS: [&str; 185] = [
     "cmp r32, imm",
     "cmp r32, m32",
     "cmp r32, r32",
+    "cmp r64, imm",
     "cmp r64, m64",
     "cmp r64, r64",
     "dec r32",
@@ -632,6 +633,7 @@ const FORMS: [&str; 185] = [
     "sub r32, r32",
     "sub r64, imm",
     "sub r64, m64",
+    "test m32, imm",
     "test m32, r32",
     "test r32, imm",
     "test r32, r32",
