@@ -172,8 +172,9 @@ impl Wave {
         let mut env = crate::valu::RunEnv::of(ctx);
         // The other code object the wave last ran in (see `CodeObjects`).
         let mut foreign: Option<Arc<Program>> = None;
-        // The result of the run that a fused run's taken branch entered: the run of
-        // the next block's first entry (see `valu::Exit`).
+        // The result of the run that a fused run went on in, through taken branches
+        // (`valu::Exit`) or fall-throughs (`valu::FallThrough`): the run of the
+        // entry the wave goes on at (`resume` in another block, `next` in this one).
         #[cfg(target_arch = "x86_64")]
         let mut entered: Option<Ran> = None;
         // The run (its block's first PC, its entry) whose taken branch after `n`
@@ -219,7 +220,8 @@ impl Wave {
             };
             let fits = in_budget && stores == 0;
             // Instructions the fused runs of this block may run from its start through
-            // linked blocks (none while the wave's stores are gated).
+            // linked blocks and fall-throughs (none while the wave's stores are gated:
+            // 0 keeps both out of runs holding a held store).
             #[cfg(target_arch = "x86_64")]
             let left = match gated {
                 true => 0,
@@ -258,16 +260,16 @@ impl Wave {
                             // is its own first entry's.
                             self.fused_instructions += c.ran;
                             entered = Some(ran);
-                            if c.pc == 0 {
-                                // Falls through in this block only.
+                            let Some(pc) = c.block else {
+                                // Fell through in this block only.
                                 next = c.entry;
                                 continue 'entries;
-                            }
+                            };
                             // Taken branches went on in other blocks: `before` of
                             // the last run's block counts the instructions before
                             // its first entry.
                             self.instructions = before + k as u64 + c.ran - c.entry as u64;
-                            self.pc = c.pc;
+                            self.pc = pc;
                             resume = c.entry;
                             continue 'blocks;
                         }

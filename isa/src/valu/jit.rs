@@ -95,9 +95,10 @@
 //! run of its own too short to compile). -O0 code enters a block
 //! every 16 instructions, and the loop's work per block entered (finding the block,
 //! the budget, the call of its run) was a fifth of its time. A run that ends
-//! where the next run of its block starts (at its fifth FLAT access, its
-//! seventeenth part, or its 255th entry) falls through to that run's code
-//! ([`FallThrough`]) when the wave's budget covers it and its MODE needs hold.
+//! where the next run of its block starts (before its fifth FLAT access, its
+//! seventeenth part, or its 256th entry) falls through to that run's code
+//! ([`FallThrough`]) when the wave's budget covers that run and its register and
+//! MODE needs hold; it checks no abort flag, as it only goes forward in its block.
 //!
 //! Preconditions checked per execution ([`run_fused`]), for a run with vector ops:
 //! every register of the run inside the wave's vector file and, for a run with f64
@@ -866,14 +867,16 @@ pub(crate) struct RunEnv {
     ctx: *mut (),
     /// Instructions the wave may still run from the start of the run now running
     /// (the caller's budget and slice, [`run_fused`]'s `left`): a taken branch
-    /// enters a linked block ([`Exit`]) only if all of that block's entries fit.
+    /// enters a linked block ([`Exit`]) only if all of that block's entries fit, a
+    /// run falls through to the next run of its block ([`FallThrough`]) only if
+    /// that run fits (0 while the wave's stores are held: neither is taken).
     left: i64,
     /// Instructions the runs before the one now running ran, when taken branches
     /// entered linked blocks or runs fell through to the next run of their block
     /// (0: none did); read by [`RunEnv::linked`].
     ran: u64,
     /// The first PC of the block whose run is now running, once a link was taken
-    /// (0 while the runs stay in the block [`run_fused`] entered).
+    /// ([`SAME_BLOCK`] while the runs stay in the block [`run_fused`] entered).
     pc: u64,
     /// The entry of that block where the run now running starts (0 when a link
     /// entered it, the next run's first entry after a fall-through).
@@ -895,12 +898,16 @@ pub(crate) struct RunEnv {
     stop: *const AtomicBool,
 }
 
+/// [`RunEnv`]'s `pc` while no link was taken: no block starts there (an
+/// instruction has 4 bytes at least).
+const SAME_BLOCK: u64 = u64::MAX;
+
 /// Where the wave is after a run that went on in other runs ([`RunEnv::linked`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Chained {
-    /// The first PC of the block of the run that returned; 0 when that is the
-    /// block whose run [`run_fused`] called.
-    pub(crate) pc: u64,
+    /// The first PC of the block of the run that returned; `None` when that is
+    /// the block whose run [`run_fused`] called.
+    pub(crate) block: Option<u64>,
     /// That run's first entry in its block.
     pub(crate) entry: usize,
     /// Instructions the runs before it ran.
@@ -946,15 +953,15 @@ impl RunEnv {
     }
 
     /// After [`run_fused`], once: when the run went on in other runs (taken
-    /// branches that entered linked blocks, [`Exit`], or falls through to the next
+    /// branches that entered linked blocks, [`Exit`], or fall-throughs to the next
     /// run of a block, [`FallThrough`]), where the run that returned starts: the
-    /// first PC of its block (0: the block [`run_fused`] entered) and its first
-    /// entry there (its result is counted from that entry), with the instructions
-    /// the runs before it ran; `None` when the run returned itself.
+    /// first PC of its block (`None`: the block [`run_fused`] entered) and its
+    /// first entry there (its result is counted from that entry), with the
+    /// instructions the runs before it ran; `None` when the run returned itself.
     pub(crate) fn linked(&mut self) -> Option<Chained> {
         let ran = std::mem::take(&mut self.ran);
         (ran != 0).then_some(Chained {
-            pc: self.pc,
+            block: (self.pc != SAME_BLOCK).then_some(self.pc),
             entry: self.entry as usize,
             ran,
         })
@@ -1189,6 +1196,13 @@ fn compile_for(
     let mut exits = Vec::new();
     let needs: Vec<Needs> = runs.iter().map(|(_, c)| c.needs()).collect::<Option<_>>()?;
     let labels: Vec<DynamicLabel> = runs.iter().map(|_| asm.new_dynamic_label()).collect();
+    // One run at most starts at an entry (`find_runs_for`; the block attaches each
+    // to its first entry), so a fall-through finds the one the wave's loop calls.
+    debug_assert!({
+        let mut at: Vec<usize> = runs.iter().map(|(b, _)| *b).collect();
+        at.sort_unstable();
+        at.windows(2).all(|w| w[0] != w[1])
+    });
     let mut starts = Vec::with_capacity(runs.len());
     for (k, (at, c)) in runs.iter().enumerate() {
         // The run that starts where this one ends, in the block.
@@ -1306,9 +1320,10 @@ pub(crate) enum Ran {
 
 /// Runs `f` on `w`, with its workgroup's `lds` and `env` ([`RunEnv::of`] the
 /// wave's context; see [`Ran`]). The wave may run `left` more instructions from
-/// the run's first (0: its taken branches enter no linked block, see [`Exit`]);
-/// when they do enter some, [`RunEnv::linked`] says which, and the result is the
-/// last run's.
+/// the run's first (0: its taken branches enter no linked block, see [`Exit`], and
+/// it falls through to no other run, see [`FallThrough`]); when it goes on in
+/// other runs, [`RunEnv::linked`] says where the last one starts, and the result
+/// is that run's.
 #[inline]
 pub(crate) fn run_fused(
     w: &mut WaveState,
@@ -1329,7 +1344,7 @@ pub(crate) fn run_fused(
     env.ctx = (ctx as *mut WaveContext<'_>).cast();
     env.left = i64::try_from(left).unwrap_or(i64::MAX);
     env.ran = 0;
-    env.pc = 0;
+    env.pc = SAME_BLOCK;
     env.rows = w.vgpr.len() as u64;
     env.unmet = unmet;
     let vgpr = w.vgpr.as_mut_ptr().cast::<u32>();
@@ -1349,7 +1364,9 @@ pub(crate) fn run_fused(
     // during the call. A taken branch may enter another block's run ([`Exit`]) with
     // the same arguments: that block is of the same program as this one (`Code::link`),
     // alive as long as it, and the branch's code checks first what this function
-    // checks above (the registers, MODE) and the wave's budget.
+    // checks above (the registers, MODE) and the wave's budget. A run may also jump
+    // to the next run of its own block ([`FallThrough`], code of the same buffer)
+    // after the same checks.
     match unsafe { (f.func)(vgpr, wave, env) } {
         0 => Ran::Next,
         n if n >= AT_BARRIER => Ran::AtBarrier((n - AT_BARRIER) as usize),
@@ -2201,8 +2218,10 @@ fn live_masks(ops: &[Op]) -> Vec<bool> {
     out
 }
 
-/// Emits one run, whose first entry is the block's `entry`, adding a way out to
-/// `exits` for each of its taken branches; returns its entry point.
+/// Emits one run, whose first entry is the block's `entry`, at `label`, adding a
+/// way out to `exits` for each of its taken branches, and its way on to the next
+/// run of its block (`on`, where one starts after its last entry); returns its
+/// entry point.
 fn emit_chain(
     a: &mut Assembler,
     c: &Chain,
@@ -2291,6 +2310,7 @@ fn emit_chain(
         }
         done += 1;
     }
+    debug_assert_eq!(done, c.entries(), "a run's code covers its entries");
     if let Some(on) = on {
         emit_fall_through(a, &on, done as i32);
     }

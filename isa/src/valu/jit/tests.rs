@@ -1554,3 +1554,84 @@ fn fused_lane_ops_compute_what_sem_defines() {
         ]
     );
 }
+
+/// A run that ends where the next run of its block starts (here before its
+/// sixteenth lane read: `MAX_PARTS`) goes on in that run's code: one call of
+/// `run_fused` runs the whole block, and `RunEnv::linked` names the last run's
+/// first entry in the block the call entered, whatever a former call left there.
+/// With a budget short of the next run, the first run returns by itself.
+#[test]
+fn a_run_falls_through_to_the_next_run_of_its_block() {
+    use crate::memory::{HostRegion, MemoryRegion};
+    use crate::state::{Apertures, WaveContext};
+    use std::sync::Arc;
+    if !crate::simd::host_avx2() {
+        return;
+    }
+    let step = "v_add_u32_e32 v0, 1, v0\nv_readfirstlane_b32 s3, v0\ns_add_u32 s1, s1, s3\n";
+    let src = format!("s_mov_b32 s1, 0\n{}s_endpgm\n", step.repeat(20));
+    let lines: Vec<&str> = src.lines().collect();
+    let words: Vec<u32> = gfx90a(&src).into_iter().flatten().collect();
+    let region = Arc::new(HostRegion::zeroed(4 * words.len() as u64 + 64));
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    assert!(region.write_bytes(0, &bytes));
+    let start = region.device_base();
+    let r: Arc<dyn MemoryRegion> = region;
+    let program = crate::program::Program::new(&r);
+    let block = program.block_hinted(start, &mut None).expect("the block");
+    assert_eq!(block.entries.len(), lines.len());
+    let first = block.entries[0].fused.expect("a run at the block's start");
+    let at = first.len as usize;
+    let second = block.entries.get(at).and_then(|e| e.fused);
+    let second = second.expect("a run where the first ends");
+    assert_eq!(
+        at + second.len as usize,
+        lines.len() - 1,
+        "all but s_endpgm"
+    );
+    let mem = crate::wave::testutil::Mem::default();
+    // s1 after the lane reads of the first `n` entries: v0 counts them from 1.
+    let sum = |n: usize| {
+        let reads = lines[..n]
+            .iter()
+            .filter(|l| l.starts_with("v_readfirstlane"));
+        (1..=reads.count() as u32).sum::<u32>()
+    };
+    for (left, whole) in [(1000, true), (at as u64 + 1, false)] {
+        let mut w = crate::wave::Wave::new();
+        w.set_exec(u64::MAX);
+        w.sgpr[1] = 0xDEAD;
+        let mut lds = vec![0u8; 64];
+        let mut ctx = WaveContext {
+            memory: &mem,
+            lds: &mut lds,
+            apertures: Apertures::KFD,
+            stop: None,
+            max_instructions: 1_000,
+            yield_after: u64::MAX,
+        };
+        let mut env = RunEnv::of(&ctx);
+        // As a former call that took a link leaves it.
+        (env.pc, env.entry) = (start + 4, 7);
+        let ran = run_fused(&mut w, &first, &mut ctx, &mut env, left);
+        assert!(matches!(ran, Ran::Next), "left {left}");
+        let (chained, ran_to) = match whole {
+            true => (
+                Some(Chained {
+                    block: None,
+                    entry: at,
+                    ran: at as u64,
+                }),
+                lines.len() - 1,
+            ),
+            false => (None, at),
+        };
+        assert_eq!(env.linked(), chained, "left {left}");
+        assert_eq!(w.sgpr[1], sum(ran_to), "left {left}");
+        let v0 = lines[..ran_to]
+            .iter()
+            .filter(|l| l.starts_with("v_add"))
+            .count();
+        assert!(w.vgpr[0].iter().all(|&x| x as usize == v0), "left {left}");
+    }
+}
