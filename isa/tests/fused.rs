@@ -444,18 +444,29 @@ fn code(mem: &TestMemory, text: &str) -> (Arc<dyn MemoryRegion>, u64) {
     (region, start)
 }
 
+/// The context of a test wave: `mem`, the LDS `lds`, the KFD apertures, no abort
+/// flag, at most `max_instructions`, yielding after `yield_after`.
+fn context<'c>(
+    mem: &'c TestMemory,
+    lds: &'c mut [u8],
+    max_instructions: u64,
+    yield_after: u64,
+) -> WaveContext<'c> {
+    WaveContext {
+        memory: mem,
+        lds,
+        apertures: Apertures::KFD,
+        stop: None,
+        max_instructions,
+        yield_after,
+    }
+}
+
 /// Runs `program` from `start` on `w`.
 fn run(mem: &TestMemory, program: &Program, start: u64, mut w: Wave) -> Wave {
     w.pc = start;
     let mut lds = vec![0u8; 64];
-    let mut ctx = WaveContext {
-        memory: mem,
-        lds: &mut lds,
-        apertures: Apertures::KFD,
-        stop: None,
-        max_instructions: 1_000_000,
-        yield_after: u64::MAX,
-    };
+    let mut ctx = context(mem, &mut lds, 1_000_000, u64::MAX);
     assert_eq!(
         w.run(program, &mut ctx).expect("wave runs"),
         WaveExit::Ended
@@ -1259,14 +1270,7 @@ fn run_lds(
     lds: &mut [u8],
 ) -> (Wave, String) {
     w.pc = start;
-    let mut ctx = WaveContext {
-        memory: mem,
-        lds,
-        apertures: Apertures::KFD,
-        stop: None,
-        max_instructions: 1_000_000,
-        yield_after: u64::MAX,
-    };
+    let mut ctx = context(mem, lds, 1_000_000, u64::MAX);
     let exit = format!("{:?}", w.run(program, &mut ctx));
     (w, exit)
 }
@@ -1535,14 +1539,7 @@ fn runs_falling_through_to_the_next_run_of_their_block_give_the_interpreters_res
             let mut w = loads_past_a_run(9, base, 0xF0).1;
             w.pc = start;
             let mut lds = small_lds();
-            let mut ctx = WaveContext {
-                memory: &mem,
-                lds: &mut lds,
-                apertures: Apertures::KFD,
-                stop: None,
-                max_instructions: max,
-                yield_after: u64::MAX,
-            };
+            let mut ctx = context(&mem, &mut lds, max, u64::MAX);
             let exit = w.run(p, &mut ctx);
             (exit, w.pc - start, w.instructions, w.vgpr[0], w.sgpr[20])
         });
@@ -1568,14 +1565,7 @@ fn a_wave_holding_its_stores_falls_through_to_no_run() {
         let mut w = loads_past_a_run(7, base, 0xF0).1;
         w.pc = start;
         let mut lds = small_lds();
-        let mut ctx = WaveContext {
-            memory: &mem,
-            lds: &mut lds,
-            apertures: Apertures::KFD,
-            stop: None,
-            max_instructions: 1_000_000,
-            yield_after: u64::MAX,
-        };
+        let mut ctx = context(&mem, &mut lds, 1_000_000, u64::MAX);
         let mut blocks = isa::BlockCache::default();
         let turn = (None, isa::wave::Turn::StoresUntil(0));
         let exit = w.run_cached(p, &mut ctx, &mut blocks, turn);
@@ -2257,14 +2247,7 @@ s_endpgm
         let mut w = wave();
         w.pc = start;
         let mut lds = small_lds();
-        let mut ctx = WaveContext {
-            memory: &mem,
-            lds: &mut lds,
-            apertures: Apertures::KFD,
-            stop: None,
-            max_instructions: 1_000_000,
-            yield_after: 1000,
-        };
+        let mut ctx = context(&mem, &mut lds, 1_000_000, 1000);
         let first = w.run(program, &mut ctx).expect("runs");
         let at = w.pc;
         let then = w.run(program, &mut ctx).expect("runs");

@@ -1431,27 +1431,30 @@ fn lanes_from(seed: u64, rotate: usize) -> [u32; WAVE_SIZE] {
     })
 }
 
-/// Runs the block `src` (then a move and `s_endpgm`) with fusion on a wave whose v0, v1, v3
-/// are `v`; the wave and how many instructions of the block ran in fused runs.
-fn run_block(src: &str, v: [&[u32; WAVE_SIZE]; 3]) -> (crate::wave::Wave, usize) {
-    let mut w = crate::wave::Wave::new();
-    (w.vgpr[0], w.vgpr[1], w.vgpr[3]) = (*v[0], *v[1], *v[2]);
+/// The program `src` assembles to (by llvm-mc-16), in a region of `mem`, and the
+/// address of its first instruction.
+fn program_of(src: &str, mem: &crate::wave::testutil::Mem) -> (crate::program::Program, u64) {
     use crate::memory::{HostRegion, MemoryRegion};
-    use crate::state::{Apertures, WaveContext, WaveExit};
     use std::sync::Arc;
-    // A run has two instructions at least: a move to v7 goes with `src`.
-    let words: Vec<u32> = gfx90a(&format!("{src}\nv_mov_b32_e32 v7, v0\ns_endpgm\n"))
-        .into_iter()
-        .flatten()
-        .collect();
-    let mem = crate::wave::testutil::Mem::default();
+    let words: Vec<u32> = gfx90a(src).into_iter().flatten().collect();
     let region = Arc::new(HostRegion::zeroed(4 * words.len() as u64 + 64));
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     assert!(region.write_bytes(0, &bytes));
     let start = region.device_base();
     mem.0.lock().unwrap().push(region.clone());
     let r: Arc<dyn MemoryRegion> = region;
-    let program = crate::program::Program::new(&r);
+    (crate::program::Program::new(&r), start)
+}
+
+/// Runs the block `src` (then a move and `s_endpgm`) with fusion on a wave whose v0, v1, v3
+/// are `v`; the wave and how many instructions of the block ran in fused runs.
+fn run_block(src: &str, v: [&[u32; WAVE_SIZE]; 3]) -> (crate::wave::Wave, usize) {
+    let mut w = crate::wave::Wave::new();
+    (w.vgpr[0], w.vgpr[1], w.vgpr[3]) = (*v[0], *v[1], *v[2]);
+    use crate::state::{Apertures, WaveContext, WaveExit};
+    let mem = crate::wave::testutil::Mem::default();
+    // A run has two instructions at least: a move to v7 goes with `src`.
+    let (program, start) = program_of(&format!("{src}\nv_mov_b32_e32 v7, v0\ns_endpgm\n"), &mem);
     w.pc = start;
     w.set_exec(u64::MAX);
     let mut lds = vec![0u8; 64];
@@ -1562,22 +1565,15 @@ fn fused_lane_ops_compute_what_sem_defines() {
 /// With a budget short of the next run, the first run returns by itself.
 #[test]
 fn a_run_falls_through_to_the_next_run_of_its_block() {
-    use crate::memory::{HostRegion, MemoryRegion};
     use crate::state::{Apertures, WaveContext};
-    use std::sync::Arc;
     if !crate::simd::host_avx2() {
         return;
     }
     let step = "v_add_u32_e32 v0, 1, v0\nv_readfirstlane_b32 s3, v0\ns_add_u32 s1, s1, s3\n";
     let src = format!("s_mov_b32 s1, 0\n{}s_endpgm\n", step.repeat(20));
     let lines: Vec<&str> = src.lines().collect();
-    let words: Vec<u32> = gfx90a(&src).into_iter().flatten().collect();
-    let region = Arc::new(HostRegion::zeroed(4 * words.len() as u64 + 64));
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    assert!(region.write_bytes(0, &bytes));
-    let start = region.device_base();
-    let r: Arc<dyn MemoryRegion> = region;
-    let program = crate::program::Program::new(&r);
+    let mem = crate::wave::testutil::Mem::default();
+    let (program, start) = program_of(&src, &mem);
     let block = program.block_hinted(start, &mut None).expect("the block");
     assert_eq!(block.entries.len(), lines.len());
     let first = block.entries[0].fused.expect("a run at the block's start");
@@ -1589,7 +1585,6 @@ fn a_run_falls_through_to_the_next_run_of_its_block() {
         lines.len() - 1,
         "all but s_endpgm"
     );
-    let mem = crate::wave::testutil::Mem::default();
     // s1 after the lane reads of the first `n` entries: v0 counts them from 1.
     let sum = |n: usize| {
         let reads = lines[..n]
