@@ -8,8 +8,8 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{assemble, Rng, TestMemory};
-use isa::{Apertures, HostRegion, MemoryRegion, Program, Wave, WaveContext, WaveExit, WAVE_SIZE};
+use common::{assemble, context, Rng, TestMemory};
+use isa::{Apertures, HostRegion, MemoryRegion, Program, Wave, WaveExit, WAVE_SIZE};
 
 /// The compare conditions of `v_cmp_*` (the e64 cases leave out `f` and `t`).
 const CONDITIONS: [&str; 8] = ["f", "lt", "eq", "le", "gt", "ne", "ge", "t"];
@@ -442,24 +442,6 @@ fn code(mem: &TestMemory, text: &str) -> (Arc<dyn MemoryRegion>, u64) {
     assert!(region.write_bytes(0, &bytes));
     let start = region.device_base();
     (region, start)
-}
-
-/// The context of a test wave: `mem`, the LDS `lds`, the KFD apertures, no abort
-/// flag, at most `max_instructions`, yielding after `yield_after`.
-fn context<'c>(
-    mem: &'c TestMemory,
-    lds: &'c mut [u8],
-    max_instructions: u64,
-    yield_after: u64,
-) -> WaveContext<'c> {
-    WaveContext {
-        memory: mem,
-        lds,
-        apertures: Apertures::KFD,
-        stop: None,
-        max_instructions,
-        yield_after,
-    }
 }
 
 /// Runs `program` from `start` on `w`.
