@@ -1446,26 +1446,35 @@ fn program_of(src: &str, mem: &crate::wave::testutil::Mem) -> (crate::program::P
     (crate::program::Program::new(&r), start)
 }
 
+/// The context of a test wave over `mem` and `lds`: KFD apertures, no abort flag,
+/// 1000 instructions at most, no yield.
+fn context<'c>(
+    mem: &'c crate::wave::testutil::Mem,
+    lds: &'c mut [u8],
+) -> crate::state::WaveContext<'c> {
+    crate::state::WaveContext {
+        memory: mem,
+        lds,
+        apertures: crate::state::Apertures::KFD,
+        stop: None,
+        max_instructions: 1_000,
+        yield_after: u64::MAX,
+    }
+}
+
 /// Runs the block `src` (then a move and `s_endpgm`) with fusion on a wave whose v0, v1, v3
 /// are `v`; the wave and how many instructions of the block ran in fused runs.
 fn run_block(src: &str, v: [&[u32; WAVE_SIZE]; 3]) -> (crate::wave::Wave, usize) {
     let mut w = crate::wave::Wave::new();
     (w.vgpr[0], w.vgpr[1], w.vgpr[3]) = (*v[0], *v[1], *v[2]);
-    use crate::state::{Apertures, WaveContext, WaveExit};
+    use crate::state::WaveExit;
     let mem = crate::wave::testutil::Mem::default();
     // A run has two instructions at least: a move to v7 goes with `src`.
     let (program, start) = program_of(&format!("{src}\nv_mov_b32_e32 v7, v0\ns_endpgm\n"), &mem);
     w.pc = start;
     w.set_exec(u64::MAX);
     let mut lds = vec![0u8; 64];
-    let mut ctx = WaveContext {
-        memory: &mem,
-        lds: &mut lds,
-        apertures: Apertures::KFD,
-        stop: None,
-        max_instructions: 1_000,
-        yield_after: u64::MAX,
-    };
+    let mut ctx = context(&mem, &mut lds);
     assert_eq!(w.run(&program, &mut ctx).expect("runs"), WaveExit::Ended);
     // Instructions of `src` in runs (the move joins any run it follows).
     let fused = program.fused_instructions(start).saturating_sub(1);
@@ -1565,7 +1574,6 @@ fn fused_lane_ops_compute_what_sem_defines() {
 /// With a budget short of the next run, the first run returns by itself.
 #[test]
 fn a_run_falls_through_to_the_next_run_of_its_block() {
-    use crate::state::{Apertures, WaveContext};
     if !crate::simd::host_avx2() {
         return;
     }
@@ -1597,14 +1605,7 @@ fn a_run_falls_through_to_the_next_run_of_its_block() {
         w.set_exec(u64::MAX);
         w.sgpr[1] = 0xDEAD;
         let mut lds = vec![0u8; 64];
-        let mut ctx = WaveContext {
-            memory: &mem,
-            lds: &mut lds,
-            apertures: Apertures::KFD,
-            stop: None,
-            max_instructions: 1_000,
-            yield_after: u64::MAX,
-        };
+        let mut ctx = context(&mem, &mut lds);
         let mut env = RunEnv::of(&ctx);
         // As a former call that took a link leaves it.
         (env.pc, env.entry) = (start + 4, 7);
