@@ -395,7 +395,7 @@ impl Program {
             let mut end = 0;
             for (i, e) in block.entries.iter().enumerate() {
                 if let Some(f) = &e.fused {
-                    let stop = i + f.len as usize;
+                    let stop = i + f.len() as usize;
                     if stop > end {
                         covered += stop - i.max(end);
                         end = stop;
@@ -569,14 +569,14 @@ fn map_runs(
         let start = f.entry();
         let next = fused.get(k + 1).map_or(end, |(_, g)| g.entry());
         let pc = entries.get(*at).map_or(0, |e| e.pc);
-        let shown = (f.len as usize).min(4);
+        let shown = (f.len() as usize).min(4);
         let first: Vec<_> = insts
             .iter()
             .skip(*at)
             .take(shown)
             .map(|i| i.mnemonic())
             .collect();
-        let name = format!("gfx90a run {pc:#x} +{}: {}", f.len, first.join(" "));
+        let name = format!("gfx90a run {pc:#x} +{}: {}", f.len(), first.join(" "));
         crate::perf_map::record(start, next.saturating_sub(start), &name);
     }
 }

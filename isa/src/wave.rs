@@ -246,7 +246,7 @@ impl Wave {
                     #[cfg(target_arch = "x86_64")]
                     if let Some(f) = e.fused.as_ref().filter(|f| {
                         came.is_some()
-                            || fused_ok && (stores == 0 || clear(stores, k, f.len as usize))
+                            || fused_ok && (stores == 0 || clear(stores, k, f.len() as usize))
                     }) {
                         let ran = match came {
                             Some(r) => r,
@@ -282,8 +282,8 @@ impl Wave {
                                 continue 'entries;
                             }
                             Ran::Next => {
-                                self.fused_instructions += u64::from(f.len);
-                                next = k + f.len as usize;
+                                self.fused_instructions += u64::from(f.len());
+                                next = k + f.len() as usize;
                                 continue 'entries;
                             }
                             Ran::Deferred(n) => {

@@ -1096,8 +1096,8 @@ impl Code {
             func: f.func,
             pc,
             need: entries as u64,
-            rows: if f.vector { u64::from(f.rows) } else { 0 },
-            modes: u32::from(f.f64) | u32::from(f.f32) << 1,
+            rows: f.needs.rows() as u64,
+            modes: f.needs.modes() as u32,
         });
     }
 
@@ -1145,19 +1145,16 @@ impl Code {
 pub(crate) struct Fused {
     /// This run's entry point in its block's [`Code`].
     func: RunFn,
-    /// Instructions the run covers (consecutive block entries; at most 255).
-    pub(crate) len: u32,
-    /// One past the highest vector-file register it reads or writes.
-    rows: u16,
-    /// Whether the run has vector ops or accesses (they need every lane active).
-    vector: bool,
-    /// Whether the run has f64 ops.
-    f64: bool,
-    /// Whether the run has f32 ops.
-    f32: bool,
+    /// What it covers and needs.
+    needs: Needs,
 }
 
 impl Fused {
+    /// Instructions the run covers (consecutive block entries; at most 255).
+    pub(crate) fn len(&self) -> u32 {
+        self.needs.len
+    }
+
     /// The host address of the run's code (its entry point), for the perf map.
     pub(crate) fn entry(&self) -> usize {
         self.func as usize
@@ -1167,8 +1164,8 @@ impl Fused {
 impl std::fmt::Debug for Fused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fused")
-            .field("len", &self.len)
-            .field("rows", &self.rows)
+            .field("len", &self.needs.len)
+            .field("rows", &self.needs.rows)
             .finish()
     }
 }
@@ -1229,17 +1226,7 @@ fn compile_for(
         // `code`, which is executable; the caller keeps `code` with the entries
         // the runs are attached to (the block), so it outlives every call.
         let func = unsafe { std::mem::transmute::<*const u8, RunFn>(code.buf.ptr(entry)) };
-        fused.push((
-            *at,
-            Fused {
-                func,
-                len: n.len,
-                rows: n.rows,
-                vector: n.vector,
-                f64: n.f64,
-                f32: n.f32,
-            },
-        ));
+        fused.push((*at, Fused { func, needs: n }));
     }
     Some((code, fused))
 }
@@ -1332,11 +1319,11 @@ pub(crate) fn run_fused(
     env: &mut RunEnv,
     left: u64,
 ) -> Ran {
-    if f.vector && w.vgpr.len() < usize::from(f.rows) {
+    if w.vgpr.len() < f.needs.rows() as usize {
         return Ran::Stopped(0);
     }
     let unmet = u32::from(!f64_mode(w.mode)) | u32::from(!f32_mode(w.mode)) << 1;
-    if (f.f64 && unmet & 1 != 0) || (f.f32 && unmet & 2 != 0) {
+    if f.needs.modes() as u32 & unmet != 0 {
         return Ran::Stopped(0);
     }
     env.lds = ctx.lds.as_mut_ptr();
@@ -1351,9 +1338,9 @@ pub(crate) fn run_fused(
     let wave: *mut WaveState = w;
     // SAFETY: `f.func` is code `emit_chain` generated (compiled only on hosts with
     // AVX2, and with FMA3 if it has a fused multiply-add: `compile_for`; kept alive
-    // by the block whose entry holds `f`). It reads and writes the
-    // lanes of vector-file registers below `f.rows` (only if `f.vector`), which is
-    // within `w.vgpr` (checked above), scalar-file dwords below 128 (`Builder` takes
+    // by the block whose entry holds `f`). It reads and writes the lanes of
+    // vector-file registers below `f.needs.rows()` (none without vector ops), which
+    // is within `w.vgpr` (checked above), scalar-file dwords below 128 (`Builder` takes
     // indices only from plans, all below 128), `w.scc` (stored as 0 or 1), its own
     // stack frame, `w.strides` (as `StrideTable` lays it out), `w.regions`' window
     // table (read only), bytes of `lds` below its size (set in `env` above), and host

@@ -1585,11 +1585,11 @@ fn a_run_falls_through_to_the_next_run_of_its_block() {
     let block = program.block_hinted(start, &mut None).expect("the block");
     assert_eq!(block.entries.len(), lines.len());
     let first = block.entries[0].fused.expect("a run at the block's start");
-    let at = first.len as usize;
+    let at = first.len() as usize;
     let second = block.entries.get(at).and_then(|e| e.fused);
     let second = second.expect("a run where the first ends");
     assert_eq!(
-        at + second.len as usize,
+        at + second.len() as usize,
         lines.len() - 1,
         "all but s_endpgm"
     );
