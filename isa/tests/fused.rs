@@ -597,6 +597,58 @@ fn fused_runs_compute_what_the_interpreter_computes() {
     }
 }
 
+/// A wave as [`random_wave`] makes, but with each of v0..v11 one value in all 64
+/// lanes (the rows of unoptimised code, computed from scalars), except lane
+/// `odd.1` of row `odd.0`, which differs in one bit.
+fn uniform_wave(rng: &mut Rng, exec: u64, odd: Option<(usize, usize)>) -> Wave {
+    let mut w = random_wave(rng, exec);
+    for r in 0..VREGS {
+        w.vgpr[r] = [w.vgpr[r][0]; WAVE_SIZE];
+    }
+    if let Some((r, lane)) = odd {
+        w.vgpr[r][lane] ^= 1 << rng.below(32);
+    }
+    w
+}
+
+#[test]
+fn parts_on_rows_equal_in_every_lane_give_the_interpreters_results() {
+    // Rows equal in every lane: parts run one group for the wave, and must write
+    // every lane of their rows and all 64 bits of their masks. One lane differing
+    // (the last one, or one the first check does not look at) must send the part
+    // to the group loop.
+    let mut rng = Rng(0x5EED_0003);
+    let mem = TestMemory::default();
+    let mut fused = 0;
+    for case in 0..40 {
+        let src: Vec<String> = {
+            let mut g = Gen { rng: &mut rng };
+            (0..24).map(|_| g.inst()).collect()
+        };
+        let text = src.join("\n") + "\ns_endpgm\n";
+        let row = rng.below(VREGS);
+        let lane = 1 + rng.below(WAVE_SIZE - 2);
+        for odd in [None, Some((row, WAVE_SIZE - 1)), Some((row, lane))] {
+            let wave = |rng: &mut Rng, exec| uniform_wave(rng, exec, odd);
+            fused += compare_fused(&mem, &text, case, [u64::MAX; 2], &mut rng, wave);
+        }
+    }
+    if fuses() {
+        assert!(
+            fused > 40 * 3 * 24 / 4,
+            "only {fused} instructions ran fused"
+        );
+    }
+    // Lane numbers differ by lane whatever the rows hold.
+    let text = "v_mbcnt_lo_u32_b32 v0, -1, 0
+v_add_u32_e32 v2, v3, v4
+v_mbcnt_hi_u32_b32 v1, -1, v2
+v_lshlrev_b32_e32 v5, 2, v1";
+    for seed in 1..4 {
+        check_wave(text, || uniform_wave(&mut Rng(seed), u64::MAX, None));
+    }
+}
+
 #[test]
 fn long_fused_runs_keep_masks_in_order() {
     // Longer programs: masks written, read and overwritten many times in one run.

@@ -128,7 +128,11 @@
 //! 64-lane row per dword an LDS load read, then the store's host address. ymm14 holds the sign bias (0x8000_0000 per lane) of the
 //! unsigned compares, ymm8..ymm11 the run's masks for the current group. rdx is the
 //! group's byte offset in a register row, rcx the group's number g (its 8 bits of a
-//! 64-lane mask are the mask's byte g); the loop does two groups per trip.
+//! 64-lane mask are the mask's byte g); the loop does two groups per trip. Before
+//! the loop, a part whose ops do not depend on the lane runs them on group 0 alone
+//! when every row it reads holds one value in all 64 lanes, and copies group 0's
+//! results to the other groups ([`emit_uniform_group`]; most of -O0 code's rows
+//! are such, being computed from scalars).
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
@@ -1863,10 +1867,26 @@ thread_local! {
     /// row is a register move, off the store-to-load path. Cleared when a load
     /// replaces the register.
     static STORED_IN: std::cell::Cell<Option<(u16, u8)>> = const { std::cell::Cell::new(None) };
+    /// While [`uniform_rows`] lowers a group to learn the rows it touches: each
+    /// vector-file row [`load`] reads and [`store`] writes (true), in order.
+    static TOUCHED: std::cell::RefCell<Option<Vec<(u16, bool)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Records a row access for [`uniform_rows`] (nothing unless it is listening).
+fn touch(r: u16, write: bool) {
+    TOUCHED.with(|t| {
+        if let Some(v) = t.borrow_mut().as_mut() {
+            v.push((r, write));
+        }
+    });
 }
 
 /// Loads `v` (this group's 8 lanes) into ymm `y`.
 fn load(a: &mut Assembler, y: u8, v: Val) {
+    if let Val::Row(r) = v {
+        touch(r, false);
+    }
     let held = STORED_IN.get();
     if let Some((_, h)) = held {
         if h == y && !matches!(v, Val::Row(r) if held.is_some_and(|(row, _)| row == r)) {
@@ -2080,6 +2100,7 @@ fn emit_lds_rows(a: &mut Assembler, b: &Builder) {
 fn store(a: &mut Assembler, r: u16, y: u8) {
     let disp = i32::from(r) * ROW;
     dynasm!(a ; .arch x64 ; vmovdqu [rdi + rdx + disp], Ry(y));
+    touch(r, true);
     STORED.set(Some((r, y)));
 }
 
@@ -2480,7 +2501,7 @@ fn emit_part(a: &mut Assembler, b: &Builder, done: usize, wide: bool) {
             ; sub rsp, f.size
             ; and rsp, -32
         );
-        emit_vector(a, b, &f);
+        emit_vector(a, b, &f, wide);
         dynasm!(a
             ; .arch x64
             ; mov rsp, rbp
@@ -3459,9 +3480,151 @@ fn gather_dd(a: &mut Assembler, dst: u8, index: u8, mask: u8, disp: i32) {
     a.extend(disp.to_le_bytes());
 }
 
+/// The vector-file rows a part's ops read before writing them (`live_in`) and the
+/// rows they write, in first-access order, when the part may run its ops on one
+/// group for the whole wave ([`emit_uniform_group`]): none of its ops depends on
+/// the lane (no `v_mbcnt`, no mask from before the run, whose bits differ by lane,
+/// no LDS lanes), so that rows equal in every lane give results equal in every
+/// lane. `None` also where the checks would cost more than the seven groups they
+/// save (a few micro-ops per op and group, against about 12 per row checked and 8
+/// per row copied). The rows are those [`load`] and [`store`] see while the ops
+/// are lowered once into a scratch buffer.
+fn uniform_rows(b: &Builder, f: &Frame, live: &[bool]) -> Option<UniformRows> {
+    let lane_bound =
+        |op: &Op| op.reads_ext() || matches!(op, Op::Mbcnt { .. } | Op::LdsStore { .. });
+    if b.ops.is_empty() || !b.lds.is_empty() || b.ops.iter().any(lane_bound) {
+        return None;
+    }
+    let mut scratch = Assembler::new().ok()?;
+    TOUCHED.with(|t| *t.borrow_mut() = Some(Vec::new()));
+    STORED.set(None);
+    STORED_IN.set(None);
+    for (op, &l) in b.ops.iter().zip(live) {
+        emit_op(&mut scratch, f, op, l);
+    }
+    STORED.set(None);
+    STORED_IN.set(None);
+    let touched = TOUCHED.with(|t| t.borrow_mut().take())?;
+    let mut u = UniformRows::default();
+    for (r, write) in touched {
+        if u.written.contains(&r) || u.live_in.contains(&r) && !write {
+            continue;
+        }
+        if write {
+            u.written.push(r);
+        } else {
+            u.live_in.push(r);
+        }
+    }
+    let (ops, checked, copied) = (b.ops.len(), u.live_in.len(), u.written.len());
+    (7 * 4 * ops > 12 * checked + 8 * copied).then_some(u)
+}
+
+/// The rows of a part that runs on one group ([`uniform_rows`]).
+#[derive(Debug, Default)]
+struct UniformRows {
+    live_in: Vec<u16>,
+    written: Vec<u16>,
+}
+
+/// Emits a part's ops on group 0 only, for every lane, when each of its live-in
+/// rows holds one value in all 64 lanes (EXEC is all ones here, checked by
+/// [`emit_part`]): -O0 code computes most of its values, such as its stack
+/// addresses, from scalars, so that its rows are mostly uniform. Otherwise it
+/// goes on at the group loop, which follows. A row equal in every lane gives equal
+/// lanes through ops that do not depend on the lane, so group 0's results are
+/// every group's: each written row's 8 lanes are copied to the other 56, and each
+/// mask's 8 bits (all set or all clear) to its 64, then it goes to `tail` (the
+/// masks' write-back). Compares 16 lanes at a time on a host with AVX-512
+/// (`wide`), else 8. Uses rax, ymm0..ymm2 (zmm0, k1).
+fn emit_uniform_group(
+    a: &mut Assembler,
+    b: &Builder,
+    f: &Frame,
+    live: &[bool],
+    u: &UniformRows,
+    wide: bool,
+    tail: DynamicLabel,
+) {
+    let general = a.new_dynamic_label();
+    // Lane 0 against lane 63 first: a row that differs by lane most often differs
+    // there too, and this costs two instructions.
+    for &r in &u.live_in {
+        let d = i32::from(r) * ROW;
+        dynasm!(a
+            ; .arch x64
+            ; mov eax, [rdi + d]
+            ; cmp eax, [rdi + d + ROW - 4]
+            ; jne =>general
+        );
+    }
+    if wide {
+        kxnorw_ones(a, 1);
+        for &r in &u.live_in {
+            let d = i32::from(r) * ROW;
+            dynasm!(a ; .arch x64 ; mov eax, [rdi + d]);
+            zmm_splat(a, 0, RAX);
+            for g in 0..4 {
+                zmm_cmpeq_and(a, 1, 0, RDI, d + 64 * g);
+            }
+        }
+        kortestw(a, 1);
+        dynasm!(a ; .arch x64 ; jnc =>general);
+    } else {
+        dynasm!(a ; .arch x64 ; vpcmpeqd ymm2, ymm2, ymm2);
+        for &r in &u.live_in {
+            let d = i32::from(r) * ROW;
+            dynasm!(a ; .arch x64 ; vpbroadcastd ymm0, [rdi + d]);
+            for g in 0..8 {
+                let at = d + 32 * g;
+                dynasm!(a
+                    ; .arch x64
+                    ; vpcmpeqd ymm1, ymm0, [rdi + at]
+                    ; vpand ymm2, ymm2, ymm1
+                );
+            }
+        }
+        dynasm!(a
+            ; .arch x64
+            ; vpcmpeqd ymm1, ymm1, ymm1
+            ; vptest ymm2, ymm1
+            ; jnc =>general
+        );
+    }
+    STORED.set(None);
+    STORED_IN.set(None);
+    for (op, &l) in b.ops.iter().zip(live) {
+        emit_op(a, f, op, l);
+    }
+    STORED.set(None);
+    STORED_IN.set(None);
+    // Group 0's mask bits, all set or all clear, sign-extended to 64.
+    for k in 0..b.masks.len() {
+        movmsk_eax(a, MASK_BASE + k as u8);
+        dynasm!(a ; .arch x64 ; movsx rax, al);
+        match k {
+            0 => dynasm!(a ; .arch x64 ; mov r9, rax),
+            1 => dynasm!(a ; .arch x64 ; mov r11, rax),
+            _ => {
+                let off = f.acc + 8 * k as i32;
+                dynasm!(a ; .arch x64 ; mov [rsp + off], rax);
+            }
+        }
+    }
+    for &r in &u.written {
+        let d = i32::from(r) * ROW;
+        dynasm!(a ; .arch x64 ; vmovdqu ymm0, [rdi + d]);
+        for g in 1..8 {
+            let at = d + 32 * g;
+            dynasm!(a ; .arch x64 ; vmovdqu [rdi + at], ymm0);
+        }
+    }
+    dynasm!(a ; .arch x64 ; jmp =>tail ; =>general);
+}
+
 /// Emits the vector ops of a run: the frame's rows and masks, the loop over the
 /// groups, and the masks' write-back to the scalar file.
-fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
+fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame, wide: bool) {
     if b.ops.iter().any(Op::reads_ext) {
         for i in 0..8 {
             let off = 4 * i;
@@ -3507,9 +3670,13 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
         1 => dynasm!(a ; .arch x64 ; xor r9d, r9d),
         _ => dynasm!(a ; .arch x64 ; xor r9d, r9d ; xor r11d, r11d),
     }
+    let live = live_masks(&b.ops);
+    let tail = a.new_dynamic_label();
+    if let Some(u) = uniform_rows(b, f, &live) {
+        emit_uniform_group(a, b, f, &live, &u, wide, tail);
+    }
     dynasm!(a ; .arch x64 ; =>top);
     // Two groups per trip of the loop.
-    let live = live_masks(&b.ops);
     for half in 0..2 {
         // (A new group: no register holds one of its rows.)
         STORED.set(None);
@@ -3545,6 +3712,7 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame) {
         ; inc ecx
         ; cmp ecx, (WAVE_SIZE / 8) as i32
         ; jb =>top
+        ; =>tail
     );
     for (k, pair) in b.masks.iter().enumerate() {
         match k {

@@ -529,7 +529,7 @@ s_barrier",
 /// runs of [`PROGRAMS`] use. A new form is added here once checked (a hand-encoded
 /// one in [`hand_encoded_forms_decode_as_meant`], one dynasm-rs encodes with a
 /// register order or width it could get wrong in [`dynasm_forms_decode_as_written`]).
-const FORMS: [&str; 187] = [
+const FORMS: [&str; 188] = [
     "adc r32, r32",
     "add m64, imm",
     "add r32, imm",
@@ -596,6 +596,7 @@ const FORMS: [&str; 187] = [
     "movabs r64, imm",
     "movsx r32, r16",
     "movsx r32, r8",
+    "movsx r64, r8",
     "movzx r32, m8",
     "neg r32",
     "not r32",
