@@ -3535,8 +3535,9 @@ struct UniformRows {
 /// lanes through ops that do not depend on the lane, so group 0's results are
 /// every group's: each written row's 8 lanes are copied to the other 56, and each
 /// mask's 8 bits (all set or all clear) to its 64, then it goes to `tail` (the
-/// masks' write-back). Compares 16 lanes at a time on a host with AVX-512
-/// (`wide`), else 8. Uses rax, ymm0..ymm2 (zmm0, k1).
+/// masks' write-back). On a host with AVX-512 (`wide`), compares 16 lanes at a
+/// time and writes a row's lane 0 to its 64 lanes in four stores; else 8 lanes at
+/// a time. Uses rax, ymm0..ymm2 (zmm0, k1).
 fn emit_uniform_group(
     a: &mut Assembler,
     b: &Builder,
@@ -3613,6 +3614,14 @@ fn emit_uniform_group(
     }
     for &r in &u.written {
         let d = i32::from(r) * ROW;
+        if wide {
+            dynasm!(a ; .arch x64 ; mov eax, [rdi + d]);
+            zmm_splat(a, 0, RAX);
+            for g in 0..4 {
+                zmm_store(a, RDI, d + 64 * g, 0, 0);
+            }
+            continue;
+        }
         dynasm!(a ; .arch x64 ; vmovdqu ymm0, [rdi + d]);
         for g in 1..8 {
             let at = d + 32 * g;
