@@ -597,26 +597,45 @@ fn fused_runs_compute_what_the_interpreter_computes() {
     }
 }
 
+/// Where [`uniform_wave`] breaks the uniformity of a wave.
+#[derive(Clone, Copy, Debug)]
+enum Odd {
+    /// Nowhere.
+    None,
+    /// Lane `.1` of row `.0`, in one bit.
+    Lane(usize, usize),
+    /// Bit `.1` of the mask at scalar dword `.0` (s4, s6 or VCC).
+    Mask(usize, usize),
+}
+
 /// A wave as [`random_wave`] makes, but with each of v0..v11 one value in all 64
-/// lanes (the rows of unoptimised code, computed from scalars), except lane
-/// `odd.1` of row `odd.0`, which differs in one bit.
-fn uniform_wave(rng: &mut Rng, exec: u64, odd: Option<(usize, usize)>) -> Wave {
+/// lanes (the rows of unoptimised code, computed from scalars) and s[4:5], s[6:7]
+/// and VCC each all clear or all set (a compare's result on such rows), except
+/// where `odd` says.
+fn uniform_wave(rng: &mut Rng, exec: u64, odd: Odd) -> Wave {
     let mut w = random_wave(rng, exec);
     for r in 0..VREGS {
         w.vgpr[r] = [w.vgpr[r][0]; WAVE_SIZE];
     }
-    if let Some((r, lane)) = odd {
-        w.vgpr[r][lane] ^= 1 << rng.below(32);
+    for s in [4, 6, 106] {
+        let m = if rng.below(2) == 0 { 0 } else { u32::MAX };
+        w.sgpr[s] = m;
+        w.sgpr[s + 1] = m;
+    }
+    match odd {
+        Odd::None => {}
+        Odd::Lane(r, lane) => w.vgpr[r][lane] ^= 1 << rng.below(32),
+        Odd::Mask(s, bit) => w.sgpr[s + bit / 32] ^= 1 << (bit % 32),
     }
     w
 }
 
 #[test]
 fn parts_on_rows_equal_in_every_lane_give_the_interpreters_results() {
-    // Rows equal in every lane: parts run one group for the wave, and must write
-    // every lane of their rows and all 64 bits of their masks. One lane differing
-    // (the last one, or one the first check does not look at) must send the part
-    // to the group loop.
+    // Rows equal in every lane and masks all clear or all set: parts run one group
+    // for the wave, and must write every lane of their rows and all 64 bits of
+    // their masks. One lane differing (the last one, or one the first check does
+    // not look at), or one bit of a mask, must send the part to the group loop.
     let mut rng = Rng(0x5EED_0003);
     let mem = TestMemory::default();
     let mut fused = 0;
@@ -628,14 +647,20 @@ fn parts_on_rows_equal_in_every_lane_give_the_interpreters_results() {
         let text = src.join("\n") + "\ns_endpgm\n";
         let row = rng.below(VREGS);
         let lane = 1 + rng.below(WAVE_SIZE - 2);
-        for odd in [None, Some((row, WAVE_SIZE - 1)), Some((row, lane))] {
+        let mask = Odd::Mask([4, 6, 106][rng.below(3)], rng.below(64));
+        for odd in [
+            Odd::None,
+            Odd::Lane(row, WAVE_SIZE - 1),
+            Odd::Lane(row, lane),
+            mask,
+        ] {
             let wave = |rng: &mut Rng, exec| uniform_wave(rng, exec, odd);
             fused += compare_fused(&mem, &text, case, [u64::MAX; 2], &mut rng, wave);
         }
     }
     if fuses() {
         assert!(
-            fused > 40 * 3 * 24 / 4,
+            fused > 40 * 4 * 24 / 4,
             "only {fused} instructions ran fused"
         );
     }
@@ -645,7 +670,7 @@ v_add_u32_e32 v2, v3, v4
 v_mbcnt_hi_u32_b32 v1, -1, v2
 v_lshlrev_b32_e32 v5, 2, v1";
     for seed in 1..4 {
-        check_wave(text, || uniform_wave(&mut Rng(seed), u64::MAX, None));
+        check_wave(text, || uniform_wave(&mut Rng(seed), u64::MAX, Odd::None));
     }
 }
 

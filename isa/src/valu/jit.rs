@@ -3483,15 +3483,14 @@ fn gather_dd(a: &mut Assembler, dst: u8, index: u8, mask: u8, disp: i32) {
 /// The vector-file rows a part's ops read before writing them (`live_in`) and the
 /// rows they write, in first-access order, when the part may run its ops on one
 /// group for the whole wave ([`emit_uniform_group`]): none of its ops depends on
-/// the lane (no `v_mbcnt`, no mask from before the run, whose bits differ by lane,
-/// no LDS lanes), so that rows equal in every lane give results equal in every
-/// lane. `None` also where the checks would cost more than the seven groups they
+/// the lane (no `v_mbcnt`, no LDS lanes; a mask from before the run only where it
+/// is all set or all clear, which the group checks), so that rows equal in every
+/// lane give results equal in every lane. `None` also where the checks would cost more than the seven groups they
 /// save (a few micro-ops per op and group, against about 12 per row checked and 8
 /// per row copied). The rows are those [`load`] and [`store`] see while the ops
 /// are lowered once into a scratch buffer.
 fn uniform_rows(b: &Builder, f: &Frame, live: &[bool]) -> Option<UniformRows> {
-    let lane_bound =
-        |op: &Op| op.reads_ext() || matches!(op, Op::Mbcnt { .. } | Op::LdsStore { .. });
+    let lane_bound = |op: &Op| matches!(op, Op::Mbcnt { .. } | Op::LdsStore { .. });
     if b.ops.is_empty() || !b.lds.is_empty() || b.ops.iter().any(lane_bound) {
         return None;
     }
@@ -3528,7 +3527,8 @@ struct UniformRows {
 }
 
 /// Emits a part's ops on group 0 only, for every lane, when each of its live-in
-/// rows holds one value in all 64 lanes (EXEC is all ones here, checked by
+/// rows holds one value in all 64 lanes and each mask it reads from before the run
+/// is all clear or all set (EXEC is all ones here, checked by
 /// [`emit_part`]): -O0 code computes most of its values, such as its stack
 /// addresses, from scalars, so that its rows are mostly uniform. Otherwise it
 /// goes on at the group loop, which follows. A row equal in every lane gives equal
@@ -3548,6 +3548,17 @@ fn emit_uniform_group(
     tail: DynamicLabel,
 ) {
     let general = a.new_dynamic_label();
+    // Each mask from before the run all clear or all set (its qword plus 1 is 0 or 1).
+    for k in 0..b.ext.len() {
+        let off = f.ext + 8 * k as i32;
+        dynasm!(a
+            ; .arch x64
+            ; mov rax, [rsp + off]
+            ; add rax, 1
+            ; cmp rax, 1
+            ; ja =>general
+        );
+    }
     // Lane 0 against lane 63 first: a row that differs by lane most often differs
     // there too, and this costs two instructions.
     for &r in &u.live_in {
