@@ -3480,15 +3480,27 @@ fn gather_dd(a: &mut Assembler, dst: u8, index: u8, mask: u8, disp: i32) {
     a.extend(disp.to_le_bytes());
 }
 
+/// Emits `ops` on one group of 8 lanes (rdx, rcx), `live` saying which mask results
+/// are used ([`live_masks`]); no register holds a row when it starts or ends.
+fn emit_group(a: &mut Assembler, f: &Frame, ops: &[Op], live: &[bool]) {
+    STORED.set(None);
+    STORED_IN.set(None);
+    for (op, &l) in ops.iter().zip(live) {
+        emit_op(a, f, op, l);
+    }
+    STORED.set(None);
+    STORED_IN.set(None);
+}
+
 /// The vector-file rows a part's ops read before writing them (`live_in`) and the
 /// rows they write, in first-access order, when the part may run its ops on one
 /// group for the whole wave ([`emit_uniform_group`]): none of its ops depends on
 /// the lane (no `v_mbcnt`, no LDS lanes; a mask from before the run only where it
 /// is all set or all clear, which the group checks), so that rows equal in every
-/// lane give results equal in every lane. `None` also where the checks would cost more than the seven groups they
-/// save (a few micro-ops per op and group, against about 12 per row checked and 8
-/// per row copied). The rows are those [`load`] and [`store`] see while the ops
-/// are lowered once into a scratch buffer.
+/// lane give results equal in every lane. `None` also where the checks would cost
+/// more than the seven groups they save (a few micro-ops per op and group, against
+/// about 12 per row checked and 8 per row copied). The rows are those [`load`] and
+/// [`store`] see while the ops are lowered once into a scratch buffer.
 fn uniform_rows(b: &Builder, f: &Frame, live: &[bool]) -> Option<UniformRows> {
     let lane_bound = |op: &Op| matches!(op, Op::Mbcnt { .. } | Op::LdsStore { .. });
     if b.ops.is_empty() || !b.lds.is_empty() || b.ops.iter().any(lane_bound) {
@@ -3496,13 +3508,7 @@ fn uniform_rows(b: &Builder, f: &Frame, live: &[bool]) -> Option<UniformRows> {
     }
     let mut scratch = Assembler::new().ok()?;
     TOUCHED.with(|t| *t.borrow_mut() = Some(Vec::new()));
-    STORED.set(None);
-    STORED_IN.set(None);
-    for (op, &l) in b.ops.iter().zip(live) {
-        emit_op(&mut scratch, f, op, l);
-    }
-    STORED.set(None);
-    STORED_IN.set(None);
+    emit_group(&mut scratch, f, &b.ops, live);
     let touched = TOUCHED.with(|t| t.borrow_mut().take())?;
     let mut u = UniformRows::default();
     for (r, write) in touched {
@@ -3603,13 +3609,7 @@ fn emit_uniform_group(
             ; jnc =>general
         );
     }
-    STORED.set(None);
-    STORED_IN.set(None);
-    for (op, &l) in b.ops.iter().zip(live) {
-        emit_op(a, f, op, l);
-    }
-    STORED.set(None);
-    STORED_IN.set(None);
+    emit_group(a, f, &b.ops, live);
     // Group 0's mask bits, all set or all clear, sign-extended to 64.
     for k in 0..b.masks.len() {
         movmsk_eax(a, MASK_BASE + k as u8);
@@ -3698,15 +3698,10 @@ fn emit_vector(a: &mut Assembler, b: &Builder, f: &Frame, wide: bool) {
     dynasm!(a ; .arch x64 ; =>top);
     // Two groups per trip of the loop.
     for half in 0..2 {
-        // (A new group: no register holds one of its rows.)
-        STORED.set(None);
-        STORED_IN.set(None);
         if half == 1 {
             dynasm!(a ; .arch x64 ; add edx, 32 ; inc ecx);
         }
-        for (op, &live) in b.ops.iter().zip(&live) {
-            emit_op(a, f, op, live);
-        }
+        emit_group(a, f, &b.ops, &live);
         // The group's 8 bits of each mask are byte g of its accumulator: masks 0 and
         // 1 put into the low byte of r9 and r11, which then rotate right by a byte
         // (after the 8 groups, group g's byte is byte g), the others stored to their
